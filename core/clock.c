@@ -1,0 +1,189 @@
+#define _GNU_SOURCE
+#include "clock.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <x86intrin.h>
+#endif
+
+static uint64_t timespec_ns(const struct timespec *ts)
+{
+	return (uint64_t)ts->tv_sec * UINT64_C(1000000000) + (uint64_t)ts->tv_nsec;
+}
+
+static uint64_t posix_now(clockid_t id)
+{
+	struct timespec ts;
+	clock_gettime(id, &ts);
+	return timespec_ns(&ts);
+}
+
+static uint64_t monotonic_now(const fb_clock *c)
+{
+	(void)c;
+	return posix_now(CLOCK_MONOTONIC);
+}
+
+static uint64_t realtime_now(const fb_clock *c)
+{
+	(void)c;
+	return posix_now(CLOCK_REALTIME);
+}
+
+static const fb_clock monotonic_clock = {"monotonic", monotonic_now};
+static const fb_clock realtime_clock = {"realtime", realtime_now};
+
+const fb_clock *fb_clock_monotonic(void)
+{
+	return &monotonic_clock;
+}
+
+const fb_clock *fb_clock_realtime(void)
+{
+	return &realtime_clock;
+}
+
+/*
+ * TSC clock. ns = base_ns + (tsc - base_tsc) * mult >> 32. The parameters
+ * are written once under pthread_once and only read afterwards, so plain
+ * fields are fine: pthread_once orders the writes before every reader.
+ */
+static struct {
+	uint64_t base_tsc;
+	uint64_t base_ns;
+	uint64_t mult; /* ns per tick, 32.32 fixed point */
+	const fb_clock *chosen;
+} tsc;
+
+#if defined(__x86_64__)
+static uint64_t tsc_now(const fb_clock *c)
+{
+	(void)c;
+	uint64_t d = __rdtsc() - tsc.base_tsc;
+	return tsc.base_ns + (uint64_t)(((unsigned __int128)d * tsc.mult) >> 32);
+}
+
+static const fb_clock tsc_clock = {"tsc", tsc_now};
+
+/* Invariant TSC (CPUID 0x80000007 EDX bit 8) and the kernel's own choice of
+ * it as clocksource, which it makes only after checking the cores agree. */
+static int tsc_trustworthy(void)
+{
+	unsigned a, b, c, d;
+	if (!__get_cpuid(0x80000007, &a, &b, &c, &d) || !(d & (1u << 8)))
+		return 0;
+	FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
+	if (!f)
+		return 0;
+	char name[32] = "";
+	int ok = fgets(name, sizeof name, f) && strncmp(name, "tsc", 3) == 0;
+	fclose(f);
+	return ok;
+}
+
+static void tsc_calibrate(void)
+{
+	tsc.chosen = &monotonic_clock;
+	if (!tsc_trustworthy())
+		return;
+	uint64_t ns0 = posix_now(CLOCK_MONOTONIC), t0 = __rdtsc();
+	uint64_t ns1, t1;
+	do {
+		ns1 = posix_now(CLOCK_MONOTONIC);
+		t1 = __rdtsc();
+	} while (ns1 - ns0 < 10000000);
+	if (t1 <= t0)
+		return;
+	tsc.mult = (uint64_t)(((unsigned __int128)(ns1 - ns0) << 32) / (t1 - t0));
+	tsc.base_tsc = t1;
+	tsc.base_ns = ns1;
+	tsc.chosen = &tsc_clock;
+}
+#else
+static void tsc_calibrate(void)
+{
+	tsc.chosen = &monotonic_clock;
+}
+#endif
+
+const fb_clock *fb_clock_fast(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, tsc_calibrate);
+	return tsc.chosen;
+}
+
+static uint64_t manual_now(const fb_clock *c)
+{
+	const fb_clock_manual *m = (const fb_clock_manual *)c;
+	/* relaxed: a test that moves the clock and then signals another thread
+	 * publishes the move through that signal's own synchronization. */
+	return atomic_load_explicit(&((fb_clock_manual *)m)->t, memory_order_relaxed);
+}
+
+void fb_clock_manual_init(fb_clock_manual *c, uint64_t start_ns)
+{
+	c->base.name = "manual";
+	c->base.now = manual_now;
+	atomic_init(&c->t, start_ns);
+}
+
+void fb_clock_manual_set(fb_clock_manual *c, uint64_t t_ns)
+{
+	atomic_store_explicit(&c->t, t_ns, memory_order_relaxed);
+}
+
+void fb_clock_manual_advance(fb_clock_manual *c, uint64_t d_ns)
+{
+	atomic_fetch_add_explicit(&c->t, d_ns, memory_order_relaxed);
+}
+
+static uint64_t skewed_now(const fb_clock *c)
+{
+	fb_clock_skewed *s = (fb_clock_skewed *)c;
+	uint64_t in = fb_clock_now(s->inner);
+	double el = (double)(int64_t)(in - s->origin) * s->rate;
+	int64_t off = atomic_load_explicit(&s->offset, memory_order_relaxed);
+	double t = (double)s->origin + el + (double)off;
+	return t <= 0 ? 0 : (uint64_t)t;
+}
+
+void fb_clock_skewed_init(fb_clock_skewed *c, const fb_clock *inner, double rate, int64_t offset_ns)
+{
+	c->base.name = "skewed";
+	c->base.now = skewed_now;
+	c->inner = inner;
+	c->origin = fb_clock_now(inner);
+	c->rate = rate;
+	atomic_init(&c->offset, offset_ns);
+}
+
+void fb_clock_skewed_jump(fb_clock_skewed *c, int64_t delta_ns)
+{
+	atomic_fetch_add_explicit(&c->offset, delta_ns, memory_order_relaxed);
+}
+
+void fb_sleep_ns(uint64_t ns)
+{
+	struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+void fb_clock_wall_stamp(char *compact, size_t compact_len, char *iso, size_t iso_len)
+{
+	struct timespec ts;
+	struct tm tm;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	if (compact)
+		strftime(compact, compact_len, "%Y%m%d-%H%M%S", &tm);
+	if (iso)
+		strftime(iso, iso_len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}

@@ -1,0 +1,83 @@
+/*
+ * Clocks. Every time read in fencebench goes through an fb_clock: the real
+ * monotonic clock, a manual clock that tests set and advance, and a skewed
+ * wrapper (rate and offset) for the clock faults. Nothing else calls
+ * clock_gettime(), time() or rdtsc.
+ *
+ * Times are nanoseconds on the clock's own axis; only differences and
+ * comparisons between readings of one clock mean anything.
+ */
+#ifndef FB_CLOCK_H
+#define FB_CLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+
+typedef struct fb_clock fb_clock;
+
+struct fb_clock {
+	const char *name;
+	uint64_t (*now)(const fb_clock *c);
+};
+
+static inline uint64_t fb_clock_now(const fb_clock *c)
+{
+	return c->now(c);
+}
+
+/* clock_gettime(CLOCK_MONOTONIC): about 23 ns a read on this machine. */
+const fb_clock *fb_clock_monotonic(void);
+
+/* clock_gettime(CLOCK_REALTIME): the wall clock, which can jump. Exists
+ * for the ablation the Redis documentation warns about, never the default. */
+const fb_clock *fb_clock_realtime(void);
+
+/*
+ * The hot-path clock: the invariant TSC scaled to nanoseconds (about 10 ns a
+ * read here) when the CPU has one and the kernel itself trusts it as its
+ * clocksource; otherwise the monotonic clock. Calibrated once, on first use,
+ * against CLOCK_MONOTONIC over about 10 ms.
+ */
+const fb_clock *fb_clock_fast(void);
+
+/* A clock that moves only when told to. Safe to read and move from any
+ * thread (readers see a value some mover stored). */
+typedef struct fb_clock_manual {
+	fb_clock base;
+	_Atomic uint64_t t;
+} fb_clock_manual;
+
+void fb_clock_manual_init(fb_clock_manual *c, uint64_t start_ns);
+void fb_clock_manual_set(fb_clock_manual *c, uint64_t t_ns);
+void fb_clock_manual_advance(fb_clock_manual *c, uint64_t d_ns);
+
+/*
+ * inner, seen through a rate error and an offset:
+ *   now = origin + (inner_now - origin) * rate + offset
+ * where origin is inner's time at init. rate < 1 runs slow (the holder thinks
+ * less time has passed, so it believes a dead lease is live); offset can be
+ * jumped at any moment from any thread. A reading below 0 reads as 0.
+ */
+typedef struct fb_clock_skewed {
+	fb_clock base;
+	const fb_clock *inner;
+	uint64_t origin;
+	double rate;
+	_Atomic int64_t offset;
+} fb_clock_skewed;
+
+void fb_clock_skewed_init(fb_clock_skewed *c, const fb_clock *inner, double rate,
+                          int64_t offset_ns);
+void fb_clock_skewed_jump(fb_clock_skewed *c, int64_t delta_ns);
+
+/* Block the calling thread for ns of real time. Async-signal-safe: the pause
+ * injector's signal handler sleeps with it. */
+void fb_sleep_ns(uint64_t ns);
+
+/* UTC wall time as "YYYYmmdd-HHMMSS" (names results) and as ISO 8601
+ * "YYYY-mm-ddTHH:MM:SSZ" (recorded in them). */
+void fb_clock_wall_stamp(char *compact, size_t compact_len, char *iso, size_t iso_len);
+
+#endif

@@ -1,0 +1,183 @@
+#include "lease.h"
+
+#include <stdlib.h>
+
+/*
+ * Slot word: lo = fence << 16 | owner, hi = expires_at. The fence stays in
+ * the slot after a release, so with per-key fences the slot's own
+ * generation is the fence source and needs no other memory.
+ */
+typedef struct fb_lease_slot {
+	alignas(FB_PAD_LINE) fb_atomic_u128 word;
+} fb_lease_slot;
+
+struct fb_lease_table {
+	fb_lease_slot *slots;
+	uint32_t keys;
+	fb_fence_source source;
+	uint64_t ttl_ns;
+	const fb_clock *clock;
+	/* The global source's counter, alone on its pair of lines: every
+	 * acquire in global mode writes it. */
+	alignas(FB_PAD_LINE) _Atomic uint64_t next_fence;
+};
+
+static inline uint64_t word_fence(fb_u128 w)
+{
+	return w.lo >> 16;
+}
+
+static inline uint16_t word_owner(fb_u128 w)
+{
+	return (uint16_t)(w.lo & 0xffff);
+}
+
+static inline fb_u128 word_make(uint64_t fence, uint16_t owner, uint64_t expires_at)
+{
+	return (fb_u128){fence << 16 | owner, expires_at};
+}
+
+static inline fb_lease word_lease(fb_u128 w)
+{
+	return (fb_lease){word_fence(w), w.hi, word_owner(w)};
+}
+
+const char *fb_fence_source_name(fb_fence_source s)
+{
+	return s == FB_FENCE_PER_KEY ? "per-key" : "global";
+}
+
+fb_err fb_lease_table_create(const fb_lease_config *cfg, fb_lease_table **out)
+{
+	if (!cfg->keys || !cfg->ttl_ns || !cfg->clock || cfg->first_fence == 0 ||
+	    cfg->first_fence > FB_FENCE_MAX)
+		return FB_EINVAL;
+	fb_lease_table *t = aligned_alloc(FB_PAD_LINE, sizeof *t);
+	if (!t)
+		return FB_ENOMEM;
+	t->slots = aligned_alloc(FB_PAD_LINE, (size_t)cfg->keys * sizeof *t->slots);
+	if (!t->slots) {
+		free(t);
+		return FB_ENOMEM;
+	}
+	t->keys = cfg->keys;
+	t->source = cfg->source;
+	t->ttl_ns = cfg->ttl_ns;
+	t->clock = cfg->clock;
+	atomic_init(&t->next_fence, cfg->first_fence);
+	/* A per-key slot starts one below the first fence so its first acquire
+	 * mints exactly first_fence; a global one starts at 0, below anything
+	 * the counter can hand out. */
+	uint64_t start = cfg->source == FB_FENCE_PER_KEY ? cfg->first_fence - 1 : 0;
+	for (uint32_t k = 0; k < cfg->keys; k++)
+		atomic_init(&t->slots[k].word, word_make(start, 0, 0));
+	*out = t;
+	return FB_OK;
+}
+
+void fb_lease_table_destroy(fb_lease_table *t)
+{
+	if (!t)
+		return;
+	free(t->slots);
+	free(t);
+}
+
+fb_acquire fb_lease_acquire(fb_lease_table *t, uint32_t key, uint16_t owner, fb_lease *out,
+                            fb_lease_stats *st)
+{
+	fb_lease_slot *s = &t->slots[key];
+	/* acquire: the global source's argument below needs the CAS that
+	 * installed this word to happen-before our mint. */
+	fb_u128 cur = atomic_load_explicit(&s->word, memory_order_acquire);
+	for (;;) {
+		uint64_t now = fb_clock_now(t->clock);
+		if (word_owner(cur) != 0 && cur.hi > now) {
+			*out = word_lease(cur);
+			return FB_HELD;
+		}
+		uint64_t prev = word_fence(cur), fence;
+		if (t->source == FB_FENCE_PER_KEY) {
+			fence = prev + 1;
+		} else {
+			/*
+			 * Minted after observing `cur`: the fence in `cur` was minted
+			 * by a fetch_add that happens-before our load (the installing
+			 * CAS released it, our load acquired it), so coherence puts our
+			 * fetch_add later in the counter's order and fence > prev.
+			 * Relaxed is enough for that; the check below stands guard.
+			 */
+			fence = atomic_fetch_add_explicit(&t->next_fence, 1, memory_order_relaxed);
+			if (fence <= prev) {
+				st->wasted_fences++;
+				continue;
+			}
+		}
+		if (fence > FB_FENCE_MAX)
+			return FB_EXHAUSTED;
+		fb_u128 next = word_make(fence, owner, now + t->ttl_ns);
+		/* acq_rel: release publishes the new lease; acquire on failure
+		 * re-establishes the ordering the mint relies on. */
+		if (atomic_compare_exchange_strong_explicit(
+		            &s->word, &cur, next, memory_order_acq_rel, memory_order_acquire)) {
+			*out = word_lease(next);
+			return FB_ACQUIRED;
+		}
+		st->cas_retries++;
+		if (t->source == FB_FENCE_GLOBAL)
+			st->wasted_fences++;
+	}
+}
+
+bool fb_lease_release(fb_lease_table *t, uint32_t key, uint16_t owner, uint64_t fence)
+{
+	fb_lease_slot *s = &t->slots[key];
+	fb_u128 cur = atomic_load_explicit(&s->word, memory_order_relaxed);
+	while (word_owner(cur) == owner && word_fence(cur) == fence) {
+		/* release: whatever the holder did under the lease is ordered
+		 * before the next acquire that sees the slot free. */
+		if (atomic_compare_exchange_weak_explicit(&s->word, &cur, word_make(fence, 0, 0),
+		                                          memory_order_release,
+		                                          memory_order_relaxed))
+			return true;
+	}
+	return false;
+}
+
+bool fb_lease_is_held(fb_lease_table *t, uint32_t key, uint16_t owner)
+{
+	fb_u128 cur = atomic_load_explicit(&t->slots[key].word, memory_order_acquire);
+	return word_owner(cur) == owner && cur.hi > fb_clock_now(t->clock);
+}
+
+bool fb_lease_renew(fb_lease_table *t, uint32_t key, uint16_t owner, uint64_t fence, fb_lease *out)
+{
+	fb_lease_slot *s = &t->slots[key];
+	fb_u128 cur = atomic_load_explicit(&s->word, memory_order_acquire);
+	for (;;) {
+		uint64_t now = fb_clock_now(t->clock);
+		if (word_owner(cur) != owner || word_fence(cur) != fence || cur.hi <= now)
+			return false;
+		fb_u128 next = word_make(fence, owner, now + t->ttl_ns);
+		if (atomic_compare_exchange_weak_explicit(
+		            &s->word, &cur, next, memory_order_acq_rel, memory_order_acquire)) {
+			*out = word_lease(next);
+			return true;
+		}
+	}
+}
+
+fb_lease fb_lease_peek(fb_lease_table *t, uint32_t key)
+{
+	return word_lease(atomic_load_explicit(&t->slots[key].word, memory_order_acquire));
+}
+
+uint64_t fb_lease_ttl(const fb_lease_table *t)
+{
+	return t->ttl_ns;
+}
+
+const fb_clock *fb_lease_clock(const fb_lease_table *t)
+{
+	return t->clock;
+}

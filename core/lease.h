@@ -1,0 +1,78 @@
+/*
+ * The lease table: `keys` slots, each alone on a 128-byte line, each one
+ * 16-byte word (fence, owner, expires_at) changed only by a double-width
+ * CAS. Acquire is that single CAS: the slot's move to (owner, fence,
+ * expires_at) and the minting of the fence cannot be separated, so no
+ * holder can ever carry a fence older than the slot's previous one.
+ */
+#ifndef FB_LEASE_H
+#define FB_LEASE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "clock.h"
+#include "common.h"
+
+typedef enum fb_fence_source {
+	FB_FENCE_GLOBAL,  /* one counter for the table, fetch_add (etcd revision, zxid) */
+	FB_FENCE_PER_KEY, /* the slot's own generation: no shared hot line */
+} fb_fence_source;
+
+const char *fb_fence_source_name(fb_fence_source s);
+
+typedef struct fb_lease_config {
+	uint32_t keys;
+	uint64_t ttl_ns;
+	fb_fence_source source;
+	uint64_t first_fence;  /* 1 in production, 33 in Kleppmann's diagram */
+	const fb_clock *clock; /* the lease service's clock */
+} fb_lease_config;
+
+/* One lease as the slot held it. owner 0: the slot is free. */
+typedef struct fb_lease {
+	uint64_t fence;
+	uint64_t expires_at;
+	uint16_t owner;
+} fb_lease;
+
+typedef enum fb_acquire {
+	FB_ACQUIRED,  /* *out is the new lease */
+	FB_HELD,      /* a live lease stands; *out is it */
+	FB_EXHAUSTED, /* no fence left below FB_FENCE_MAX */
+} fb_acquire;
+
+/* The caller's private contention counters; the table never shares them. */
+typedef struct fb_lease_stats {
+	uint64_t cas_retries;   /* acquire CASes that lost a race and went round again */
+	uint64_t wasted_fences; /* fences minted by the global source and never installed */
+} fb_lease_stats;
+
+typedef struct fb_lease_table fb_lease_table;
+
+fb_err fb_lease_table_create(const fb_lease_config *cfg, fb_lease_table **out);
+void fb_lease_table_destroy(fb_lease_table *t);
+
+/* Take `key` for `owner` if it is free or expired (expires_at <= now),
+ * minting a fence greater than every fence this slot ever carried. */
+fb_acquire fb_lease_acquire(fb_lease_table *t, uint32_t key, uint16_t owner, fb_lease *out,
+                            fb_lease_stats *st);
+
+/* Compare-and-delete: frees the slot only if it still carries (owner, fence).
+ * A late release by an old holder never frees a newer holder's lease. */
+bool fb_lease_release(fb_lease_table *t, uint32_t key, uint16_t owner, uint64_t fence);
+
+/* True only while the slot carries owner's lease and it has not expired. */
+bool fb_lease_is_held(fb_lease_table *t, uint32_t key, uint16_t owner);
+
+/* Heartbeat: push (owner, fence)'s expiry to now + ttl, only if that lease
+ * is still the slot's and still live. On success *out is the renewed lease. */
+bool fb_lease_renew(fb_lease_table *t, uint32_t key, uint16_t owner, uint64_t fence, fb_lease *out);
+
+/* The slot as it is now (a snapshot; async-signal-safe). */
+fb_lease fb_lease_peek(fb_lease_table *t, uint32_t key);
+
+uint64_t fb_lease_ttl(const fb_lease_table *t);
+const fb_clock *fb_lease_clock(const fb_lease_table *t);
+
+#endif

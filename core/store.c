@@ -1,0 +1,231 @@
+#include "store.h"
+
+#include <stdlib.h>
+
+/*
+ * Record word: lo = balance, hi = highest:47 | written:1 | version:16.
+ *
+ * Three fences describe a record (last accepted <= highest seen), but the
+ * decisions need only two facts: the highest fence seen, and whether the
+ * last accepted write carried it. With last <= highest:
+ *   token > last && token >= highest   <=>   token > highest, or
+ *                                            token == highest && !written
+ * so the whole check-and-apply fits one 16-byte CAS beside the balance.
+ * In write-fenced and unfenced records reads register nothing and
+ * `highest` is the highest fence ever accepted. The exact last accepted
+ * fence is kept beside the word for reporting only; no decision reads it.
+ */
+#define HI_FENCE_MASK    FB_FENCE_MAX
+#define HI_WRITTEN       (UINT64_C(1) << FB_FENCE_BITS)
+#define HI_VERSION_SHIFT 48
+
+typedef struct fb_record {
+	alignas(FB_PAD_LINE) fb_atomic_u128 word;
+	_Atomic uint64_t last_fence;
+} fb_record;
+
+struct fb_store {
+	fb_record *rec;
+	uint32_t keys;
+	fb_discipline d;
+};
+
+static const char *const names[FB_DISCIPLINES] = {"fenced", "write-fenced", "unfenced"};
+static const char *const keys_json[FB_DISCIPLINES] = {"fenced", "write_fenced", "unfenced"};
+
+const char *fb_discipline_name(fb_discipline d)
+{
+	return d < FB_DISCIPLINES ? names[d] : "?";
+}
+
+const char *fb_discipline_key(fb_discipline d)
+{
+	return d < FB_DISCIPLINES ? keys_json[d] : "?";
+}
+
+static inline uint64_t hi_fence(uint64_t hi)
+{
+	return hi & HI_FENCE_MASK;
+}
+
+static inline bool hi_written(uint64_t hi)
+{
+	return (hi & HI_WRITTEN) != 0;
+}
+
+static inline uint16_t hi_version(uint64_t hi)
+{
+	return (uint16_t)(hi >> HI_VERSION_SHIFT);
+}
+
+static inline uint64_t hi_make(uint64_t fence, bool written, uint16_t version)
+{
+	return fence | (written ? HI_WRITTEN : 0) | (uint64_t)version << HI_VERSION_SHIFT;
+}
+
+fb_err fb_store_create(fb_discipline d, uint32_t keys, int64_t initial_balance, fb_store **out)
+{
+	if (!keys || d >= FB_DISCIPLINES)
+		return FB_EINVAL;
+	fb_store *s = malloc(sizeof *s);
+	if (!s)
+		return FB_ENOMEM;
+	s->rec = aligned_alloc(FB_PAD_LINE, (size_t)keys * sizeof *s->rec);
+	if (!s->rec) {
+		free(s);
+		return FB_ENOMEM;
+	}
+	s->keys = keys;
+	s->d = d;
+	for (uint32_t k = 0; k < keys; k++) {
+		/* "written" starts true: no fence has been seen or written, and a
+		 * first write must still carry token > 0. */
+		atomic_init(&s->rec[k].word,
+		            ((fb_u128){(uint64_t)initial_balance, hi_make(0, true, 0)}));
+		atomic_init(&s->rec[k].last_fence, 0);
+	}
+	*out = s;
+	return FB_OK;
+}
+
+void fb_store_destroy(fb_store *s)
+{
+	if (!s)
+		return;
+	free(s->rec);
+	free(s);
+}
+
+fb_discipline fb_store_discipline(const fb_store *s)
+{
+	return s->d;
+}
+
+static void result_from(fb_store_result *r, fb_u128 w, uint64_t token)
+{
+	r->balance = r->before = (int64_t)w.lo;
+	r->token = token;
+	r->highest = hi_fence(w.hi);
+	r->highest_written = hi_written(w.hi);
+	r->version = hi_version(w.hi);
+	r->stale = false;
+}
+
+bool fb_store_read(fb_store *s, uint32_t key, uint64_t token, fb_store_result *r)
+{
+	fb_record *rec = &s->rec[key];
+	/* acquire: a reader acts on the balance, so it must see the writes
+	 * that produced it. */
+	fb_u128 cur = atomic_load_explicit(&rec->word, memory_order_acquire);
+	for (;;) {
+		result_from(r, cur, token);
+		uint64_t high = hi_fence(cur.hi);
+		if (s->d != FB_FENCED || token == high) {
+			r->ok = true;
+			return true;
+		}
+		if (token < high) {
+			r->ok = false;
+			return false;
+		}
+		/* Register the token: every later write below it is now stale.
+		 * The balance served is the one in the word we replaced, so the
+		 * read and the registration are one step. */
+		fb_u128 next = {cur.lo, hi_make(token, false, hi_version(cur.hi))};
+		if (atomic_compare_exchange_weak_explicit(
+		            &rec->word, &cur, next, memory_order_acq_rel, memory_order_acquire)) {
+			r->ok = true;
+			return true;
+		}
+	}
+}
+
+/* The whole decision of the three disciplines, in one place. */
+static bool admits(fb_discipline d, uint64_t hi, uint64_t token)
+{
+	uint64_t high = hi_fence(hi);
+	switch (d) {
+	case FB_FENCED:
+		return token > high || (token == high && !hi_written(hi));
+	case FB_WRITE_FENCED:
+		return token > high;
+	default:
+		return true;
+	}
+}
+
+static void note_last(fb_store *s, fb_record *rec, uint64_t token)
+{
+	if (s->d == FB_UNFENCED) {
+		atomic_store_explicit(&rec->last_fence, token, memory_order_relaxed);
+		return;
+	}
+	/* Accepted fences grow in commit order, but two committers may reach
+	 * this line out of order: keep the maximum. */
+	uint64_t seen = atomic_load_explicit(&rec->last_fence, memory_order_relaxed);
+	while (seen < token &&
+	       !atomic_compare_exchange_weak_explicit(&rec->last_fence, &seen, token,
+	                                              memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
+static bool apply(fb_store *s, uint32_t key, bool is_debit, int64_t value, uint64_t token,
+                  fb_store_result *r)
+{
+	fb_record *rec = &s->rec[key];
+	fb_u128 cur = atomic_load_explicit(&rec->word, memory_order_acquire);
+	for (;;) {
+		result_from(r, cur, token);
+		uint64_t high = hi_fence(cur.hi);
+		if (!admits(s->d, cur.hi, token)) {
+			r->ok = false;
+			r->stale = true;
+			return false;
+		}
+		int64_t bal = is_debit ? (int64_t)((uint64_t)cur.lo - (uint64_t)value) : value;
+		uint16_t ver = (uint16_t)(hi_version(cur.hi) + 1);
+		/* In fenced and write-fenced records an admitted token is the new
+		 * highest; an unfenced record keeps the highest it ever took. Either
+		 * way the highest is now a written fence. */
+		uint64_t nh = token > high ? token : high;
+		fb_u128 next = {(uint64_t)bal, hi_make(nh, true, ver)};
+		/* acq_rel: the write is published to later readers, and it was
+		 * decided on the state we acquired. */
+		if (atomic_compare_exchange_weak_explicit(
+		            &rec->word, &cur, next, memory_order_acq_rel, memory_order_acquire)) {
+			r->ok = true;
+			/* The store's own view of staleness (token <= last accepted):
+			 * always false in the fenced disciplines, counted in unfenced. */
+			r->stale = hi_written(cur.hi) ? token <= high : token < high;
+			r->balance = bal;
+			r->version = ver;
+			note_last(s, rec, token);
+			return true;
+		}
+	}
+}
+
+bool fb_store_write(fb_store *s, uint32_t key, int64_t balance, uint64_t token, fb_store_result *r)
+{
+	return apply(s, key, false, balance, token, r);
+}
+
+bool fb_store_debit(fb_store *s, uint32_t key, int64_t amount, uint64_t token, fb_store_result *r)
+{
+	return apply(s, key, true, amount, token, r);
+}
+
+int64_t fb_store_balance(fb_store *s, uint32_t key)
+{
+	return (int64_t)atomic_load_explicit(&s->rec[key].word, memory_order_acquire).lo;
+}
+
+uint64_t fb_store_highest(fb_store *s, uint32_t key)
+{
+	return hi_fence(atomic_load_explicit(&s->rec[key].word, memory_order_acquire).hi);
+}
+
+uint64_t fb_store_last_fence(fb_store *s, uint32_t key)
+{
+	return atomic_load_explicit(&s->rec[key].last_fence, memory_order_relaxed);
+}
