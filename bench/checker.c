@@ -1,0 +1,171 @@
+#include "checker.h"
+
+#include <sched.h>
+#include <stdlib.h>
+
+/*
+ * Walk state of a key, one 16-byte word: lo = next_version << 48 | max
+ * fence, hi = balance after the last walked write. A thread walks record v
+ * by CAS from (v, max, bal) to (v + 1, max', bal'); the winner alone adds
+ * to the tallies, so each record counts exactly once.
+ */
+#define WALK_FENCE_MASK FB_FENCE_MAX
+#define TAG_PUBLISHED   (UINT64_C(1) << 16)
+
+typedef struct rec {
+	_Atomic uint64_t tag; /* version | TAG_PUBLISHED once the fields are in */
+	_Atomic uint64_t fence;
+	_Atomic int64_t read, replaced, written;
+} rec;
+
+typedef struct ckey {
+	alignas(FB_PAD_LINE) fb_atomic_u128 walk;
+	_Atomic uint64_t checked, stale, breaks;
+	_Atomic int64_t lost_amount;
+	rec *ring;
+} ckey;
+
+struct fb_checker {
+	ckey *k;
+	rec *rings;
+	uint32_t keys;
+	uint32_t ring; /* records per key, a power of two <= 2^15 */
+};
+
+fb_err fb_checker_create(uint32_t keys, int64_t initial_balance, fb_checker **out)
+{
+	if (!keys)
+		return FB_EINVAL;
+	/* 2^18 records in all (10 MiB), at most 2^14 and at least 64 a key */
+	uint32_t ring = 1u << 14;
+	while (ring > 64 && (uint64_t)ring * keys > (1u << 18))
+		ring >>= 1;
+	fb_checker *c = calloc(1, sizeof *c);
+	if (!c)
+		return FB_ENOMEM;
+	c->k = aligned_alloc(FB_PAD_LINE, (size_t)keys * sizeof *c->k);
+	c->rings = calloc((size_t)keys * ring, sizeof *c->rings);
+	if (!c->k || !c->rings) {
+		fb_checker_destroy(c);
+		return FB_ENOMEM;
+	}
+	c->keys = keys;
+	c->ring = ring;
+	for (uint32_t i = 0; i < keys; i++) {
+		ckey *k = &c->k[i];
+		atomic_init(&k->walk, ((fb_u128){UINT64_C(1) << 48, (uint64_t)initial_balance}));
+		atomic_init(&k->checked, 0);
+		atomic_init(&k->stale, 0);
+		atomic_init(&k->breaks, 0);
+		atomic_init(&k->lost_amount, 0);
+		k->ring = &c->rings[(size_t)i * ring];
+	}
+	*out = c;
+	return FB_OK;
+}
+
+void fb_checker_destroy(fb_checker *c)
+{
+	if (!c)
+		return;
+	free(c->k);
+	free(c->rings);
+	free(c);
+}
+
+static inline uint16_t walk_next(fb_u128 w)
+{
+	return (uint16_t)(w.lo >> 48);
+}
+
+/* Walk key k as far as published records go. */
+static void advance(fb_checker *c, ckey *k)
+{
+	fb_u128 w = atomic_load_explicit(&k->walk, memory_order_acquire);
+	for (;;) {
+		uint16_t v = walk_next(w);
+		rec *r = &k->ring[v & (c->ring - 1)];
+		/* acquire: pairs with the writer's release of the tag, so the
+		 * fields below are the ones it wrote for version v */
+		if (atomic_load_explicit(&r->tag, memory_order_acquire) != (v | TAG_PUBLISHED))
+			return;
+		uint64_t fence = atomic_load_explicit(&r->fence, memory_order_relaxed);
+		int64_t read = atomic_load_explicit(&r->read, memory_order_relaxed);
+		int64_t replaced = atomic_load_explicit(&r->replaced, memory_order_relaxed);
+		int64_t written = atomic_load_explicit(&r->written, memory_order_relaxed);
+		uint64_t max = w.lo & WALK_FENCE_MASK;
+		int64_t bal = (int64_t)w.hi;
+		/* The fields may be torn if another thread already walked v and
+		 * its slot was reused; then the CAS below fails and they are
+		 * discarded. */
+		fb_u128 next = {(uint64_t)(uint16_t)(v + 1) << 48 | (fence > max ? fence : max),
+		                (uint64_t)written};
+		/* acq_rel: the next walker must see the ring slots this one
+		 * consumed as consumed before a writer refills them */
+		if (!atomic_compare_exchange_weak_explicit(&k->walk, &w, next, memory_order_acq_rel,
+		                                           memory_order_acquire))
+			continue;
+		atomic_fetch_add_explicit(&k->checked, 1, memory_order_relaxed);
+		if (fence <= max)
+			atomic_fetch_add_explicit(&k->stale, 1, memory_order_relaxed);
+		if (replaced != bal)
+			atomic_fetch_add_explicit(&k->breaks, 1, memory_order_relaxed);
+		if (replaced != read)
+			atomic_fetch_add_explicit(&k->lost_amount, read - replaced,
+			                          memory_order_relaxed);
+		w = next;
+	}
+}
+
+void fb_checker_commit(fb_checker *c, uint32_t key, uint16_t version, uint64_t fence, int64_t read,
+                       int64_t replaced, int64_t written, uint64_t *stalls)
+{
+	ckey *k = &c->k[key];
+	/* Version v reuses the slot of v - ring: wait until the walk is past it. */
+	for (;;) {
+		fb_u128 w = atomic_load_explicit(&k->walk, memory_order_acquire);
+		if ((uint16_t)(version - walk_next(w)) < c->ring)
+			break;
+		advance(c, k);
+		w = atomic_load_explicit(&k->walk, memory_order_acquire);
+		if ((uint16_t)(version - walk_next(w)) < c->ring)
+			break;
+		(*stalls)++;
+		sched_yield();
+	}
+	rec *r = &k->ring[version & (c->ring - 1)];
+	atomic_store_explicit(&r->fence, fence, memory_order_relaxed);
+	atomic_store_explicit(&r->read, read, memory_order_relaxed);
+	atomic_store_explicit(&r->replaced, replaced, memory_order_relaxed);
+	atomic_store_explicit(&r->written, written, memory_order_relaxed);
+	/* release: publishes the four fields with the tag */
+	atomic_store_explicit(&r->tag, version | TAG_PUBLISHED, memory_order_release);
+	advance(c, k);
+}
+
+void fb_checker_drain(fb_checker *c)
+{
+	for (uint32_t i = 0; i < c->keys; i++)
+		advance(c, &c->k[i]);
+}
+
+void fb_checker_key(fb_checker *c, uint32_t key, fb_check_key *out)
+{
+	ckey *k = &c->k[key];
+	fb_u128 w = atomic_load_explicit(&k->walk, memory_order_acquire);
+	out->checked = atomic_load_explicit(&k->checked, memory_order_relaxed);
+	out->stale_accepted = atomic_load_explicit(&k->stale, memory_order_relaxed);
+	out->lost_amount = atomic_load_explicit(&k->lost_amount, memory_order_relaxed);
+	out->chain_breaks = atomic_load_explicit(&k->breaks, memory_order_relaxed);
+	out->max_fence = w.lo & WALK_FENCE_MASK;
+	out->balance = (int64_t)w.hi;
+	out->next_version = walk_next(w);
+}
+
+uint64_t fb_checker_stale(fb_checker *c)
+{
+	uint64_t n = 0;
+	for (uint32_t i = 0; i < c->keys; i++)
+		n += atomic_load_explicit(&c->k[i].stale, memory_order_relaxed);
+	return n;
+}

@@ -1,0 +1,61 @@
+/*
+ * The checker: an independent witness of every accepted write, one per
+ * storage discipline. It never calls the store's comparison code. The store
+ * gives each accepted write its place in the key's commit order (the
+ * version); the writer hands the checker (version, fence, balance read,
+ * balance replaced, balance written), and the checker walks each key's
+ * history in that order:
+ *
+ *   - a write whose fence is <= the highest fence accepted before it is a
+ *     stale write the store accepted (the corruption count);
+ *   - a write computed from a balance other than the one it replaced erased
+ *     (read - replaced) / amount debits (lost updates, from the history);
+ *   - a write whose "replaced" balance is not the previous write's result
+ *     means the history itself is broken (chain breaks).
+ *
+ * History is a ring per key, bounded, so memory does not grow with the run.
+ * Any thread may advance a key's walk (one 16-byte CAS per record), so a
+ * paused thread never stalls the checking of records already published.
+ */
+#ifndef FB_CHECKER_H
+#define FB_CHECKER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common.h"
+
+typedef struct fb_checker fb_checker;
+
+typedef struct fb_check_key {
+	uint64_t checked;        /* accepted writes walked */
+	uint64_t stale_accepted; /* ... whose fence was not above every earlier one */
+	int64_t lost_amount;     /* sum of (read - replaced) over them */
+	uint64_t chain_breaks;   /* records that did not follow the previous one */
+	uint64_t max_fence;      /* highest fence accepted */
+	int64_t balance;         /* the balance after the last walked write */
+	uint16_t next_version;   /* version the walk waits for next */
+} fb_check_key;
+
+fb_err fb_checker_create(uint32_t keys, int64_t initial_balance, fb_checker **out);
+void fb_checker_destroy(fb_checker *c);
+
+/*
+ * Record an accepted write and walk what can be walked. Called by the writer
+ * right after the store accepted it. If the key's ring is full (a paused
+ * writer holds back the walk) it helps, then yields; *stalls counts those
+ * waits.
+ */
+void fb_checker_commit(fb_checker *c, uint32_t key, uint16_t version, uint64_t fence, int64_t read,
+                       int64_t replaced, int64_t written, uint64_t *stalls);
+
+/* Walk everything published. Call after every writer has stopped. */
+void fb_checker_drain(fb_checker *c);
+
+/* A key's tallies (exact once drained). */
+void fb_checker_key(fb_checker *c, uint32_t key, fb_check_key *out);
+
+/* Sum of stale_accepted over keys, readable while the run goes on. */
+uint64_t fb_checker_stale(fb_checker *c);
+
+#endif

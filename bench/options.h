@@ -1,0 +1,79 @@
+/*
+ * The run's configuration, built once from argv and read-only afterwards.
+ * One table (options.c) drives parsing, --help and the JSON echo, so the
+ * three never disagree.
+ */
+#ifndef FB_OPTIONS_H
+#define FB_OPTIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "lease.h"
+#include "pause.h"
+#include "store.h"
+
+typedef enum fb_op {
+	FB_OP_RMW,   /* the client reads, computes balance - amount, writes it */
+	FB_OP_DEBIT, /* the store subtracts: debit(amount, token) */
+} fb_op;
+
+typedef enum fb_progress { FB_PROGRESS_AUTO, FB_PROGRESS_ALWAYS, FB_PROGRESS_NEVER } fb_progress;
+
+typedef struct fb_config {
+	uint32_t threads;
+	uint64_t duration_ns;
+	uint32_t keys;
+	uint64_t ttl_ns;
+	uint32_t modes; /* bit (1 << fb_discipline) per selected discipline */
+	fb_op op;
+	double pause_rate; /* injected pauses per second; 0: none */
+	uint64_t pause_min_ns, pause_max_ns;
+	fb_pause_at pause_at;
+	fb_fence_source fence;
+	uint64_t first_fence;
+	uint64_t seed;
+	uint32_t sample; /* time one cycle in `sample` */
+	const char *json_path;
+	const char *results_dir;
+	fb_progress progress;
+	bool quiet;
+	/* derived */
+	bool pause_given;
+	int64_t initial_balance;
+	int64_t amount;
+} fb_config;
+
+typedef enum fb_parse {
+	FB_PARSE_RUN,   /* run with *cfg */
+	FB_PARSE_EXIT0, /* --help or --version printed */
+	FB_PARSE_USAGE, /* bad input, one line printed on stderr: exit 2 */
+} fb_parse;
+
+void fb_config_defaults(fb_config *cfg);
+fb_parse fb_config_parse(fb_config *cfg, int argc, char **argv);
+
+/* Parse a duration: a number with an optional unit us, ms, s, m, h (a bare
+ * number is seconds). 0 on success; -1 if malformed, zero or too large. */
+int fb_parse_duration(const char *s, uint64_t *ns);
+
+/* Print a duration compactly: 10ms, 1.5s, 250us. */
+void fb_format_duration(char *buf, size_t len, uint64_t ns);
+
+/* Every option with its value, as "--name value" words (the replay line). */
+void fb_config_replay(const fb_config *cfg, char *buf, size_t len);
+
+/* Visit each option for the JSON echo: key, and either a number, a string
+ * or a list of strings. */
+typedef struct fb_config_visitor {
+	void (*number)(void *ctx, const char *key, double v);
+	void (*integer)(void *ctx, const char *key, uint64_t v);
+	void (*string)(void *ctx, const char *key, const char *v);
+	void (*strings)(void *ctx, const char *key, const char *const *v, int n);
+	void (*boolean)(void *ctx, const char *key, bool v);
+} fb_config_visitor;
+
+void fb_config_visit(const fb_config *cfg, const fb_config_visitor *v, void *ctx);
+
+#endif

@@ -1,0 +1,581 @@
+#define _GNU_SOURCE
+#include "report.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+/* 1234567 -> "1,234,567" */
+static const char *grouped(char *buf, size_t len, long long v)
+{
+	char raw[32];
+	snprintf(raw, sizeof raw, "%lld", v < 0 ? -v : v);
+	size_t n = strlen(raw), o = 0;
+	if (v < 0 && o + 1 < len)
+		buf[o++] = '-';
+	for (size_t i = 0; i < n && o + 2 < len; i++) {
+		if (i && (n - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = raw[i];
+	}
+	buf[o] = 0;
+	return buf;
+}
+
+#define G(v) grouped((char[32]){0}, 32, (long long)(v))
+
+static const char *dur(char *buf, size_t len, uint64_t ns)
+{
+	fb_format_duration(buf, len, ns);
+	return buf;
+}
+
+#define D(ns) dur((char[32]){0}, 32, (ns))
+
+/* mkdir -p */
+static int make_dir(const char *path)
+{
+	char p[4096];
+	if (strlen(path) >= sizeof p)
+		return -1;
+	strcpy(p, path);
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = 0;
+		if (mkdir(p, 0777) && errno != EEXIST)
+			return -1;
+		*s = '/';
+	}
+	if (mkdir(p, 0777) && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+void fb_report_open(fb_report *rp, const fb_config *cfg)
+{
+	memset(rp, 0, sizeof *rp);
+	rp->cfg = cfg;
+	fb_clock_wall_stamp(rp->stamp, sizeof rp->stamp, rp->started_at, sizeof rp->started_at);
+	const char *dir = cfg->results_dir;
+	snprintf(rp->json_path, sizeof rp->json_path, "%s/fencebench-%s-%d.json", dir, rp->stamp,
+	         (int)getpid());
+	snprintf(rp->csv_path, sizeof rp->csv_path, "%s/fencebench-%s-%d.csv", dir, rp->stamp,
+	         (int)getpid());
+	snprintf(rp->json_tmp, sizeof rp->json_tmp, "%s.tmp", rp->json_path);
+	snprintf(rp->csv_tmp, sizeof rp->csv_tmp, "%s.tmp", rp->csv_path);
+	if (cfg->json_path)
+		snprintf(rp->user_json_tmp, sizeof rp->user_json_tmp, "%s.tmp", cfg->json_path);
+	rp->dir_ok = make_dir(dir) == 0 && access(dir, W_OK | X_OK) == 0;
+	if (rp->dir_ok) {
+		rp->csv = fopen(rp->csv_tmp, "w");
+		rp->dir_ok = rp->csv != NULL;
+	}
+	if (!rp->dir_ok) {
+		snprintf(rp->dir_error, sizeof rp->dir_error,
+		         "results directory '%s' cannot be written: errno=%d (%s)", dir, errno,
+		         strerror(errno));
+		fprintf(stderr, "fencebench: %s; the run goes on, its summary is printed, exit 3\n",
+		        rp->dir_error);
+	} else {
+		fprintf(rp->csv,
+		        "t_s,mode,ops,ops_per_s,writes,accepted,rejected_stale,reads_refused,"
+		        "stale_accepted,pauses\n");
+	}
+	rp->tty = isatty(STDERR_FILENO);
+	rp->progress = !cfg->quiet && (cfg->progress == FB_PROGRESS_ALWAYS ||
+	                               (cfg->progress == FB_PROGRESS_AUTO && rp->tty));
+}
+
+void fb_report_tick(void *ctx, const fb_sample *s)
+{
+	fb_report *rp = ctx;
+	const fb_config *cfg = rp->cfg;
+	double dt = s->t_s - rp->last.t_s;
+	double rate = dt > 0 ? (double)(s->ops - rp->last.ops) / dt : 0;
+	if (rp->csv) {
+		for (int d = 0; d < FB_DISCIPLINES; d++) {
+			if (!(cfg->modes & (1u << d)))
+				continue;
+			fprintf(rp->csv, "%.3f,%s,%llu,%.0f,%llu,%llu,%llu,%llu,%llu,%llu\n",
+			        s->t_s, fb_discipline_key((fb_discipline)d),
+			        (unsigned long long)s->ops, rate, (unsigned long long)s->writes[d],
+			        (unsigned long long)s->accepted[d],
+			        (unsigned long long)s->rejected[d],
+			        (unsigned long long)s->reads_refused[d],
+			        (unsigned long long)s->store_stale[d],
+			        (unsigned long long)s->pauses);
+		}
+		fflush(rp->csv);
+	}
+	if (rp->progress) {
+		char line[256];
+		int n = snprintf(line, sizeof line, "[%5.1fs/%s] %s ops/s", s->t_s,
+		                 D(cfg->duration_ns), G(rate));
+		if (cfg->modes & (1u << FB_UNFENCED))
+			n += snprintf(line + n, sizeof line - (size_t)n,
+			              "  unfenced stale accepted %s",
+			              G(s->store_stale[FB_UNFENCED]));
+		if (cfg->modes & (1u << FB_FENCED))
+			n += snprintf(line + n, sizeof line - (size_t)n, "  fenced rejected %s",
+			              G(s->rejected[FB_FENCED] + s->reads_refused[FB_FENCED]));
+		snprintf(line + n, sizeof line - (size_t)n, "  pauses %s", G(s->pauses));
+		if (rp->tty)
+			fprintf(stderr, "\r%-100s", line);
+		else
+			fprintf(stderr, "%s\n", line);
+		fflush(stderr);
+	}
+	rp->last = *s;
+}
+
+void fb_report_header(FILE *out, const fb_config *cfg)
+{
+	fprintf(out, "fencebench %s  %u threads  %s  %u keys  ttl %s  ", FB_VERSION, cfg->threads,
+	        D(cfg->duration_ns), cfg->keys, D(cfg->ttl_ns));
+	if (cfg->pause_rate > 0)
+		fprintf(out, "pauses %g/s x %s-%s  ", cfg->pause_rate, D(cfg->pause_min_ns),
+		        D(cfg->pause_max_ns));
+	else
+		fprintf(out, "no pauses  ");
+	if (cfg->pause_rate > 0)
+		fprintf(out, "at %s  ", fb_pause_at_name(cfg->pause_at));
+	fprintf(out, "fence %s  op %s  seed %llu\n", fb_fence_source_name(cfg->fence),
+	        cfg->op == FB_OP_RMW ? "rmw" : "debit", (unsigned long long)cfg->seed);
+}
+
+static double fairness(const fb_results *res)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (uint32_t i = 0; i < res->cfg->threads; i++) {
+		uint64_t v = res->per_thread_ops[i];
+		lo = v < lo ? v : lo;
+		hi = v > hi ? v : hi;
+	}
+	return hi ? (double)lo / (double)hi : 1.0;
+}
+
+/* Stale writes attempted: rejected ones and accepted ones. */
+static uint64_t stale_attempts(const fb_results *res)
+{
+	uint64_t n = 0;
+	for (int d = 0; d < FB_DISCIPLINES; d++)
+		if (res->mode[d].on)
+			n += res->mode[d].rejected_stale + res->mode[d].reads_refused +
+			     res->mode[d].stale_accepted;
+	return n;
+}
+
+/* The verdict's exit code: 1 if a fenced discipline failed. */
+static int verdict_code(const fb_results *res)
+{
+	const fb_mode_result *f = &res->mode[FB_FENCED], *w = &res->mode[FB_WRITE_FENCED],
+	                     *u = &res->mode[FB_UNFENCED];
+	if (f->on && (f->stale_accepted || f->lost_updates || !f->checker_agrees))
+		return 1;
+	if (w->on && (w->stale_accepted || !w->checker_agrees))
+		return 1;
+	if (u->on && !u->checker_agrees)
+		return 1;
+	return 0;
+}
+
+static void row(FILE *out, const fb_results *res, const char *label, const char *note,
+                long long (*get)(const fb_mode_result *m, fb_discipline d))
+{
+	fprintf(out, "%-22s", label);
+	for (int d = 0; d < FB_DISCIPLINES; d++) {
+		if (!res->mode[d].on)
+			continue;
+		long long v = get(&res->mode[d], (fb_discipline)d);
+		fprintf(out, " %13s", v < 0 && v == -1 ? "-" : G(v));
+	}
+	fprintf(out, "%s%s\n", note ? "   " : "", note ? note : "");
+}
+
+static long long g_accepted(const fb_mode_result *m, fb_discipline d)
+{
+	(void)d;
+	return (long long)m->accepted;
+}
+static long long g_refused(const fb_mode_result *m, fb_discipline d)
+{
+	return d == FB_FENCED ? (long long)m->reads_refused : -1;
+}
+static long long g_rejected(const fb_mode_result *m, fb_discipline d)
+{
+	(void)d;
+	return (long long)m->rejected_stale;
+}
+static long long g_stale(const fb_mode_result *m, fb_discipline d)
+{
+	(void)d;
+	return (long long)m->stale_accepted;
+}
+static long long g_lost(const fb_mode_result *m, fb_discipline d)
+{
+	(void)d;
+	return (long long)m->lost_updates;
+}
+static long long g_zombie(const fb_mode_result *m, fb_discipline d)
+{
+	(void)d;
+	return (long long)m->zombie_writes;
+}
+
+static void lat(FILE *out, const char *name, const fb_hist *h)
+{
+	fprintf(out, "  %s p50 %s  p99 %s  p99.9 %s  max %s", name, D(fb_hist_quantile(h, 0.5)),
+	        D(fb_hist_quantile(h, 0.99)), D(fb_hist_quantile(h, 0.999)),
+	        D(fb_hist_quantile(h, 1.0)));
+}
+
+int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
+{
+	const fb_config *cfg = res->cfg;
+	(void)rp;
+	fprintf(out, "\n%-22s", "");
+	for (int d = 0; d < FB_DISCIPLINES; d++)
+		if (res->mode[d].on)
+			fprintf(out, " %13s", fb_discipline_name((fb_discipline)d));
+	fprintf(out, "   (same workers, leases and faults)\n");
+	row(out, res, "writes accepted", NULL, g_accepted);
+	row(out, res, "reads refused", NULL, g_refused);
+	row(out, res, "rejected as stale", NULL, g_rejected);
+	row(out, res, "stale accepted", "<- writes that went backwards", g_stale);
+	row(out, res, "lost updates", "<- debits erased", g_lost);
+	row(out, res, "zombie writes", "<- issued after the writer's lease expired", g_zombie);
+	fprintf(out, "%-22s", "checker agrees");
+	for (int d = 0; d < FB_DISCIPLINES; d++)
+		if (res->mode[d].on)
+			fprintf(out, " %13s", res->mode[d].checker_agrees ? "yes" : "NO");
+	fprintf(out, "\n\n");
+	fprintf(out,
+	        "pauses %s (hit a holder %s, > ttl %s, at the pause point %s, takers trapped %s)  "
+	        "takeovers during a pause %s\n",
+	        G(res->pauses), G(res->pause_hit), G(res->pause_over_ttl), G(res->pause_aimed),
+	        G(res->pause_trapped), G(res->takeovers));
+	double tput = res->elapsed_s > 0 ? (double)res->ops / res->elapsed_s : 0;
+	fprintf(out,
+	        "ops %s in %.2fs: %s ops/s  contended %s  cas retries/op %.3f  fairness %.2f%s\n",
+	        G(res->ops), res->elapsed_s, G(tput), G(res->contended),
+	        res->ops ? (double)res->cas_retries / (double)res->ops : 0.0, fairness(res),
+	        fairness(res) < 0.5 ? " ???" : "");
+	fprintf(out, "latency (1 cycle in %u):", cfg->sample);
+	lat(out, "cycle", &res->cycle);
+	fprintf(out, "\n%24s", "");
+	lat(out, "acquire", &res->acquire);
+	fprintf(out, "\n\n");
+
+	for (int d = 0; d < FB_DISCIPLINES; d++) {
+		const fb_mode_result *m = &res->mode[d];
+		if (m->on && !m->checker_agrees)
+			fprintf(out, "%s: CHECKER DISAGREES: %s\n",
+			        fb_discipline_name((fb_discipline)d), m->disagreement);
+	}
+	bool vacuous = stale_attempts(res) == 0;
+	const fb_mode_result *f = &res->mode[FB_FENCED], *w = &res->mode[FB_WRITE_FENCED],
+	                     *u = &res->mode[FB_UNFENCED];
+	if (f->on) {
+		if (f->stale_accepted || f->lost_updates)
+			fprintf(out,
+			        "fenced: VIOLATED !!! (%s stale writes accepted, %s updates "
+			        "lost)\n",
+			        G(f->stale_accepted), G(f->lost_updates));
+		else if (vacuous)
+			fprintf(out,
+			        "fenced: no violation, but vacuous: no stale write attempted\n");
+		else
+			fprintf(out, "fenced: SAFE (%s stale writes refused)\n",
+			        G(f->rejected_stale + f->reads_refused));
+	}
+	if (w->on) {
+		if (w->stale_accepted)
+			fprintf(out, "write-fenced: VIOLATED !!! (%s stale writes accepted)\n",
+			        G(w->stale_accepted));
+		else if (w->lost_updates)
+			fprintf(out,
+			        "write-fenced: no stale write, but %s updates lost (reads were not "
+			        "fenced: two holders read the same balance, both writes went "
+			        "forward)\n",
+			        G(w->lost_updates));
+		else
+			fprintf(out, "write-fenced: no stale write, no update lost%s\n",
+			        cfg->op == FB_OP_DEBIT ? " (the store subtracts: nothing to lose)"
+			                               : "");
+	}
+	if (u->on) {
+		if (u->stale_accepted || u->lost_updates)
+			fprintf(out,
+			        "unfenced: CORRUPTED (%s stale writes accepted, %s debits "
+			        "erased)\n",
+			        G(u->stale_accepted), G(u->lost_updates));
+		else
+			fprintf(out, "unfenced: no corruption observed%s\n",
+			        vacuous ? " (vacuous: no stale write attempted)" : "");
+	}
+	char replay[1024];
+	fb_config_replay(cfg, replay, sizeof replay);
+	int code = verdict_code(res);
+	fprintf(out, "%s%s\nreplay: %s\n", code ? "FAIL: a fenced discipline failed; " : "",
+	        res->interrupted ? "interrupted: these are the numbers measured until the signal"
+	                         : "",
+	        replay);
+	return code;
+}
+
+/* ---- JSON ---- */
+
+static void v_num(void *ctx, const char *k, double v)
+{
+	json_object_object_add(ctx, k, json_object_new_double(v));
+}
+static void v_int(void *ctx, const char *k, uint64_t v)
+{
+	json_object_object_add(ctx, k, json_object_new_uint64(v));
+}
+static void v_str(void *ctx, const char *k, const char *v)
+{
+	json_object_object_add(ctx, k, v ? json_object_new_string(v) : NULL);
+}
+static void v_strs(void *ctx, const char *k, const char *const *v, int n)
+{
+	json_object *a = json_object_new_array();
+	for (int i = 0; i < n; i++)
+		json_object_array_add(a, json_object_new_string(v[i]));
+	json_object_object_add(ctx, k, a);
+}
+static void v_bool(void *ctx, const char *k, bool v)
+{
+	json_object_object_add(ctx, k, json_object_new_boolean(v));
+}
+
+static json_object *j_u(uint64_t v)
+{
+	return json_object_new_uint64(v);
+}
+
+static json_object *j_i(int64_t v)
+{
+	return json_object_new_int64(v);
+}
+
+static json_object *j_hist(const fb_hist *h)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "p50", j_u(fb_hist_quantile(h, 0.5)));
+	json_object_object_add(o, "p90", j_u(fb_hist_quantile(h, 0.9)));
+	json_object_object_add(o, "p99", j_u(fb_hist_quantile(h, 0.99)));
+	json_object_object_add(o, "p999", j_u(fb_hist_quantile(h, 0.999)));
+	json_object_object_add(o, "p9999", j_u(fb_hist_quantile(h, 0.9999)));
+	json_object_object_add(o, "max", j_u(fb_hist_quantile(h, 1.0)));
+	json_object_object_add(o, "samples", j_u(h->count));
+	return o;
+}
+
+static json_object *j_machine(const char *clock_name)
+{
+	json_object *o = json_object_new_object();
+	char cpu[256] = "unknown";
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	if (f) {
+		char line[512];
+		while (fgets(line, sizeof line, f)) {
+			if (strncmp(line, "model name", 10) != 0)
+				continue;
+			char *c = strchr(line, ':');
+			if (c) {
+				c += 2;
+				c[strcspn(c, "\n")] = 0;
+				snprintf(cpu, sizeof cpu, "%s", c);
+			}
+			break;
+		}
+		fclose(f);
+	}
+	struct utsname u;
+	char kernel[300] = "unknown";
+	if (uname(&u) == 0)
+		snprintf(kernel, sizeof kernel, "%s %s %s", u.sysname, u.release, u.machine);
+	json_object_object_add(o, "cpu", json_object_new_string(cpu));
+	json_object_object_add(o, "cores", j_u((uint64_t)sysconf(_SC_NPROCESSORS_ONLN)));
+	json_object_object_add(o, "kernel", json_object_new_string(kernel));
+#if defined(__clang__)
+	json_object_object_add(o, "compiler", json_object_new_string("clang " __clang_version__));
+#elif defined(__GNUC__)
+	json_object_object_add(o, "compiler", json_object_new_string("gcc " __VERSION__));
+#endif
+	json_object_object_add(o, "clock", json_object_new_string(clock_name));
+	return o;
+}
+
+static json_object *j_mode(const fb_results *res, fb_discipline d)
+{
+	const fb_mode_result *m = &res->mode[d];
+	const fb_config *cfg = res->cfg;
+	json_object *o = json_object_new_object();
+	double tput = res->elapsed_s > 0 ? (double)res->ops / res->elapsed_s : 0;
+	json_object_object_add(o, "ops", j_u(res->ops));
+	json_object_object_add(o, "acquired", j_u(res->acquired));
+	json_object_object_add(o, "contended", j_u(res->contended));
+	json_object_object_add(o, "writes", j_u(m->writes));
+	json_object_object_add(o, "accepted", j_u(m->accepted));
+	json_object_object_add(o, "rejected_stale", j_u(m->rejected_stale));
+	json_object_object_add(o, "reads_refused", j_u(m->reads_refused));
+	json_object_object_add(o, "stale_accepted", j_u(m->stale_accepted));
+	json_object_object_add(o, "lost_updates", j_i(m->lost_updates));
+	json_object_object_add(o, "zombie_writes", j_u(m->zombie_writes));
+	json_object *faults = json_object_new_object();
+	json_object_object_add(faults, "pause", j_u(res->pauses));
+	json_object_object_add(faults, "pause_hit_holder", j_u(res->pause_hit));
+	json_object_object_add(faults, "pause_over_ttl", j_u(res->pause_over_ttl));
+	json_object_object_add(faults, "takeovers_during_pause", j_u(res->takeovers));
+	json_object_object_add(faults, "pause_at_point", j_u(res->pause_aimed));
+	json_object_object_add(faults, "pause_takers_trapped", j_u(res->pause_trapped));
+	json_object_object_add(o, "faults", faults);
+	json_object_object_add(o, "throughput_ops_s", json_object_new_double(tput));
+	json_object_object_add(o, "cas_retries", j_u(res->cas_retries));
+	json_object *lat = json_object_new_object();
+	json_object_object_add(lat, "acquire", j_hist(&res->acquire));
+	json_object_object_add(lat, "write", j_hist(&res->write));
+	json_object_object_add(lat, "cycle", j_hist(&res->cycle));
+	json_object_object_add(o, "latency_ns", lat);
+	json_object *pt = json_object_new_array();
+	for (uint32_t i = 0; i < cfg->threads; i++)
+		json_object_array_add(pt, j_u(res->per_thread_ops[i]));
+	json_object_object_add(o, "per_thread_ops", pt);
+	json_object_object_add(o, "checker_agrees", json_object_new_boolean(m->checker_agrees));
+	if (!m->checker_agrees)
+		json_object_object_add(o, "disagreement", json_object_new_string(m->disagreement));
+	json_object_object_add(o, "store_stale_accepted", j_u(m->store_stale));
+	json_object_object_add(o, "lost_updates_history", j_i(m->lost_history));
+	json_object_object_add(o, "chain_breaks", j_u(m->chain_breaks));
+	if (cfg->keys <= 1024) {
+		json_object *keys = json_object_new_array();
+		for (uint32_t k = 0; k < cfg->keys; k++) {
+			const fb_key_result *kr = &res->keys[k];
+			json_object *ko = json_object_new_object();
+			json_object_object_add(ko, "key", j_u(k));
+			json_object_object_add(ko, "balance", j_i(kr->balance[d]));
+			json_object_object_add(ko, "accepted", j_u(kr->accepted[d]));
+			json_object_object_add(ko, "stale_accepted", j_u(kr->stale[d]));
+			json_object_object_add(ko, "lost_updates", j_i(kr->lost[d]));
+			json_object_object_add(ko, "last_fence", j_u(kr->last_fence[d]));
+			json_object_array_add(keys, ko);
+		}
+		json_object_object_add(o, "per_key", keys);
+	}
+	return o;
+}
+
+static json_object *j_document(const fb_report *rp, const fb_results *res, int exit_code)
+{
+	const fb_config *cfg = res->cfg;
+	json_object *doc = json_object_new_object();
+	json_object_object_add(doc, "schema", j_u(FB_SCHEMA));
+	json_object_object_add(doc, "tool", json_object_new_string("fencebench"));
+	json_object_object_add(doc, "version", json_object_new_string(FB_VERSION));
+	json_object_object_add(doc, "interrupted", json_object_new_boolean(res->interrupted));
+	if (res->interrupted)
+		json_object_object_add(doc, "signal", j_u((uint64_t)res->signal));
+	json_object_object_add(doc, "started_at", json_object_new_string(rp->started_at));
+	json_object_object_add(doc, "elapsed_s", json_object_new_double(res->elapsed_s));
+	json_object *c = json_object_new_object();
+	fb_config_visitor vis = {v_num, v_int, v_str, v_strs, v_bool};
+	fb_config_visit(cfg, &vis, c);
+	json_object_object_add(doc, "config", c);
+	json_object_object_add(doc, "machine", j_machine(res->clock_name));
+	json_object *run = json_object_new_object();
+	json_object_object_add(run, "ops", j_u(res->ops));
+	json_object_object_add(run, "wasted_fences", j_u(res->wasted_fences));
+	json_object_object_add(run, "checker_stalls", j_u(res->checker_stalls));
+	json_object_object_add(run, "paused_s",
+	                       json_object_new_double((double)res->paused_ns / 1e9));
+	json_object_object_add(run, "injector_sent", j_u(res->injector_sent));
+	json_object_object_add(run, "injector_missed_holder", j_u(res->injector_missed));
+	json_object_object_add(run, "fairness", json_object_new_double(fairness(res)));
+	json_object_object_add(run, "stale_writes_attempted", j_u(stale_attempts(res)));
+	json_object_object_add(doc, "run", run);
+	json_object *modes = json_object_new_object();
+	for (int d = 0; d < FB_DISCIPLINES; d++)
+		if (res->mode[d].on)
+			json_object_object_add(modes, fb_discipline_key((fb_discipline)d),
+			                       j_mode(res, (fb_discipline)d));
+	json_object_object_add(doc, "modes", modes);
+	json_object_object_add(doc, "exit_code", j_u((uint64_t)exit_code));
+	char replay[1024];
+	fb_config_replay(cfg, replay, sizeof replay);
+	json_object_object_add(doc, "replay", json_object_new_string(replay));
+	return doc;
+}
+
+/* Write text to tmp, flush it to disk, rename over path. */
+static int write_atomically(const char *path, const char *tmp, const char *text)
+{
+	FILE *f = fopen(tmp, "w");
+	if (!f)
+		goto fail;
+	size_t n = strlen(text);
+	if (fwrite(text, 1, n, f) != n || fputc('\n', f) == EOF || fflush(f) || fsync(fileno(f))) {
+		int e = errno;
+		fclose(f);
+		errno = e;
+		goto fail;
+	}
+	if (fclose(f))
+		goto fail;
+	if (rename(tmp, path))
+		goto fail;
+	return 0;
+fail:
+	fprintf(stderr, "fencebench: cannot write '%s': errno=%d (%s)\n", path, errno,
+	        strerror(errno));
+	unlink(tmp);
+	return -1;
+}
+
+int fb_report_write(fb_report *rp, const fb_results *res, int exit_code)
+{
+	int rc = 0;
+	json_object *doc = j_document(rp, res, exit_code);
+	const char *text = json_object_to_json_string_ext(
+	        doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
+	if (rp->cfg->json_path && write_atomically(rp->cfg->json_path, rp->user_json_tmp, text))
+		rc = -1;
+	if (!rp->dir_ok) {
+		fprintf(stderr, "fencebench: %s; no results written there\n", rp->dir_error);
+		rc = -1;
+	} else {
+		if (write_atomically(rp->json_path, rp->json_tmp, text))
+			rc = -1;
+		int e = 0;
+		if (fflush(rp->csv) || fsync(fileno(rp->csv)))
+			e = errno;
+		if (fclose(rp->csv) && !e)
+			e = errno;
+		rp->csv = NULL;
+		if (e || rename(rp->csv_tmp, rp->csv_path)) {
+			fprintf(stderr, "fencebench: cannot write '%s': errno=%d (%s)\n",
+			        rp->csv_path, e ? e : errno, strerror(e ? e : errno));
+			unlink(rp->csv_tmp);
+			rc = -1;
+		}
+		if (rc == 0)
+			printf("results: %s  %s\n", rp->json_path, rp->csv_path);
+	}
+	json_object_put(doc);
+	return rc;
+}
+
+void fb_report_abandon(const fb_report *rp)
+{
+	if (rp->dir_ok) {
+		unlink(rp->json_tmp);
+		unlink(rp->csv_tmp);
+	}
+	if (rp->cfg && rp->cfg->json_path)
+		unlink(rp->user_json_tmp);
+}
