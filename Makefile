@@ -109,7 +109,8 @@ $(COREBENCH): $(B)/tests/corebench.o $(LIB)
 
 # Every test binary runs even after a failure; the target fails if any did.
 test: all
-	@FB_BIN=$(abspath $(BIN)) FB_TESTS=$(abspath tests) ./scripts/run-tests.sh $(TESTS)
+	@FB_BIN=$(abspath $(BIN)) FB_TESTS=$(abspath tests) $(if $(SANITIZE),FB_SANITIZED=1) \
+	  ./scripts/run-tests.sh $(TESTS)
 
 run: all
 	./fencebench

@@ -1,0 +1,437 @@
+/*
+ * The real binary, end to end: short runs whose JSON must show the lesson,
+ * bad input that must exit 2 with a message naming the option, an
+ * unwritable results directory (exit 3, summary still printed), and runs
+ * interrupted by SIGINT/SIGTERM that must leave valid JSON marked so.
+ * FB_BIN names the binary (make test sets it to the flavour being tested).
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fbtest.h"
+
+typedef struct proc {
+	pid_t pid;
+	int out, err; /* read ends */
+	char *stdout_text, *stderr_text;
+	int status;
+} proc;
+
+static const char *bin(void)
+{
+	const char *b = getenv("FB_BIN");
+	return b ? b : "./fencebench";
+}
+
+/* Start FB_BIN with args (NULL-terminated); rlimit_as > 0 caps its memory. */
+static void start(proc *p, const char *const *args, rlim_t rlimit_as)
+{
+	int o[2], e[2];
+	check(pipe(o) == 0 && pipe(e) == 0, "pipe failed: %s", strerror(errno));
+	const char *argv[64];
+	int n = 0;
+	argv[n++] = bin();
+	for (; args[n - 1]; n++)
+		argv[n] = args[n - 1];
+	argv[n] = NULL;
+	p->pid = fork();
+	check(p->pid >= 0, "fork failed: %s", strerror(errno));
+	if (p->pid == 0) {
+		dup2(o[1], 1);
+		dup2(e[1], 2);
+		close(o[0]);
+		close(e[0]);
+		if (rlimit_as) {
+			struct rlimit rl = {rlimit_as, rlimit_as};
+			setrlimit(RLIMIT_AS, &rl);
+		}
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(o[1]);
+	close(e[1]);
+	p->out = o[0];
+	p->err = e[0];
+	p->stdout_text = p->stderr_text = NULL;
+}
+
+static char *slurp(int fd)
+{
+	size_t cap = 4096, len = 0;
+	char *buf = malloc(cap);
+	for (;;) {
+		if (len + 1 >= cap)
+			buf = realloc(buf, cap *= 2);
+		ssize_t r = read(fd, buf + len, cap - len - 1);
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
+	buf[len] = 0;
+	close(fd);
+	return buf;
+}
+
+static int finish(proc *p)
+{
+	p->stdout_text = slurp(p->out);
+	p->stderr_text = slurp(p->err);
+	waitpid(p->pid, &p->status, 0);
+	return WIFEXITED(p->status) ? WEXITSTATUS(p->status) : 128 + WTERMSIG(p->status);
+}
+
+static void release(proc *p)
+{
+	free(p->stdout_text);
+	free(p->stderr_text);
+}
+
+static int run(proc *p, const char *const *args)
+{
+	start(p, args, 0);
+	return finish(p);
+}
+
+static char *tmpdir(void)
+{
+	char *d = strdup("/tmp/fbtest-XXXXXX");
+	check(mkdtemp(d) != NULL, "mkdtemp failed: %s", strerror(errno));
+	return d;
+}
+
+/* Names in dir, one per line, or "" */
+static void listdir(const char *dir, char *buf, size_t len)
+{
+	buf[0] = 0;
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			snprintf(buf + strlen(buf), len - strlen(buf), "%s\n", e->d_name);
+	closedir(d);
+}
+
+/* The first file in dir whose name ends with suffix. */
+static bool find_suffix(const char *dir, const char *suffix, char *path, size_t len)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return false;
+	struct dirent *e;
+	bool found = false;
+	while (!found && (e = readdir(d))) {
+		size_t n = strlen(e->d_name), k = strlen(suffix);
+		if (n > k && !strcmp(e->d_name + n - k, suffix)) {
+			snprintf(path, len, "%s/%s", dir, e->d_name);
+			found = true;
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+static void rmtree(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	char path[512];
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		unlink(path);
+	}
+	closedir(d);
+	rmdir(dir);
+}
+
+static json_object *get(json_object *o, const char *path)
+{
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s", path);
+	for (char *save, *t = strtok_r(buf, ".", &save); t; t = strtok_r(NULL, ".", &save)) {
+		json_object *next;
+		check(o && json_object_object_get_ex(o, t, &next), "JSON lacks '%s' (in '%s')", t,
+		      path);
+		o = next;
+	}
+	return o;
+}
+
+static int64_t num(json_object *doc, const char *path)
+{
+	return json_object_get_int64(get(doc, path));
+}
+
+static void test_short_run_shows_fenced_safe_and_unfenced_corrupted(void **state)
+{
+	(void)state;
+	char *dir = tmpdir(), json[300];
+	snprintf(json, sizeof json, "%s/out.json", dir);
+	proc p;
+	const char *args[] = {"-t",  "16", "-d", "2s",     "-q", "--pause-rate",
+	                      "200", "-o", dir,  "--json", json, NULL};
+	int code = run(&p, args);
+	check_eq(code, 0, "exit code of a clean 2s run");
+	check(strstr(p.stdout_text, "fenced: SAFE"), "the verdict says fenced is safe:\n%s",
+	      p.stdout_text);
+	check(strstr(p.stdout_text, "replay: fencebench"), "the summary ends with a replay line");
+	json_object *doc = json_object_from_file(json);
+	check(doc != NULL, "--json %s did not parse", json);
+
+	check_eq(num(doc, "schema"), 1, "schema");
+	check(!strcmp(json_object_get_string(get(doc, "tool")), "fencebench"), "tool name");
+	check(!json_object_get_boolean(get(doc, "interrupted")),
+	      "a finished run is not interrupted");
+	check_eq(num(doc, "config.threads"), 16, "config.threads");
+	check_eq(num(doc, "config.seed"), 1, "config.seed (the default is recorded)");
+	check_eq(num(doc, "config.keys"), 16, "config.keys");
+	check(json_object_get_double(get(doc, "config.duration_s")) == 2.0, "config.duration_s");
+	check(json_object_get_double(get(doc, "config.ttl_ms")) == 10.0, "config.ttl_ms");
+	get(doc, "version");
+	get(doc, "machine.cpu");
+	get(doc, "machine.kernel");
+	get(doc, "machine.compiler");
+	check(num(doc, "machine.cores") >= 1, "machine.cores");
+
+	static const char *const modes[] = {"fenced", "write_fenced", "unfenced"};
+	static const char *const fields[] = {"ops",
+	                                     "acquired",
+	                                     "contended",
+	                                     "writes",
+	                                     "accepted",
+	                                     "rejected_stale",
+	                                     "stale_accepted",
+	                                     "lost_updates",
+	                                     "zombie_writes",
+	                                     "faults.pause",
+	                                     "throughput_ops_s",
+	                                     "cas_retries",
+	                                     "per_thread_ops",
+	                                     "checker_agrees"};
+	static const char *const lat[] = {"acquire", "write", "cycle"};
+	static const char *const pct[] = {"p50", "p90", "p99", "p999", "max"};
+	for (int m = 0; m < 3; m++) {
+		char path[128];
+		for (size_t f = 0; f < sizeof fields / sizeof *fields; f++) {
+			snprintf(path, sizeof path, "modes.%s.%s", modes[m], fields[f]);
+			get(doc, path);
+		}
+		for (int l = 0; l < 3; l++)
+			for (int q = 0; q < 5; q++) {
+				snprintf(path, sizeof path, "modes.%s.latency_ns.%s.%s", modes[m],
+				         lat[l], pct[q]);
+				get(doc, path);
+			}
+		snprintf(path, sizeof path, "modes.%s.checker_agrees", modes[m]);
+		check(json_object_get_boolean(get(doc, path)), "%s: the checker must agree",
+		      modes[m]);
+		snprintf(path, sizeof path, "modes.%s.per_thread_ops", modes[m]);
+		check_eq(json_object_array_length(get(doc, path)), 16, "one ops count per thread");
+	}
+	check(num(doc, "modes.fenced.ops") > 0, "workers completed cycles");
+	check(num(doc, "modes.fenced.faults.pause") > 0, "pauses were injected");
+	check_eq(num(doc, "modes.fenced.stale_accepted"), 0, "fenced stale_accepted");
+	check_eq(num(doc, "modes.fenced.lost_updates"), 0, "fenced lost_updates");
+	check_eq(num(doc, "modes.write_fenced.stale_accepted"), 0, "write-fenced stale_accepted");
+	check(num(doc, "modes.unfenced.stale_accepted") > 0,
+	      "unfenced must accept stale writes under pauses (got 0 of %lld pauses)",
+	      (long long)num(doc, "modes.unfenced.faults.pause"));
+	check(num(doc, "modes.unfenced.lost_updates") > 0, "unfenced must lose updates");
+	check(num(doc, "modes.fenced.rejected_stale") + num(doc, "modes.fenced.reads_refused") > 0,
+	      "fenced refused the stale writes the others took");
+	json_object_put(doc);
+
+	char names[1024];
+	listdir(dir, names, sizeof names);
+	check(strstr(names, ".json\n") && strstr(names, ".csv\n"),
+	      "results dir holds the JSON and the CSV:\n%s", names);
+	check(!strstr(names, ".tmp"), "no temporary file is left behind:\n%s", names);
+	release(&p);
+	rmtree(dir);
+	free(dir);
+}
+
+static void test_bad_input_exits_2_naming_option_and_value(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *args[4];
+		const char *must_say;
+	} cases[] = {
+	        {{"-t", "0"}, "--threads: '0'"},
+	        {{"-t", "-1"}, "--threads: '-1'"},
+	        {{"-t", "abc"}, "--threads: 'abc'"},
+	        {{"-t", "99999999999999999999999"}, "--threads: '99999999999999999999999'"},
+	        {{"-t", "70000"}, "--threads: '70000'"},
+	        {{"-d", "0"}, "--duration: '0'"},
+	        {{"-d", "10q"}, "--duration: '10q'"},
+	        {{"-d", "-5s"}, "--duration: '-5s'"},
+	        {{"-d", "1e400"}, "--duration: '1e400'"},
+	        {{"--ttl", "0ms"}, "--ttl: '0ms'"},
+	        {{"--ttl", "ten"}, "--ttl: 'ten'"},
+	        {{"-k", "0"}, "--keys: '0'"},
+	        {{"--mode", "bogus"}, "unknown mode 'bogus'"},
+	        {{"--mode", "fenced,nope"}, "unknown mode 'nope'"},
+	        {{"--op", "xyz"}, "--op: 'xyz'"},
+	        {{"--pause", "30ms-15ms"}, "--pause: '30ms-15ms'"},
+	        {{"--pause", "0"}, "--pause: '0'"},
+	        {{"--pause-rate", "-1"}, "--pause-rate: '-1'"},
+	        {{"--pause-rate", "nan"}, "--pause-rate: 'nan'"},
+	        {{"--pause-at", "nowhere"}, "--pause-at: 'nowhere'"},
+	        {{"--fence", "random"}, "--fence: 'random'"},
+	        {{"--seed", "x1"}, "--seed: 'x1'"},
+	        {{"--bogus-option"}, "unknown option '--bogus-option'"},
+	        {{"-d"}, "'-d' needs a value"},
+	        {{"stray"}, "unexpected argument 'stray'"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		proc p;
+		const char *args[8] = {"-o", "/nonexistent-must-not-be-created"};
+		for (int n = 0; n < 4 && cases[i].args[n]; n++)
+			args[n + 2] = cases[i].args[n];
+		int code = run(&p, args);
+		check_eq(code, 2, cases[i].must_say);
+		check(strstr(p.stderr_text, cases[i].must_say),
+		      "stderr for bad input must say \"%s\", it said: %s", cases[i].must_say,
+		      p.stderr_text);
+		check(strchr(p.stderr_text, '\n') == p.stderr_text + strlen(p.stderr_text) - 1,
+		      "bad input gets exactly one line: %s", p.stderr_text);
+		release(&p);
+	}
+}
+
+static void test_help_lists_every_option_and_version_prints(void **state)
+{
+	(void)state;
+	proc p;
+	const char *help[] = {"--help", NULL};
+	check_eq(run(&p, help), 0, "--help exit code");
+	static const char *const opts[] = {
+	        "--threads", "--duration",    "--keys",  "--ttl",   "--mode",
+	        "--op",      "--pause-rate",  "--pause", "--fence", "--seed",
+	        "--json",    "--results-dir", "--quiet", "--help",  "--version"};
+	for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
+		check(strstr(p.stdout_text, opts[i]), "--help must list %s", opts[i]);
+	release(&p);
+	const char *ver[] = {"-V", NULL};
+	check_eq(run(&p, ver), 0, "-V exit code");
+	check(!strncmp(p.stdout_text, "fencebench ", 11), "-V prints the version: %s",
+	      p.stdout_text);
+	release(&p);
+}
+
+static void test_unwritable_results_dir_is_exit_3_with_summary(void **state)
+{
+	(void)state;
+	/* A directory under a regular file cannot exist, even for root. */
+	char *dir = tmpdir(), file[300], sub[320];
+	snprintf(file, sizeof file, "%s/plain-file", dir);
+	int fd = open(file, O_CREAT | O_WRONLY, 0644);
+	check(fd >= 0, "create %s", file);
+	close(fd);
+	snprintf(sub, sizeof sub, "%s/results", file);
+	proc p;
+	const char *args[] = {"-t", "2", "-d", "200ms", "-q", "-o", sub, NULL};
+	check_eq(run(&p, args), 3, "exit code with an unwritable results directory");
+	check(strstr(p.stdout_text, "stale accepted"), "the summary is still printed:\n%s",
+	      p.stdout_text);
+	check(strstr(p.stderr_text, sub), "stderr names the directory: %s", p.stderr_text);
+	char names[1024];
+	listdir(dir, names, sizeof names);
+	check(!strcmp(names, "plain-file\n"), "nothing else was written:\n%s", names);
+	release(&p);
+	rmtree(dir);
+	free(dir);
+}
+
+/* Start a long run, wait for its first progress line, signal it. */
+static void interrupt_with(int sig, int want_code)
+{
+	char *dir = tmpdir();
+	proc p;
+	const char *args[] = {"-t", "4", "-d", "1h", "--progress", "always", "-o", dir, NULL};
+	start(&p, args, 0);
+	/* The first progress line comes after one second of running. */
+	char buf[512];
+	ssize_t n = read(p.err, buf, sizeof buf - 1);
+	check(n > 0, "no progress line arrived on stderr");
+	buf[n] = 0;
+	check(strstr(buf, "ops/s"), "a progress line: %s", buf);
+	kill(p.pid, sig);
+	int code = finish(&p);
+	check_eq(code, want_code, "exit code after the signal");
+	char names[1024];
+	listdir(dir, names, sizeof names);
+	check(!strstr(names, ".tmp"), "no temporary file left:\n%s", names);
+	char path[600];
+	check(find_suffix(dir, ".json", path, sizeof path),
+	      "an interrupted run still writes its JSON:\n%s", names);
+	json_object *doc = json_object_from_file(path);
+	check(doc != NULL, "the JSON of an interrupted run must parse: %s", path);
+	check(json_object_get_boolean(get(doc, "interrupted")), "marked interrupted");
+	check(num(doc, "modes.fenced.ops") > 0, "the numbers measured so far are there");
+	check_eq(num(doc, "modes.fenced.stale_accepted"), 0, "fenced stayed safe");
+	json_object_put(doc);
+	release(&p);
+	rmtree(dir);
+	free(dir);
+}
+
+static void test_sigint_leaves_valid_json_marked_interrupted(void **state)
+{
+	(void)state;
+	interrupt_with(SIGINT, 130);
+}
+
+static void test_sigterm_leaves_valid_json_marked_interrupted(void **state)
+{
+	(void)state;
+	interrupt_with(SIGTERM, 143);
+}
+
+static void test_too_many_threads_is_a_clear_error(void **state)
+{
+	(void)state;
+	/* 4000 threads of 256 KiB stacks cannot fit in 256 MiB of address
+	 * space: creation must fail cleanly, not hang or crash. */
+	if (getenv("FB_SANITIZED"))
+		skip(); /* sanitizer runtimes reserve terabytes of address space */
+	proc p;
+	const char *args[] = {"-t", "4000", "-d", "1s", "-q", "-o", "/tmp", NULL};
+	start(&p, args, (rlim_t)256 << 20);
+	int code = finish(&p);
+	check_eq(code, 3, "exit code when threads cannot be created");
+	check(strstr(p.stderr_text, "thread") || strstr(p.stderr_text, "memory"),
+	      "the error says what ran out: %s", p.stderr_text);
+	release(&p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_short_run_shows_fenced_safe_and_unfenced_corrupted),
+	        cmocka_unit_test(test_bad_input_exits_2_naming_option_and_value),
+	        cmocka_unit_test(test_help_lists_every_option_and_version_prints),
+	        cmocka_unit_test(test_unwritable_results_dir_is_exit_3_with_summary),
+	        cmocka_unit_test(test_sigint_leaves_valid_json_marked_interrupted),
+	        cmocka_unit_test(test_sigterm_leaves_valid_json_marked_interrupted),
+	        cmocka_unit_test(test_too_many_threads_is_a_clear_error),
+	};
+	return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
+}
