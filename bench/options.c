@@ -332,10 +332,11 @@ static void usage(FILE *out)
 	        "Options:\n");
 	for (size_t i = 0; i < NOPTS; i++) {
 		const opt *o = &opts[i];
-		char lhs[64];
-		snprintf(lhs, sizeof lhs, "%s%c%s--%s%s%s", o->short_name ? "-" : "   ",
-		         o->short_name ? o->short_name : ' ', o->short_name ? ", " : " ", o->name,
-		         o->arg ? " " : "", o->arg ? o->arg : "");
+		char lhs[64], sh[8] = "    ";
+		if (o->short_name)
+			snprintf(sh, sizeof sh, "-%c, ", o->short_name);
+		snprintf(lhs, sizeof lhs, "%s--%s%s%s", sh, o->name, o->arg ? " " : "",
+		         o->arg ? o->arg : "");
 		fprintf(out, "  %-26s %s\n", lhs, o->help);
 	}
 	fprintf(out, "\nExit status:\n"
