@@ -32,14 +32,22 @@ struct fb_checker {
 	uint32_t ring; /* records per key, a power of two <= 2^15 */
 };
 
-fb_err fb_checker_create(uint32_t keys, int64_t initial_balance, fb_checker **out)
+fb_err fb_checker_create(uint32_t keys, uint32_t writers, int64_t initial_balance, fb_checker **out)
 {
 	if (!keys)
 		return FB_EINVAL;
-	/* 2^18 records in all (10 MiB), at most 2^14 and at least 64 a key */
+	/* 2^18 records in all (10 MiB) where keys allow, at most 2^14 and at
+	 * least 4 a key: a key among many sees few commits while one writer
+	 * sleeps. */
 	uint32_t ring = 1u << 14;
-	while (ring > 64 && (uint64_t)ring * keys > (1u << 18))
+	while (ring > 4 && (uint64_t)ring * keys > (1u << 18))
 		ring >>= 1;
+	/* Every waiting writer holds one version past the ring: a version may
+	 * not lap the walk's 16-bit cursor. */
+	while (ring > 1 && (uint64_t)ring + writers >= (1u << 16))
+		ring >>= 1;
+	if ((uint64_t)ring + writers >= (1u << 16))
+		return FB_EINVAL;
 	fb_checker *c = calloc(1, sizeof *c);
 	if (!c)
 		return FB_ENOMEM;
@@ -122,7 +130,7 @@ void fb_checker_commit(fb_checker *c, uint32_t key, uint16_t version, uint64_t f
 {
 	ckey *k = &c->k[key];
 	/* Version v reuses the slot of v - ring: wait until the walk is past it. */
-	for (;;) {
+	for (bool waited = false;; waited = true) {
 		fb_u128 w = atomic_load_explicit(&k->walk, memory_order_acquire);
 		if ((uint16_t)(version - walk_next(w)) < c->ring)
 			break;
@@ -130,7 +138,8 @@ void fb_checker_commit(fb_checker *c, uint32_t key, uint16_t version, uint64_t f
 		w = atomic_load_explicit(&k->walk, memory_order_acquire);
 		if ((uint16_t)(version - walk_next(w)) < c->ring)
 			break;
-		(*stalls)++;
+		if (!waited)
+			(*stalls)++;
 		sched_yield();
 	}
 	rec *r = &k->ring[version & (c->ring - 1)];

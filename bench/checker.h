@@ -37,14 +37,17 @@ typedef struct fb_check_key {
 	uint16_t next_version;   /* version the walk waits for next */
 } fb_check_key;
 
-fb_err fb_checker_create(uint32_t keys, int64_t initial_balance, fb_checker **out);
+/* `writers`: the most threads that may commit at once; versions are 16-bit,
+ * so ring + writers must stay below 2^16 (FB_EINVAL otherwise). */
+fb_err fb_checker_create(uint32_t keys, uint32_t writers, int64_t initial_balance,
+                         fb_checker **out);
 void fb_checker_destroy(fb_checker *c);
 
 /*
  * Record an accepted write and walk what can be walked. Called by the writer
- * right after the store accepted it. If the key's ring is full (a paused
- * writer holds back the walk) it helps, then yields; *stalls counts those
- * waits.
+ * after the store accepted it (and after releasing the lease). If the key's
+ * ring is full (a paused writer holds back the walk) it helps, then yields;
+ * *stalls counts such waits.
  */
 void fb_checker_commit(fb_checker *c, uint32_t key, uint16_t version, uint64_t fence, int64_t read,
                        int64_t replaced, int64_t written, uint64_t *stalls);

@@ -44,7 +44,7 @@ typedef struct opt {
 #define OFF(f) offsetof(fb_config, f)
 
 static const opt opts[] = {
-        {"threads", 't', "N", K_U32, OFF(threads), 1, FB_OWNER_MAX, "threads", 0, true,
+        {"threads", 't', "N", K_U32, OFF(threads), 1, FB_MAX_THREADS, "threads", 0, true,
          "worker threads (default: online CPUs)"},
         {"duration", 'd', "D", K_DURATION, OFF(duration_ns), 0, 0, "duration_s", 1e9, true,
          "how long to run; units us ms s m h, bare number = seconds (default 10s)"},

@@ -14,6 +14,10 @@
 #include "pause.h"
 #include "store.h"
 
+/* Owners are 16-bit, and the checker's 16-bit versions need ring + writers
+ * below 2^16 with rings of up to 2^14: 32768 threads. */
+#define FB_MAX_THREADS 32768
+
 typedef enum fb_op {
 	FB_OP_RMW,   /* the client reads, computes balance - amount, writes it */
 	FB_OP_DEBIT, /* the store subtracts: debit(amount, token) */

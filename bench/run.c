@@ -33,6 +33,13 @@ typedef struct fb_run_state {
 	_Atomic int exhausted;
 } fb_run_state;
 
+/* An accepted write on its way to the checker. */
+typedef struct pending_commit {
+	fb_discipline d;
+	uint16_t version;
+	int64_t read, replaced, written;
+} pending_commit;
+
 /* Contention: spin a little, then give the core away. On an oversubscribed
  * machine the holder is often not running at all. */
 static void backoff(unsigned fails)
@@ -106,14 +113,18 @@ static void *worker_main(void *arg)
 			break;
 		}
 		fb_counter_add(&w->acquired, 1);
+		uint64_t pauses_at_acquire = fb_counter_get(&w->port.pauses);
 		fb_port_hold(&w->port, key, l.fence);
 		uint64_t t1 = timed ? fb_clock_now(r->clock) : 0;
 
+		/* Rotate the order of the disciplines each cycle: a pause that
+		 * lands between two of them must not favour one column. */
+		int first = (int)(n % (uint64_t)r->nactive);
 		int64_t bal[FB_DISCIPLINES] = {0};
 		bool served[FB_DISCIPLINES];
-		fb_store_result res;
+		fb_store_result res = {0};
 		for (int i = 0; i < r->nactive; i++) {
-			fb_discipline d = r->active[i];
+			fb_discipline d = r->active[(first + i) % r->nactive];
 			served[d] = !rmw || fb_store_read(r->store[d], key, l.fence, &res);
 			if (!served[d])
 				fb_counter_add(&w->m[d].reads_refused, 1);
@@ -121,8 +132,10 @@ static void *worker_main(void *arg)
 		}
 		fb_pause_point(&w->port, key, l.fence, r->clock);
 		uint64_t tw = 0;
+		pending_commit todo[FB_DISCIPLINES];
+		int ntodo = 0;
 		for (int i = 0; i < r->nactive; i++) {
-			fb_discipline d = r->active[i];
+			fb_discipline d = r->active[(first + i) % r->nactive];
 			if (!served[d])
 				continue;
 			fb_mode_counters *mc = &w->m[d];
@@ -145,15 +158,24 @@ static void *worker_main(void *arg)
 			fb_counter_add(&mc->accepted, 1);
 			if (res.stale)
 				fb_counter_add(&mc->store_stale, 1);
-			fb_checker_commit(r->checker[d], key, res.version, l.fence,
-			                  rmw ? bal[d] : res.before, res.before, res.balance,
-			                  &stalls);
+			todo[ntodo++] = (pending_commit){d, res.version, rmw ? bal[d] : res.before,
+			                                 res.before, res.balance};
 		}
 		uint64_t t2 = timed ? fb_clock_now(r->clock) : 0;
 		if (!tw)
 			tw = t2;
-		fb_lease_release(r->leases, key, w->id, l.fence);
+		/* A failed compare-and-delete means another worker took the lease
+		 * over; if this cycle was paused, the pause caused it. */
+		if (!fb_lease_release(r->leases, key, w->id, l.fence) &&
+		    fb_counter_get(&w->port.pauses) != pauses_at_acquire)
+			fb_counter_add(&w->port.takeovers, 1);
 		fb_port_phase(&w->port, FB_PHASE_IDLE);
+		/* History goes to the checker after the release: if the checker's
+		 * ring is full (a paused writer holds back a key's walk) the wait
+		 * must not hold a lease, or it would make zombies of its own. */
+		for (int i = 0; i < ntodo; i++)
+			fb_checker_commit(r->checker[todo[i].d], key, todo[i].version, l.fence,
+			                  todo[i].read, todo[i].replaced, todo[i].written, &stalls);
 		fb_counter_add(&w->ops, 1);
 		if (timed) {
 			fb_hist_record(&w->acquire, t1 - t0);
@@ -356,7 +378,7 @@ fb_err fb_run(const fb_config *cfg, fb_tick_fn tick, void *ctx, fb_results *res)
 		r.active[r.nactive++] = (fb_discipline)d;
 		if (fb_store_create((fb_discipline)d, cfg->keys, cfg->initial_balance,
 		                    &r.store[d]) ||
-		    fb_checker_create(cfg->keys, cfg->initial_balance, &r.checker[d]))
+		    fb_checker_create(cfg->keys, cfg->threads, cfg->initial_balance, &r.checker[d]))
 			return oom(&r);
 	}
 	r.workers = aligned_alloc(FB_PAD_LINE, (size_t)cfg->threads * sizeof *r.workers);

@@ -114,6 +114,10 @@ static void result_from(fb_store_result *r, fb_u128 w, uint64_t token)
 bool fb_store_read(fb_store *s, uint32_t key, uint64_t token, fb_store_result *r)
 {
 	fb_record *rec = &s->rec[key];
+	if (token > FB_FENCE_MAX) {
+		r->ok = r->stale = false;
+		return false;
+	}
 	/* acquire: a reader acts on the balance, so it must see the writes
 	 * that produced it. */
 	fb_u128 cur = atomic_load_explicit(&rec->word, memory_order_acquire);
@@ -173,6 +177,10 @@ static bool apply(fb_store *s, uint32_t key, bool is_debit, int64_t value, uint6
                   fb_store_result *r)
 {
 	fb_record *rec = &s->rec[key];
+	if (token > FB_FENCE_MAX) { /* outside the packing: no fence can be this */
+		r->ok = r->stale = false;
+		return false;
+	}
 	fb_u128 cur = atomic_load_explicit(&rec->word, memory_order_acquire);
 	for (;;) {
 		result_from(r, cur, token);
@@ -194,8 +202,9 @@ static bool apply(fb_store *s, uint32_t key, bool is_debit, int64_t value, uint6
 		if (atomic_compare_exchange_weak_explicit(
 		            &rec->word, &cur, next, memory_order_acq_rel, memory_order_acquire)) {
 			r->ok = true;
-			/* The store's own view of staleness (token <= last accepted):
-			 * always false in the fenced disciplines, counted in unfenced. */
+			/* The store's own view of staleness (token <= the highest
+			 * fence accepted before): always false in the fenced
+			 * disciplines, counted in unfenced. */
 			r->stale = hi_written(cur.hi) ? token <= high : token < high;
 			r->balance = bal;
 			r->version = ver;

@@ -40,6 +40,8 @@ typedef struct fb_store_result {
 
 typedef struct fb_store fb_store;
 
+/* Tokens above FB_FENCE_MAX are refused by every operation (ok = false,
+ * stale = false): no lease table can mint one. */
 fb_err fb_store_create(fb_discipline d, uint32_t keys, int64_t initial_balance, fb_store **out);
 void fb_store_destroy(fb_store *s);
 fb_discipline fb_store_discipline(const fb_store *s);

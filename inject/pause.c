@@ -49,11 +49,8 @@ void fb_pause_now(fb_fault_port *p, bool at_point)
 		fb_counter_add(&p->aimed, 1);
 	if (slept > fb_lease_ttl(p->leases))
 		fb_counter_add(&p->over_ttl, 1);
-	if (holding) {
+	if (holding)
 		fb_counter_add(&p->hit, 1);
-		if (fb_lease_peek(p->leases, key).fence != fence)
-			fb_counter_add(&p->takeovers, 1);
-	}
 	/* release: the injector may aim at this worker again */
 	atomic_store_explicit(&p->pending, 0, memory_order_release);
 }
@@ -152,8 +149,10 @@ static void *injector_main(void *arg)
 		                      fb_prng_next(&inj->rng) % (inj->cfg.ttl_ns / 2 + 1),
 		                      memory_order_relaxed);
 		if (at != FB_PAUSE_ANY) {
-			/* The worker takes it at its next pause point. */
-			atomic_store_explicit(&p->armed, at, memory_order_relaxed);
+			/* The worker takes it at its next pause point; release
+			 * publishes pause_ns and extra_ns with it. */
+			atomic_store_explicit(&p->armed, at, memory_order_release);
+			holder = true;
 		} else if (pthread_kill(p->tid, SIGUSR1) != 0) {
 			/* pthread_kill orders the stores above before the handler */
 			atomic_store_explicit(&p->pending, 0, memory_order_relaxed);

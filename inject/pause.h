@@ -62,7 +62,8 @@ typedef struct fb_fault_port {
 	fb_counter pauses;    /* pauses taken */
 	fb_counter hit;       /* ... that found the worker holding a lease */
 	fb_counter over_ttl;  /* ... that lasted longer than the TTL */
-	fb_counter takeovers; /* ... during which another worker took the held lease */
+	fb_counter takeovers; /* held leases another worker took over during a pause
+	                         (counted by the worker when its release fails) */
 	fb_counter paused_ns; /* total time suspended */
 	fb_counter aimed;     /* ... taken at the pause point */
 	fb_counter trapped;   /* ... of them as the taker caught by a takeover trap */
@@ -96,22 +97,33 @@ void fb_pause_now(fb_fault_port *p, bool at_point);
 static inline void fb_pause_point(fb_fault_port *p, uint32_t key, uint64_t fence,
                                   const fb_clock *clk)
 {
-	if (atomic_load_explicit(&p->armed, memory_order_relaxed))
+	/* acquire: pairs with the injector's release of `armed`, so pause_ns
+	 * is the length it chose for this pause */
+	if (atomic_load_explicit(&p->armed, memory_order_acquire))
 		fb_pause_now(p, true);
 	fb_pause_trap *t = &p->traps[key];
 	uint64_t tf = atomic_load_explicit(&t->fence, memory_order_relaxed);
-	/* acquire on success: wake_at and extra_ns were stored before the fence */
-	if (tf && fence > tf &&
-	    atomic_compare_exchange_strong_explicit(&t->fence, &tf, 0, memory_order_acquire,
-	                                            memory_order_relaxed)) {
-		uint64_t now = fb_clock_now(clk);
-		uint64_t wake = atomic_load_explicit(&t->wake_at, memory_order_relaxed);
-		uint64_t d = (wake > now ? wake - now : 0) +
-		             atomic_load_explicit(&t->extra_ns, memory_order_relaxed);
-		atomic_store_explicit(&p->pause_ns, d, memory_order_relaxed);
-		fb_counter_add(&p->trapped, 1);
-		fb_pause_now(p, true);
+	if (!tf || fence <= tf)
+		return;
+	/* Take this worker out of the injector's choices first (it owns the
+	 * pause while `pending`), then claim the trap; acquire on the claim:
+	 * wake_at and extra_ns were stored before the fence. */
+	uint32_t idle = 0;
+	if (!atomic_compare_exchange_strong_explicit(&p->pending, &idle, 1, memory_order_acquire,
+	                                             memory_order_relaxed))
+		return;
+	if (!atomic_compare_exchange_strong_explicit(&t->fence, &tf, 0, memory_order_acquire,
+	                                             memory_order_relaxed)) {
+		atomic_store_explicit(&p->pending, 0, memory_order_release);
+		return;
 	}
+	uint64_t now = fb_clock_now(clk);
+	uint64_t wake = atomic_load_explicit(&t->wake_at, memory_order_relaxed);
+	uint64_t d = (wake > now ? wake - now : 0) +
+	             atomic_load_explicit(&t->extra_ns, memory_order_relaxed);
+	atomic_store_explicit(&p->pause_ns, d, memory_order_relaxed);
+	fb_counter_add(&p->trapped, 1);
+	fb_pause_now(p, true);
 }
 
 /* Install the SIGUSR1 handler (once per process). */
