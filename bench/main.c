@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "commands.h"
 #include "options.h"
 #include "report.h"
 #include "run.h"
@@ -25,8 +26,18 @@ static void on_second_signal(int sig)
 	_exit(128 + sig);
 }
 
+/* `fencebench NAME ...`: the subcommands, each a main of its own. */
+static const fb_command commands[] = {
+    FB_COMMANDS
+};
+
 int main(int argc, char **argv)
 {
+	if (argc > 1)
+		for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+			if (commands[i].main && strcmp(argv[1], commands[i].name) == 0)
+				return commands[i].main(argc - 1, argv + 1);
+
 	/* Blocked here, inherited by every thread: the run waits for them
 	 * with sigtimedwait, workers unblock only SIGUSR1 (the pause). */
 	sigset_t set;

@@ -317,13 +317,23 @@ int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
 			fprintf(out, "unfenced: no corruption observed%s\n",
 			        vacuous ? " (vacuous: no stale write attempted)" : "");
 	}
+	if (res->interrupted)
+		fprintf(out, "interrupted: these are the numbers measured until the signal\n");
+	/* The one-line verdict, locktorture style: outcome, every number that
+	 * decided it, and every parameter (as the command that replays it). */
 	char replay[1024];
 	fb_config_replay(cfg, replay, sizeof replay);
 	int code = verdict_code(res);
-	fprintf(out, "%s%s\nreplay: %s\n", code ? "FAIL: a fenced discipline failed; " : "",
-	        res->interrupted ? "interrupted: these are the numbers measured until the signal"
-	                         : "",
-	        replay);
+	fprintf(out, "\n%s:", code ? "FAIL !!!" : vacuous ? "VACUOUS" : "PASS");
+	for (int d = 0; d < FB_DISCIPLINES; d++) {
+		const fb_mode_result *m = &res->mode[d];
+		if (m->on)
+			fprintf(out, " %s stale=%llu lost=%lld agree=%s;",
+			        fb_discipline_name((fb_discipline)d),
+			        (unsigned long long)m->stale_accepted, (long long)m->lost_updates,
+			        m->checker_agrees ? "yes" : "NO");
+	}
+	fprintf(out, " replay: %s\n", replay);
 	return code;
 }
 

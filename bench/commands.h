@@ -1,0 +1,17 @@
+/*
+ * Subcommands: `fencebench NAME ARGS...`. Each is a main of its own that
+ * returns the process's exit code (0, 1 a violation found, 2 usage, 3
+ * runtime error). A new one adds its line to FB_COMMANDS.
+ */
+#ifndef FB_COMMANDS_H
+#define FB_COMMANDS_H
+
+typedef struct fb_command {
+	const char *name;
+	int (*main)(int argc, char **argv); /* argv[0] is the subcommand's name */
+	const char *summary;
+} fb_command;
+
+#define FB_COMMANDS {"", NULL, NULL},
+
+#endif
