@@ -15,13 +15,11 @@ typedef enum kind {
 	K_U32,
 	K_U64,
 	K_DURATION,
-	K_MODES,
-	K_OP,
-	K_RATE,
-	K_PAUSE,
-	K_FENCE,
-	K_PAUSE_AT,
-	K_PROGRESS,
+	K_RATE,  /* a double in min..max */
+	K_RANGE, /* D or D-D into (off, off2) */
+	K_ENUM,  /* one of names, into an int-sized enum */
+	K_BITS,  /* comma list of names, into a uint32_t bit set */
+	K_SEEDS, /* A..B */
 	K_STRING,
 	K_FLAG,
 	K_HELP,
@@ -33,75 +31,138 @@ typedef struct opt {
 	int short_name;  /* 0: long only */
 	const char *arg; /* NULL: takes no value */
 	kind k;
-	size_t off;
-	uint64_t min, max; /* K_U32, K_U64 */
-	const char *json;  /* key in the JSON "config" echo; NULL: not echoed */
-	double json_unit;  /* K_DURATION: ns per unit of the JSON key */
-	bool replay;       /* part of the replay command line */
+	size_t off, off2;
+	uint64_t min, max; /* K_U32, K_U64, K_RATE */
+	const char *const *names;
+	int nnames;
+	const char *json; /* key in the JSON "config" echo; NULL: not echoed */
+	double json_unit; /* K_DURATION, K_RANGE: ns per unit of the JSON key */
+	bool replay;      /* part of the replay command line */
 	const char *help;
+	int need; /* replayed only when relevant: 0 always, 1 + fb_fault for that
+	             fault's options, NEED_DETERMINISTIC */
 } opt;
 
-#define OFF(f) offsetof(fb_config, f)
+#define NEED_FAULT(f)      (1 + (f))
+#define NEED_DETERMINISTIC 100
 
-static const opt opts[] = {
-        {"threads", 't', "N", K_U32, OFF(threads), 1, FB_MAX_THREADS, "threads", 0, true,
-         "worker threads (default: online CPUs)"},
-        {"duration", 'd', "D", K_DURATION, OFF(duration_ns), 0, 0, "duration_s", 1e9, true,
-         "how long to run; units us ms s m h, bare number = seconds (default 10s)"},
-        {"keys", 'k', "N", K_U32, OFF(keys), 1, 1000000, "keys", 0, true,
-         "leases (accounts) the workers contend for (default 16)"},
-        {"ttl", 0, "D", K_DURATION, OFF(ttl_ns), 0, 0, "ttl_ms", 1e6, true,
-         "lease time to live (default 10ms)"},
-        {"mode", 0, "LIST", K_MODES, OFF(modes), 0, 0, "modes", 0, true,
-         "storage disciplines side by side: fenced,write-fenced,unfenced (default all)"},
-        {"op", 0, "OP", K_OP, OFF(op), 0, 0, "op", 0, true,
-         "rmw: the client reads and writes balance-1; debit: the store subtracts (default rmw)"},
-        {"pause-rate", 0, "R", K_RATE, OFF(pause_rate), 0, 0, "pause_rate", 0, true,
-         "injected pauses per second, 0 for none (default 50)"},
-        {"pause", 0, "D[-D]", K_PAUSE, OFF(pause_min_ns), 0, 0, "pause_ms", 1e6, true,
-         "pause length or range (default 1.5-3 x TTL)"},
-        {"pause-at", 0, "WHERE", K_PAUSE_AT, OFF(pause_at), 0, 0, "pause_at", 0, true,
-         "any (a signal anywhere), after-read, takeover (the next holder is caught after its read "
-         "too), mix (default)"},
-        {"fence", 0, "SRC", K_FENCE, OFF(fence), 0, 0, "fence", 0, true,
-         "fence source: global (one counter) or per-key (default global)"},
-        {"first-fence", 0, "N", K_U64, OFF(first_fence), 1, FB_FENCE_MAX / 2, "first_fence", 0,
-         true, "the first fence minted (default 1; the article uses 33)"},
-        {"seed", 0, "N", K_U64, OFF(seed), 0, UINT64_MAX, "seed", 0, true,
-         "seed of every random choice (default 1; always printed)"},
-        {"sample", 0, "N", K_U32, OFF(sample), 1, 1u << 20, "latency_sample", 0, true,
-         "time one cycle in N for the latency histograms (default 8)"},
-        {"json", 0, "FILE", K_STRING, OFF(json_path), 0, 0, NULL, 0, false,
-         "also write the JSON document to FILE"},
-        {"results-dir", 'o', "DIR", K_STRING, OFF(results_dir), 0, 0, "results_dir", 0, false,
-         "where the JSON and CSV go (default results/)"},
-        {"progress", 0, "WHEN", K_PROGRESS, OFF(progress), 0, 0, NULL, 0, false,
-         "progress line on stderr: auto (on a terminal), always, never"},
-        {"quiet", 'q', NULL, K_FLAG, OFF(quiet), 0, 0, NULL, 0, false, "no progress line"},
-        {"help", 'h', NULL, K_HELP, 0, 0, 0, NULL, 0, false, "this help"},
-        {"version", 'V', NULL, K_VERSION, 0, 0, 0, NULL, 0, false, "print the version"},
-};
-
-#define NOPTS (sizeof opts / sizeof opts[0])
+#define OFF(f)   offsetof(fb_config, f)
+#define NAMES(a) a, (int)(sizeof a / sizeof a[0])
 
 static const char *const op_names[] = {"rmw", "debit"};
 static const char *const progress_names[] = {"auto", "always", "never"};
+static const char *const fence_names[] = {"global", "per-key"};
+static const char *const mode_names[] = {"fenced", "write-fenced", "unfenced"};
+
+static const opt opts[] = {
+        {"threads", 't', "N", K_U32, OFF(threads), 0, 1, FB_MAX_THREADS, NULL, 0, "threads", 0,
+         true, "worker threads (default: online CPUs)", 0},
+        {"duration", 'd', "D", K_DURATION, OFF(duration_ns), 0, 0, 0, NULL, 0, "duration_s", 1e9,
+         true, "how long to run; units us ms s m h, bare number = seconds (default 10s)", 0},
+        {"keys", 'k', "N", K_U32, OFF(keys), 0, 1, 1000000, NULL, 0, "keys", 0, true,
+         "leases (accounts) the workers contend for (default 16)", 0},
+        {"ttl", 0, "D", K_DURATION, OFF(ttl_ns), 0, 0, 0, NULL, 0, "ttl_ms", 1e6, true,
+         "lease time to live (default 10ms)", 0},
+        {"mode", 0, "LIST", K_BITS, OFF(modes), 0, 0, 0, NAMES(mode_names), "modes", 0, true,
+         "storage disciplines side by side: fenced,write-fenced,unfenced (default all)", 0},
+        {"op", 0, "OP", K_ENUM, OFF(op), 0, 0, 0, NAMES(op_names), "op", 0, true,
+         "rmw: the client reads and writes balance-1; debit: the store subtracts (default rmw)", 0},
+        {"fence", 0, "SRC", K_ENUM, OFF(fence), 0, 0, 0, NAMES(fence_names), "fence", 0, true,
+         "fence source: global (one counter) or per-key (default global)", 0},
+        {"first-fence", 0, "N", K_U64, OFF(first_fence), 0, 1, FB_FENCE_MAX / 2, NULL, 0,
+         "first_fence", 0, true, "the first fence minted (default 1; the article uses 33)", 0},
+        {"seed", 0, "N", K_U64, OFF(seed), 0, 0, UINT64_MAX, NULL, 0, "seed", 0, true,
+         "seed of every random choice (default 1; always printed)", 0},
+        {"faults", 0, "LIST", K_BITS, OFF(faults), 0, 0, 0, NAMES(fb_fault_names), "faults", 0,
+         true, "faults to inject: pause,skew,delay,crash,renew (default pause)", 0},
+        {"fault-at", 0, "WHERE", K_ENUM, OFF(fault_at), 0, 0, 0, NAMES(fb_fault_at_names),
+         "fault_at", 0, true,
+         "where pauses strike: any (a signal anywhere), after-read, after-check, takeover (the "
+         "next holder is caught after its read too), mix (default)",
+         NEED_FAULT(FB_FAULT_PAUSE)},
+        {"pause-rate", 0, "R", K_RATE, OFF(pause_rate), 0, 0, 1000000, NULL, 0, "pause_rate", 0,
+         true, "pauses per second, 0 for none (default 50)", NEED_FAULT(FB_FAULT_PAUSE)},
+        {"pause", 0, "D[-D]", K_RANGE, OFF(pause_min_ns), OFF(pause_max_ns), 0, 0, NULL, 0, "pause",
+         1e6, true, "pause length or range (default 1.5-3 x TTL)", NEED_FAULT(FB_FAULT_PAUSE)},
+        {"skew-rate", 0, "R", K_RATE, OFF(skew_rate), 0, 0, 1000000, NULL, 0, "skew_rate", 0, true,
+         "clock faults per second (default 10)", NEED_FAULT(FB_FAULT_SKEW)},
+        {"skew", 0, "D", K_DURATION, OFF(skew_ns), 0, 0, 0, NULL, 0, "skew_ms", 1e6, true,
+         "size of a clock step (default 2 x TTL)", NEED_FAULT(FB_FAULT_SKEW)},
+        {"skew-drift", 0, "F", K_RATE, OFF(skew_drift), 0, 0, 1, NULL, 0, "skew_drift", 0, true,
+         "a skewed worker clock runs at 1-F of real time (default 0.5)", NEED_FAULT(FB_FAULT_SKEW)},
+        {"delay-rate", 0, "R", K_RATE, OFF(delay_rate), 0, 0, 1000000, NULL, 0, "delay_rate", 0,
+         true, "writes held in flight per second (default 20)", NEED_FAULT(FB_FAULT_DELAY)},
+        {"delay", 0, "D[-D]", K_RANGE, OFF(delay_min_ns), OFF(delay_max_ns), 0, 0, NULL, 0, "delay",
+         1e6, true, "how long a delayed write is in flight (default 2-4 x TTL)",
+         NEED_FAULT(FB_FAULT_DELAY)},
+        {"crash-rate", 0, "R", K_RATE, OFF(crash_rate), 0, 0, 1000000, NULL, 0, "crash_rate", 0,
+         true, "workers dying while holding a lease, per second (default 2)",
+         NEED_FAULT(FB_FAULT_CRASH)},
+        {"renew-rate", 0, "R", K_RATE, OFF(renew_rate), 0, 0, 1000000, NULL, 0, "renew_rate", 0,
+         true, "late heartbeats per second (default 20)", NEED_FAULT(FB_FAULT_RENEW)},
+        {"check-lease", 0, "HOW", K_ENUM, OFF(check_lease), 0, 0, 0, NAMES(fb_check_lease_names),
+         "check_lease", 0, true,
+         "check before writing: none (default), is-held (ask the lease service), local (own clock "
+         "against the TTL)",
+         0},
+        {"lease-clock", 0, "CLOCK", K_ENUM, OFF(lease_clock), 0, 0, 0, NAMES(fb_lease_clock_names),
+         "lease_clock", 0, true,
+         "the lease service's clock: monotonic (default) or realtime (a wall clock that steps)", 0},
+        {"work", 0, "D[-D]", K_RANGE, OFF(work_min_ns), OFF(work_max_ns), 0, 0, NULL, 0, "work",
+         1e6, true, "time a holder works between its read and its write (default 0)", 0},
+        {"plan", 0, "FILE", K_STRING, OFF(plan_path), 0, 0, 0, NULL, 0, "plan", 0, false,
+         "replay the fault plan in FILE instead of drawing faults", 0},
+        {"plan-out", 0, "FILE", K_STRING, OFF(plan_out_path), 0, 0, 0, NULL, 0, NULL, 0, false,
+         "write the faults injected (the plan) to FILE", 0},
+        {"deterministic", 0, NULL, K_FLAG, OFF(deterministic), 0, 0, 0, NULL, 0, "deterministic", 0,
+         true, "logical workers on a virtual clock in one thread: same seed, same history", 0},
+        {"seeds", 0, "A..B", K_SEEDS, OFF(seed_lo), OFF(seed_hi), 0, 0, NULL, 0, NULL, 0, false,
+         "deterministic: run seeds A to B, stop at the first fenced violation", 0},
+        {"steps", 0, "N", K_U64, OFF(steps), 0, 1, UINT64_C(1) << 40, NULL, 0, "steps", 0, true,
+         "deterministic: scheduler steps per seed (default 200000)", NEED_DETERMINISTIC},
+        {"history", 0, "FILE", K_STRING, OFF(history_path), 0, 0, 0, NULL, 0, NULL, 0, false,
+         "deterministic: write the history (every step) to FILE", 0},
+        {"sample", 0, "N", K_U32, OFF(sample), 0, 1, 1u << 20, NULL, 0, "latency_sample", 0, true,
+         "time one cycle in N for the latency histograms (default 8)", 0},
+        {"json", 0, "FILE", K_STRING, OFF(json_path), 0, 0, 0, NULL, 0, NULL, 0, false,
+         "also write the JSON document to FILE", 0},
+        {"results-dir", 'o', "DIR", K_STRING, OFF(results_dir), 0, 0, 0, NULL, 0, "results_dir", 0,
+         false, "where the JSON and CSV go (default results/)", 0},
+        {"progress", 0, "WHEN", K_ENUM, OFF(progress), 0, 0, 0, NAMES(progress_names), NULL, 0,
+         false, "progress line on stderr: auto (on a terminal), always, never", 0},
+        {"quiet", 'q', NULL, K_FLAG, OFF(quiet), 0, 0, 0, NULL, 0, NULL, 0, false,
+         "no progress line", 0},
+        {"help", 'h', NULL, K_HELP, 0, 0, 0, 0, NULL, 0, NULL, 0, false, "this help", 0},
+        {"version", 'V', NULL, K_VERSION, 0, 0, 0, 0, NULL, 0, NULL, 0, false, "print the version",
+         0},
+};
+
+#define NOPTS (sizeof opts / sizeof opts[0])
 
 void fb_config_defaults(fb_config *cfg)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	*cfg = (fb_config){
-	        .threads = cpus > 0 && cpus < FB_OWNER_MAX ? (uint32_t)cpus : 1,
+	        .threads = cpus > 0 && cpus < FB_MAX_THREADS ? (uint32_t)cpus : 1,
 	        .duration_ns = UINT64_C(10000000000),
 	        .keys = 16,
 	        .ttl_ns = 10000000,
 	        .modes = (1u << FB_FENCED) | (1u << FB_WRITE_FENCED) | (1u << FB_UNFENCED),
 	        .op = FB_OP_RMW,
-	        .pause_rate = 50,
-	        .pause_at = FB_PAUSE_MIX,
 	        .fence = FB_FENCE_GLOBAL,
 	        .first_fence = 1,
 	        .seed = 1,
+	        .faults = 1u << FB_FAULT_PAUSE,
+	        .fault_at = FB_AT_MIX,
+	        .pause_rate = 50,
+	        .skew_rate = 10,
+	        .skew_drift = 0.5,
+	        .delay_rate = 20,
+	        .crash_rate = 2,
+	        .renew_rate = 20,
+	        .check_lease = FB_CHECK_NONE,
+	        .lease_clock = FB_LEASE_CLOCK_MONOTONIC,
+	        .steps = 200000,
 	        .sample = 8,
 	        .results_dir = "results",
 	        .progress = FB_PROGRESS_AUTO,
@@ -203,30 +264,33 @@ static int parse_name(const char *s, const char *const *names, int n)
 	return -1;
 }
 
-static int parse_modes(const opt *o, const char *v, uint32_t *out)
+/* A comma list of names into a bit set. "write_fenced" is accepted for
+ * "write-fenced" (the JSON's spelling). */
+static int parse_bits(const opt *o, const char *v, uint32_t *out)
 {
 	uint32_t m = 0;
 	char buf[256];
 	if (strlen(v) >= sizeof buf || !*v)
-		return bad(o, v, "is not a list of fenced, write-fenced, unfenced");
+		return bad(o, v, "is not a comma-separated list");
 	strcpy(buf, v);
 	for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		int d;
-		for (d = 0; d < FB_DISCIPLINES; d++)
-			if (strcmp(tok, fb_discipline_name((fb_discipline)d)) == 0 ||
-			    strcmp(tok, fb_discipline_key((fb_discipline)d)) == 0)
-				break;
-		if (d == FB_DISCIPLINES) {
-			fprintf(stderr,
-			        "fencebench: --%s: unknown mode '%s' in '%s' (valid: fenced, "
-			        "write-fenced, unfenced)\n",
-			        o->name, tok, v);
+		for (char *c = tok; *c; c++)
+			if (*c == '_')
+				*c = '-';
+		int i = parse_name(tok, o->names, o->nnames);
+		if (i < 0) {
+			char valid[160] = "";
+			for (int k = 0; k < o->nnames; k++)
+				snprintf(valid + strlen(valid), sizeof valid - strlen(valid),
+				         "%s%s", k ? ", " : "", o->names[k]);
+			fprintf(stderr, "fencebench: --%s: unknown name '%s' in '%s' (valid: %s)\n",
+			        o->name, tok, v, valid);
 			return -1;
 		}
-		m |= 1u << d;
+		m |= 1u << i;
 	}
 	if (!m)
-		return bad(o, v, "selects no mode");
+		return bad(o, v, "selects nothing");
 	*out = m;
 	return 0;
 }
@@ -235,12 +299,11 @@ static int parse_value(fb_config *cfg, const opt *o, const char *v)
 {
 	void *f = field(cfg, o);
 	uint64_t u;
-	int i;
+	char why[200];
 	switch (o->k) {
 	case K_U32:
 	case K_U64:
 		if (parse_u64(v, o->min, o->max, &u)) {
-			char why[96];
 			snprintf(why, sizeof why, "is not a whole number in %llu..%llu",
 			         (unsigned long long)o->min, (unsigned long long)o->max);
 			return bad(o, v, why);
@@ -252,63 +315,67 @@ static int parse_value(fb_config *cfg, const opt *o, const char *v)
 		return 0;
 	case K_DURATION:
 		if (fb_parse_duration(v, (uint64_t *)f))
-			return bad(o, v,
-			           "is not a duration above zero (e.g. 250ms, 10s, 5m; units us ms "
-			           "s m h)");
-		return 0;
-	case K_MODES:
-		return parse_modes(o, v, (uint32_t *)f);
-	case K_OP:
-		if ((i = parse_name(v, op_names, 2)) < 0)
-			return bad(o, v, "is not an operation (rmw or debit)");
-		*(fb_op *)f = (fb_op)i;
-		return 0;
-	case K_FENCE:
-		if (strcmp(v, "global") == 0)
-			cfg->fence = FB_FENCE_GLOBAL;
-		else if (strcmp(v, "per-key") == 0)
-			cfg->fence = FB_FENCE_PER_KEY;
-		else
-			return bad(o, v, "is not a fence source (global or per-key)");
-		return 0;
-	case K_PAUSE_AT:
-		for (i = 0; i <= FB_PAUSE_MIX; i++)
-			if (strcmp(v, fb_pause_at_name((fb_pause_at)i)) == 0)
-				break;
-		if (i > FB_PAUSE_MIX)
-			return bad(o, v, "is not a pause point (any, after-read, takeover, mix)");
-		cfg->pause_at = (fb_pause_at)i;
-		return 0;
-	case K_PROGRESS:
-		if ((i = parse_name(v, progress_names, 3)) < 0)
-			return bad(o, v, "is not auto, always or never");
-		*(fb_progress *)f = (fb_progress)i;
+			return bad(
+			        o, v,
+			        "is not a duration above zero (e.g. 250ms, 10s, 5m; units us ms s "
+			        "m h)");
 		return 0;
 	case K_RATE: {
 		char *end;
 		errno = 0;
 		double r = strtod(v, &end);
-		if (!*v || *end || errno || !isfinite(r) || r < 0 || r > 1e6)
-			return bad(o, v, "is not a rate in 0..1000000 per second");
+		if (!*v || *end || errno || !isfinite(r) || r < (double)o->min ||
+		    r > (double)o->max) {
+			snprintf(why, sizeof why, "is not a number in %llu..%llu",
+			         (unsigned long long)o->min, (unsigned long long)o->max);
+			return bad(o, v, why);
+		}
 		*(double *)f = r;
 		return 0;
 	}
-	case K_PAUSE: {
+	case K_RANGE: {
 		char buf[128];
+		uint64_t *lo = f, *hi = (uint64_t *)((char *)cfg + o->off2);
 		if (strlen(v) >= sizeof buf)
 			return bad(o, v, "is too long");
 		strcpy(buf, v);
 		char *dash = strchr(buf, '-');
 		if (dash)
 			*dash = 0;
-		if (fb_parse_duration(buf, &cfg->pause_min_ns))
+		if (fb_parse_duration(buf, lo) || (dash && fb_parse_duration(dash + 1, hi)))
 			return bad(o, v, "is not a duration or range (e.g. 20ms or 15ms-30ms)");
-		cfg->pause_max_ns = cfg->pause_min_ns;
-		if (dash && fb_parse_duration(dash + 1, &cfg->pause_max_ns))
-			return bad(o, v, "is not a duration or range (e.g. 20ms or 15ms-30ms)");
-		if (cfg->pause_min_ns > cfg->pause_max_ns)
+		if (!dash)
+			*hi = *lo;
+		if (*lo > *hi)
 			return bad(o, v, "is a range whose minimum exceeds its maximum");
-		cfg->pause_given = true;
+		return 0;
+	}
+	case K_ENUM: {
+		int i = parse_name(v, o->names, o->nnames);
+		if (i < 0) {
+			snprintf(why, sizeof why, "is not one of");
+			for (int k = 0; k < o->nnames; k++)
+				snprintf(why + strlen(why), sizeof why - strlen(why), "%s %s",
+				         k ? (k + 1 == o->nnames ? " or" : ",") : "", o->names[k]);
+			return bad(o, v, why);
+		}
+		*(int *)f = i;
+		return 0;
+	}
+	case K_BITS:
+		return parse_bits(o, v, (uint32_t *)f);
+	case K_SEEDS: {
+		const char *dots = strstr(v, "..");
+		char a[32];
+		uint64_t *lo = f, *hi = (uint64_t *)((char *)cfg + o->off2);
+		if (!dots || (size_t)(dots - v) >= sizeof a)
+			return bad(o, v, "is not a seed range A..B");
+		memcpy(a, v, (size_t)(dots - v));
+		a[dots - v] = 0;
+		if (parse_u64(a, 0, UINT64_MAX, lo) || parse_u64(dots + 2, 0, UINT64_MAX, hi) ||
+		    *lo > *hi)
+			return bad(o, v, "is not a seed range A..B with A <= B");
+		cfg->seed = *lo;
 		return 0;
 	}
 	case K_STRING:
@@ -404,25 +471,89 @@ fb_parse fb_config_parse(fb_config *cfg, int argc, char **argv)
 		}
 		if (parse_value(cfg, o, optarg))
 			return FB_PARSE_USAGE;
+		if (o->k == K_SEEDS)
+			cfg->seeds_given = true;
 	}
 	if (optind < argc) {
 		fprintf(stderr, "fencebench: unexpected argument '%s' (see --help)\n",
 		        argv[optind]);
 		return FB_PARSE_USAGE;
 	}
-	if (!cfg->pause_given) {
+	/* Sizes left unset follow the TTL. */
+	if (!cfg->pause_max_ns) {
 		cfg->pause_min_ns = cfg->ttl_ns * 3 / 2;
 		cfg->pause_max_ns = cfg->ttl_ns * 3;
+	}
+	if (!cfg->delay_max_ns) {
+		cfg->delay_min_ns = cfg->ttl_ns * 2;
+		cfg->delay_max_ns = cfg->ttl_ns * 4;
+	}
+	if (!cfg->skew_ns)
+		cfg->skew_ns = cfg->ttl_ns * 2;
+	if (!cfg->seeds_given)
+		cfg->seed_lo = cfg->seed_hi = cfg->seed;
+	if (cfg->seeds_given && !cfg->deterministic) {
+		fprintf(stderr, "fencebench: --seeds: '%llu..%llu' needs --deterministic\n",
+		        (unsigned long long)cfg->seed_lo, (unsigned long long)cfg->seed_hi);
+		return FB_PARSE_USAGE;
 	}
 	return FB_PARSE_RUN;
 }
 
-static void modes_list(uint32_t modes, const char **names, int *n)
+/* An option's value as the command line spells it; false if it has none
+ * to show (flags that are off, unset strings). */
+static bool value_text(const fb_config *cfg, const opt *o, char *v, size_t len)
 {
-	*n = 0;
-	for (int d = 0; d < FB_DISCIPLINES; d++)
-		if (modes & (1u << d))
-			names[(*n)++] = fb_discipline_name((fb_discipline)d);
+	const void *f = cfield(cfg, o);
+	char a[32], b[32];
+	switch (o->k) {
+	case K_U32:
+		snprintf(v, len, "%u", *(const uint32_t *)f);
+		return true;
+	case K_U64:
+		snprintf(v, len, "%llu", (unsigned long long)*(const uint64_t *)f);
+		return true;
+	case K_DURATION:
+		fb_format_duration(v, len, *(const uint64_t *)f);
+		return true;
+	case K_RATE:
+		snprintf(v, len, "%g", *(const double *)f);
+		return true;
+	case K_RANGE: {
+		uint64_t lo = *(const uint64_t *)f,
+		         hi = *(const uint64_t *)((const char *)cfg + o->off2);
+		if (!hi)
+			return false;
+		fb_format_duration(a, sizeof a, lo);
+		fb_format_duration(b, sizeof b, hi);
+		if (lo == hi)
+			snprintf(v, len, "%s", a);
+		else
+			snprintf(v, len, "%s-%s", a, b);
+		return true;
+	}
+	case K_ENUM:
+		snprintf(v, len, "%s", o->names[*(const int *)f]);
+		return true;
+	case K_BITS: {
+		uint32_t m = *(const uint32_t *)f;
+		v[0] = 0;
+		for (int k = 0; k < o->nnames; k++)
+			if (m & (1u << k))
+				snprintf(v + strlen(v), len - strlen(v), "%s%s", v[0] ? "," : "",
+				         o->names[k]);
+		return true;
+	}
+	case K_STRING:
+		if (!*(const char *const *)f)
+			return false;
+		snprintf(v, len, "%s", *(const char *const *)f);
+		return true;
+	case K_FLAG:
+		return *(const bool *)f;
+	default:
+		return false;
+	}
 }
 
 void fb_config_replay(const fb_config *cfg, char *buf, size_t len)
@@ -430,51 +561,18 @@ void fb_config_replay(const fb_config *cfg, char *buf, size_t len)
 	size_t at = (size_t)snprintf(buf, len, "fencebench");
 	for (size_t i = 0; i < NOPTS && at < len; i++) {
 		const opt *o = &opts[i];
-		if (!o->replay)
+		char v[200];
+		if (!o->replay || !value_text(cfg, o, v, sizeof v))
 			continue;
-		const void *f = cfield(cfg, o);
-		char v[160], a[32], b[32];
-		switch (o->k) {
-		case K_U32:
-			snprintf(v, sizeof v, "%u", *(const uint32_t *)f);
-			break;
-		case K_U64:
-			snprintf(v, sizeof v, "%llu", (unsigned long long)*(const uint64_t *)f);
-			break;
-		case K_DURATION:
-			fb_format_duration(v, sizeof v, *(const uint64_t *)f);
-			break;
-		case K_MODES: {
-			const char *names[FB_DISCIPLINES];
-			int n;
-			modes_list(cfg->modes, names, &n);
-			v[0] = 0;
-			for (int k = 0; k < n; k++)
-				snprintf(v + strlen(v), sizeof v - strlen(v), "%s%s", k ? "," : "",
-				         names[k]);
-			break;
-		}
-		case K_OP:
-			snprintf(v, sizeof v, "%s", op_names[cfg->op]);
-			break;
-		case K_RATE:
-			snprintf(v, sizeof v, "%g", *(const double *)f);
-			break;
-		case K_PAUSE:
-			fb_format_duration(a, sizeof a, cfg->pause_min_ns);
-			fb_format_duration(b, sizeof b, cfg->pause_max_ns);
-			snprintf(v, sizeof v, "%s-%s", a, b);
-			break;
-		case K_FENCE:
-			snprintf(v, sizeof v, "%s", fb_fence_source_name(cfg->fence));
-			break;
-		case K_PAUSE_AT:
-			snprintf(v, sizeof v, "%s", fb_pause_at_name(cfg->pause_at));
-			break;
-		default:
+		if (o->need == NEED_DETERMINISTIC && !cfg->deterministic)
 			continue;
-		}
-		at += (size_t)snprintf(buf + at, len - at, " --%s %s", o->name, v);
+		if (o->need && o->need < NEED_DETERMINISTIC &&
+		    !(cfg->faults & (1u << (o->need - 1))))
+			continue;
+		if (o->k == K_FLAG)
+			at += (size_t)snprintf(buf + at, len - at, " --%s", o->name);
+		else
+			at += (size_t)snprintf(buf + at, len - at, " --%s %s", o->name, v);
 	}
 }
 
@@ -485,6 +583,7 @@ void fb_config_visit(const fb_config *cfg, const fb_config_visitor *vis, void *c
 		if (!o->json)
 			continue;
 		const void *f = cfield(cfg, o);
+		char key[64];
 		switch (o->k) {
 		case K_U32:
 			vis->integer(ctx, o->json, *(const uint32_t *)f);
@@ -495,31 +594,34 @@ void fb_config_visit(const fb_config *cfg, const fb_config_visitor *vis, void *c
 		case K_DURATION:
 			vis->number(ctx, o->json, (double)*(const uint64_t *)f / o->json_unit);
 			break;
-		case K_MODES: {
-			const char *names[FB_DISCIPLINES];
-			int n;
-			modes_list(cfg->modes, names, &n);
-			vis->strings(ctx, o->json, names, n);
-			break;
-		}
-		case K_OP:
-			vis->string(ctx, o->json, op_names[cfg->op]);
-			break;
 		case K_RATE:
 			vis->number(ctx, o->json, *(const double *)f);
 			break;
-		case K_PAUSE:
-			vis->number(ctx, "pause_min_ms", (double)cfg->pause_min_ns / o->json_unit);
-			vis->number(ctx, "pause_max_ms", (double)cfg->pause_max_ns / o->json_unit);
+		case K_RANGE:
+			snprintf(key, sizeof key, "%s_min_ms", o->json);
+			vis->number(ctx, key, (double)*(const uint64_t *)f / o->json_unit);
+			snprintf(key, sizeof key, "%s_max_ms", o->json);
+			vis->number(ctx, key,
+			            (double)*(const uint64_t *)((const char *)cfg + o->off2) /
+			                    o->json_unit);
 			break;
-		case K_FENCE:
-			vis->string(ctx, o->json, fb_fence_source_name(cfg->fence));
+		case K_ENUM:
+			vis->string(ctx, o->json, o->names[*(const int *)f]);
 			break;
-		case K_PAUSE_AT:
-			vis->string(ctx, o->json, fb_pause_at_name(cfg->pause_at));
+		case K_BITS: {
+			const char *names[32];
+			int n = 0;
+			for (int k = 0; k < o->nnames; k++)
+				if (*(const uint32_t *)f & (1u << k))
+					names[n++] = o->names[k];
+			vis->strings(ctx, o->json, names, n);
 			break;
+		}
 		case K_STRING:
 			vis->string(ctx, o->json, *(const char *const *)f);
+			break;
+		case K_FLAG:
+			vis->boolean(ctx, o->json, *(const bool *)f);
 			break;
 		default:
 			break;

@@ -7,11 +7,12 @@
 #define FB_OPTIONS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "lease.h"
-#include "pause.h"
+#include "fault.h"
 #include "store.h"
 
 /* Owners are 16-bit, and the checker's 16-bit versions need ring + writers
@@ -32,22 +33,51 @@ typedef struct fb_config {
 	uint64_t ttl_ns;
 	uint32_t modes; /* bit (1 << fb_discipline) per selected discipline */
 	fb_op op;
-	double pause_rate; /* injected pauses per second; 0: none */
-	uint64_t pause_min_ns, pause_max_ns;
-	fb_pause_at pause_at;
 	fb_fence_source fence;
 	uint64_t first_fence;
 	uint64_t seed;
+	/* faults */
+	uint32_t faults; /* bit (1 << fb_fault) per selected fault */
+	fb_fault_at fault_at;
+	double pause_rate; /* per second, each fault its own */
+	uint64_t pause_min_ns, pause_max_ns;
+	double skew_rate;
+	uint64_t skew_ns;  /* size of a clock step */
+	double skew_drift; /* a skewed worker clock runs at 1 - drift */
+	double delay_rate;
+	uint64_t delay_min_ns, delay_max_ns;
+	double crash_rate;
+	double renew_rate;
+	fb_check_lease check_lease;
+	fb_lease_clock_kind lease_clock;
+	uint64_t work_min_ns, work_max_ns; /* time a holder works between read and write */
+	const char *plan_path, *plan_out_path;
+	/* deterministic mode */
+	bool deterministic;
+	uint64_t seed_lo, seed_hi; /* --seeds A..B (both = seed otherwise) */
+	bool seeds_given;
+	uint64_t steps;            /* scheduler steps per seed */
+	const char *history_path;
+	/* output */
 	uint32_t sample; /* time one cycle in `sample` */
 	const char *json_path;
 	const char *results_dir;
 	fb_progress progress;
 	bool quiet;
-	/* derived */
-	bool pause_given;
+	/* fixed */
 	int64_t initial_balance;
 	int64_t amount;
 } fb_config;
+
+/* Whether fault f is selected and has a rate above zero. */
+static inline bool fb_config_fault(const fb_config *cfg, fb_fault f)
+{
+	static const size_t rate_of[FB_FAULTS] = {
+	    offsetof(fb_config, pause_rate), offsetof(fb_config, skew_rate),
+	    offsetof(fb_config, delay_rate), offsetof(fb_config, crash_rate),
+	    offsetof(fb_config, renew_rate)};
+	return (cfg->faults & (1u << f)) && *(const double *)((const char *)cfg + rate_of[f]) > 0;
+}
 
 typedef enum fb_parse {
 	FB_PARSE_RUN,   /* run with *cfg */

@@ -142,7 +142,7 @@ void fb_report_header(FILE *out, const fb_config *cfg)
 	else
 		fprintf(out, "no pauses  ");
 	if (cfg->pause_rate > 0)
-		fprintf(out, "at %s  ", fb_pause_at_name(cfg->pause_at));
+		fprintf(out, "at %s  ", fb_fault_at_names[cfg->fault_at]);
 	fprintf(out, "fence %s  op %s  seed %llu\n", fb_fence_source_name(cfg->fence),
 	        cfg->op == FB_OP_RMW ? "rmw" : "debit", (unsigned long long)cfg->seed);
 }

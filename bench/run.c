@@ -445,7 +445,7 @@ fb_err fb_run(const fb_config *cfg, fb_tick_fn tick, void *ctx, fb_results *res)
 			                         .max_ns = cfg->pause_max_ns,
 			                         .seed = cfg->seed,
 			                         .ttl_ns = cfg->ttl_ns,
-			                         .at = cfg->pause_at};
+			                         .at = cfg->fault_at};
 			if (fb_injector_start(&ic, ports, r.started, &inj) != FB_OK) {
 				fprintf(stderr,
 				        "fencebench: cannot start the injector thread: "

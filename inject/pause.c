@@ -12,13 +12,6 @@
 /* Initial-exec TLS in the executable: reading it is async-signal-safe. */
 static _Thread_local fb_fault_port *self;
 
-static const char *const at_names[] = {"any", "after-read", "takeover", "mix"};
-
-const char *fb_pause_at_name(fb_pause_at a)
-{
-	return a <= FB_PAUSE_MIX ? at_names[a] : "?";
-}
-
 /* Async-signal-safe: runs inside the SIGUSR1 handler too. */
 void fb_pause_now(fb_fault_port *p, bool at_point)
 {
@@ -30,7 +23,7 @@ void fb_pause_now(fb_fault_port *p, bool at_point)
 	const fb_clock *clk = fb_lease_clock(p->leases);
 	uint64_t t0 = fb_clock_now(clk);
 	if (at_point && holding &&
-	    atomic_exchange_explicit(&p->armed, 0, memory_order_relaxed) == FB_PAUSE_TAKEOVER) {
+	    atomic_exchange_explicit(&p->armed, 0, memory_order_relaxed) == FB_AT_TAKEOVER) {
 		/* Leave a trap for whoever takes this lease over while we sleep:
 		 * fields first, then the fence that arms it (release). */
 		fb_pause_trap *t = &p->traps[key];
@@ -140,15 +133,15 @@ static void *injector_main(void *arg)
 		if (!atomic_compare_exchange_strong_explicit(
 		            &p->pending, &zero, 1, memory_order_acquire, memory_order_relaxed))
 			continue;
-		fb_pause_at at = inj->cfg.at;
-		if (at == FB_PAUSE_MIX)
-			at = (fb_pause_at)fb_prng_below(&inj->rng, 3);
+		fb_fault_at at = inj->cfg.at;
+		if (at == FB_AT_MIX)
+			at = (fb_fault_at)fb_prng_below(&inj->rng, FB_AT_MIX);
 		atomic_store_explicit(&p->pause_ns, d, memory_order_relaxed);
 		/* the taker wakes up to half a TTL after the trapped holder */
 		atomic_store_explicit(&p->extra_ns,
 		                      fb_prng_next(&inj->rng) % (inj->cfg.ttl_ns / 2 + 1),
 		                      memory_order_relaxed);
-		if (at != FB_PAUSE_ANY) {
+		if (at != FB_AT_ANY) {
 			/* The worker takes it at its next pause point; release
 			 * publishes pause_ns and extra_ns with it. */
 			atomic_store_explicit(&p->armed, at, memory_order_release);

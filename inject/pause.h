@@ -16,6 +16,7 @@
 
 #include "clock.h"
 #include "common.h"
+#include "fault.h"
 #include "lease.h"
 
 enum fb_phase {
@@ -23,18 +24,6 @@ enum fb_phase {
 	FB_PHASE_ACQUIRING, /* asking for a lease */
 	FB_PHASE_HOLDING,   /* holds key/fence: reads, writes, releases */
 };
-
-/* Where a pause lands. */
-typedef enum fb_pause_at {
-	FB_PAUSE_ANY,        /* a signal at whatever instant it arrives */
-	FB_PAUSE_AFTER_READ, /* at the pause point, between the read and the write */
-	FB_PAUSE_TAKEOVER,   /* after-read, and the next holder of that key is held at
-	                        its own pause point until after this one wakes: the
-	                        read-modify-write race that write-only fencing misses */
-	FB_PAUSE_MIX,        /* each pause picks one of the three above */
-} fb_pause_at;
-
-const char *fb_pause_at_name(fb_pause_at a);
 
 /*
  * A trap set on a key by a worker taking a takeover pause: the first later
@@ -53,7 +42,7 @@ typedef struct fb_fault_port {
 	_Atomic uint64_t held_fence;
 	/* written by the injector, cleared when the pause ends */
 	_Atomic uint32_t pending;
-	_Atomic uint32_t armed; /* FB_PAUSE_AFTER_READ or _TAKEOVER: pause at the point */
+	_Atomic uint32_t armed; /* an fb_fault_at: pause at that point of the cycle */
 	_Atomic uint64_t pause_ns, extra_ns;
 	pthread_t tid;
 	fb_lease_table *leases;
@@ -138,7 +127,7 @@ typedef struct fb_injector_config {
 	uint64_t min_ns, max_ns;
 	uint64_t seed;
 	uint64_t ttl_ns;
-	fb_pause_at at;
+	fb_fault_at at;
 } fb_injector_config;
 
 typedef struct fb_injector fb_injector;

@@ -1,0 +1,57 @@
+/*
+ * The fault catalogue (DESIGN section 4): what can go wrong around a lease,
+ * where in the worker's cycle it strikes, and how a client may check its
+ * lease before writing. Shared by the real-thread injector and the
+ * deterministic simulator.
+ */
+#ifndef FB_FAULT_H
+#define FB_FAULT_H
+
+typedef enum fb_fault {
+	FB_FAULT_PAUSE, /* the holder is suspended past the TTL: the GC pause */
+	FB_FAULT_SKEW,  /* a clock lies: the worker's runs slow or jumps back (it
+	                   believes a dead lease is live); a wall-clock lease
+	                   service's steps forward (leases die early) */
+	FB_FAULT_DELAY, /* a write already sent is delivered after the TTL */
+	FB_FAULT_CRASH, /* the holder dies holding the lease; the TTL must free it */
+	FB_FAULT_RENEW, /* a late heartbeat: the renewal races the expiry and the
+	                   client believes it extended a lease already taken */
+	FB_FAULTS
+} fb_fault;
+
+extern const char *const fb_fault_names[FB_FAULTS];
+
+/* Where in the cycle a fault strikes. */
+typedef enum fb_fault_at {
+	FB_AT_ANY,         /* a signal at whatever instant it arrives */
+	FB_AT_AFTER_READ,  /* between the read and the lease check */
+	FB_AT_AFTER_CHECK, /* between the lease check and the write: the TOCTOU */
+	FB_AT_TAKEOVER,    /* after-read, and the next holder of the key is held at
+	                      its own point until after this one wakes */
+	FB_AT_MIX,         /* each fault picks one of the four above */
+	FB_AT_COUNT
+} fb_fault_at;
+
+extern const char *const fb_fault_at_names[FB_AT_COUNT];
+
+/* What a worker checks just before writing. */
+typedef enum fb_check_lease {
+	FB_CHECK_NONE,    /* nothing: write under whatever lease it has */
+	FB_CHECK_IS_HELD, /* ask the lease service: is_held() (contract 6) */
+	FB_CHECK_LOCAL,   /* its own clock against TTL since the acquire, as
+	                     Redlock clients compute validity */
+	FB_CHECK_COUNT
+} fb_check_lease;
+
+extern const char *const fb_check_lease_names[FB_CHECK_COUNT];
+
+/* The clock the lease service computes expiry on. */
+typedef enum fb_lease_clock {
+	FB_LEASE_CLOCK_MONOTONIC, /* never steps */
+	FB_LEASE_CLOCK_REALTIME,  /* the wall clock: NTP steps it, and skew faults do */
+	FB_LEASE_CLOCK_COUNT
+} fb_lease_clock_kind;
+
+extern const char *const fb_lease_clock_names[FB_LEASE_CLOCK_COUNT];
+
+#endif
