@@ -83,7 +83,7 @@ void fb_report_open(fb_report *rp, const fb_config *cfg)
 	} else {
 		fprintf(rp->csv,
 		        "t_s,mode,ops,ops_per_s,writes,accepted,rejected_stale,reads_refused,"
-		        "stale_accepted,pauses\n");
+		        "stale_accepted,faults\n");
 	}
 	rp->tty = isatty(STDERR_FILENO);
 	rp->progress = !cfg->quiet && (cfg->progress == FB_PROGRESS_ALWAYS ||
@@ -107,7 +107,7 @@ void fb_report_tick(void *ctx, const fb_sample *s)
 			        (unsigned long long)s->rejected[d],
 			        (unsigned long long)s->reads_refused[d],
 			        (unsigned long long)s->store_stale[d],
-			        (unsigned long long)s->pauses);
+			        (unsigned long long)s->faults);
 		}
 		fflush(rp->csv);
 	}
@@ -122,7 +122,7 @@ void fb_report_tick(void *ctx, const fb_sample *s)
 		if (cfg->modes & (1u << FB_FENCED))
 			n += snprintf(line + n, sizeof line - (size_t)n, "  fenced rejected %s",
 			              G(s->rejected[FB_FENCED] + s->reads_refused[FB_FENCED]));
-		snprintf(line + n, sizeof line - (size_t)n, "  pauses %s", G(s->pauses));
+		snprintf(line + n, sizeof line - (size_t)n, "  faults %s", G(s->faults));
 		if (rp->tty)
 			fprintf(stderr, "\r%-100s", line);
 		else
@@ -136,13 +136,38 @@ void fb_report_header(FILE *out, const fb_config *cfg)
 {
 	fprintf(out, "fencebench %s  %u threads  %s  %u keys  ttl %s  ", FB_VERSION, cfg->threads,
 	        D(cfg->duration_ns), cfg->keys, D(cfg->ttl_ns));
-	if (cfg->pause_rate > 0)
-		fprintf(out, "pauses %g/s x %s-%s  ", cfg->pause_rate, D(cfg->pause_min_ns),
-		        D(cfg->pause_max_ns));
-	else
-		fprintf(out, "no pauses  ");
-	if (cfg->pause_rate > 0)
-		fprintf(out, "at %s  ", fb_fault_at_names[cfg->fault_at]);
+	bool any = false;
+	if (fb_config_fault(cfg, FB_FAULT_PAUSE)) {
+		fprintf(out, "pauses %g/s x %s-%s at %s  ", cfg->pause_rate, D(cfg->pause_min_ns),
+		        D(cfg->pause_max_ns), fb_fault_at_names[cfg->fault_at]);
+		any = true;
+	}
+	if (fb_config_fault(cfg, FB_FAULT_SKEW)) {
+		fprintf(out, "skew %g/s x %s (drift %g)  ", cfg->skew_rate, D(cfg->skew_ns),
+		        cfg->skew_drift);
+		any = true;
+	}
+	if (fb_config_fault(cfg, FB_FAULT_DELAY)) {
+		fprintf(out, "delays %g/s x %s-%s  ", cfg->delay_rate, D(cfg->delay_min_ns),
+		        D(cfg->delay_max_ns));
+		any = true;
+	}
+	if (fb_config_fault(cfg, FB_FAULT_CRASH)) {
+		fprintf(out, "crashes %g/s  ", cfg->crash_rate);
+		any = true;
+	}
+	if (fb_config_fault(cfg, FB_FAULT_RENEW)) {
+		fprintf(out, "late renewals %g/s  ", cfg->renew_rate);
+		any = true;
+	}
+	if (!any)
+		fprintf(out, "no faults  ");
+	if (cfg->check_lease != FB_CHECK_NONE)
+		fprintf(out, "check %s  ", fb_check_lease_names[cfg->check_lease]);
+	if (cfg->lease_clock != FB_LEASE_CLOCK_MONOTONIC)
+		fprintf(out, "lease clock %s  ", fb_lease_clock_names[cfg->lease_clock]);
+	if (cfg->plan_path)
+		fprintf(out, "plan %s  ", cfg->plan_path);
 	fprintf(out, "fence %s  op %s  seed %llu\n", fb_fence_source_name(cfg->fence),
 	        cfg->op == FB_OP_RMW ? "rmw" : "debit", (unsigned long long)cfg->seed);
 }
@@ -151,6 +176,8 @@ static double fairness(const fb_results *res)
 {
 	uint64_t lo = UINT64_MAX, hi = 0;
 	for (uint32_t i = 0; i < res->cfg->threads; i++) {
+		if (res->dead[i])
+			continue;
 		uint64_t v = res->per_thread_ops[i];
 		lo = v < lo ? v : lo;
 		hi = v > hi ? v : hi;
@@ -233,6 +260,111 @@ static void lat(FILE *out, const char *name, const fb_hist *h)
 	        D(fb_hist_quantile(h, 1.0)));
 }
 
+/* The faults and what each did: the vacuity proof. */
+static void print_faults(FILE *out, const fb_results *res)
+{
+	const fb_config *cfg = res->cfg;
+	fprintf(out, "%-10s %10s %10s %10s %10s %14s\n", "fault", "injected", "taken", "> ttl",
+	        "takeovers", "stale writes");
+	for (int f = 0; f < FB_FAULTS; f++) {
+		const fb_fault_result *fr = &res->fault[f];
+		if (!fb_config_fault(cfg, (fb_fault)f) && !fr->taken)
+			continue;
+		fprintf(out, "%-10s %10s %10s %10s %10s %14s%s\n", fb_fault_names[f], G(fr->sent),
+		        G(fr->taken),
+		        f == FB_FAULT_SKEW || f == FB_FAULT_CRASH ? "-" : G(fr->over_ttl),
+		        G(fr->takeovers), f == FB_FAULT_CRASH ? "-" : G(fr->stale_attempts),
+		        f != FB_FAULT_CRASH && fr->taken && !fr->stale_attempts
+		                ? "   vacuous: no stale write attempted"
+		                : "");
+	}
+	if (res->fault[FB_FAULT_PAUSE].taken)
+		fprintf(out, "pauses: hit a holder %s, at a named point %s, takers trapped %s\n",
+		        G(res->pause_hit), G(res->pause_at_point), G(res->pause_trapped));
+	if (res->service_steps)
+		fprintf(out, "skew: the lease service's clock stepped %s times\n",
+		        G(res->service_steps));
+	if (res->fault[FB_FAULT_DELAY].taken)
+		fprintf(out, "delays: %s writes delivered late\n", G(res->delayed));
+	if (res->crashes)
+		fprintf(out,
+		        "crashes: %s workers died holding a lease; %s leases taken over after "
+		        "p50 %s, max %s (ttl %s)\n",
+		        G(res->crashes), G(res->crash_takeovers),
+		        D(fb_hist_quantile(&res->takeover, 0.5)),
+		        D(fb_hist_quantile(&res->takeover, 1.0)), D(cfg->ttl_ns));
+	if (res->renew_ok + res->renew_believed)
+		fprintf(out,
+		        "late renewals: %s still extended the lease, %s failed and the client "
+		        "wrote anyway\n",
+		        G(res->renew_ok), G(res->renew_believed));
+	if (cfg->check_lease != FB_CHECK_NONE)
+		fprintf(out, "lease check (%s): %s cycles found the lease lost and wrote nothing\n",
+		        fb_check_lease_names[cfg->check_lease], G(res->abandoned));
+	if (res->plan_slipped || res->plan_dropped)
+		fprintf(out,
+		        "plan: %s faults slipped (one at a time), %s not recorded (log full)\n",
+		        G(res->plan_slipped), G(res->plan_dropped));
+}
+
+static double ms_since(const fb_first_corruption *fc, uint64_t t)
+{
+	return t >= fc->t0 ? (double)(t - fc->t0) / 1e6 : -(double)(fc->t0 - t) / 1e6;
+}
+
+/* The first corruption as a timeline: who held what when, the fault, the
+ * takeover, the stale write and what each store made of it. */
+static void print_first(FILE *out, const fb_results *res)
+{
+	const fb_first_corruption *fc = &res->first;
+	static const char *const what[] = {"-", "accepted", "ACCEPTED (stale)", "REJECTED",
+	                                   "read refused"};
+	if (!fc->found)
+		return;
+	fprintf(out, "first corruption, key %u:\n", fc->key);
+	if (fc->expires_at) {
+		fprintf(out, "  %10.3f ms  w%u acquires fence %llu (lease until %.3f ms)\n",
+		        ms_since(fc, fc->acquired_at), fc->writer, (unsigned long long)fc->fence,
+		        ms_since(fc, fc->expires_at));
+	}
+	if (fc->fault == FB_FAULT_PAUSE && fc->fault_ns)
+		fprintf(out, "  %10.3f ms  w%u paused %s (injected, %s)\n",
+		        ms_since(fc, fc->fault_at), fc->writer, D(fc->fault_ns),
+		        fc->fault_where == FB_AT_TRAPPED ? "caught by a takeover trap"
+		                                         : fb_fault_at_names[fc->fault_where]);
+	else if (fc->fault == FB_FAULT_DELAY)
+		fprintf(out,
+		        "  %10.3f ms  w%u sends its write with fence %llu; the network holds it "
+		        "%s\n",
+		        ms_since(fc, fc->fault_at), fc->writer, (unsigned long long)fc->fence,
+		        D(fc->fault_ns));
+	else if (fc->fault >= 0)
+		fprintf(out, "  %10s     w%u's cycle was hit by a %s fault\n", "", fc->writer,
+		        fb_fault_names[fc->fault]);
+	if (fc->expires_at)
+		fprintf(out, "  %10.3f ms  lease %llu expires\n", ms_since(fc, fc->expires_at),
+		        (unsigned long long)fc->fence);
+	if (fc->newer_owner)
+		fprintf(out, "  %10.3f ms  w%u acquires fence %llu and writes: accepted\n",
+		        ms_since(fc, fc->newer_acquired_at), fc->newer_owner,
+		        (unsigned long long)fc->newer_fence);
+	else
+		fprintf(out,
+		        "  %10s     fence %llu is acquired and written (its holder has moved on)\n",
+		        "", (unsigned long long)fc->newer_fence);
+	fprintf(out, "  %10.3f ms  %s%u%s with fence %llu:", ms_since(fc, fc->wrote_at),
+	        fc->fault == FB_FAULT_DELAY ? "the network delivers w" : "w", fc->writer,
+	        fc->fault == FB_FAULT_DELAY ? "'s write" : " writes",
+	        (unsigned long long)fc->fence);
+	for (int d = 0; d < FB_DISCIPLINES; d++)
+		if (res->mode[d].on && fc->outcome[d])
+			fprintf(out, " %s %s", fb_discipline_name((fb_discipline)d),
+			        what[fc->outcome[d]]);
+	if (fc->erased > 0)
+		fprintf(out, ", erasing %s debits", G(fc->erased));
+	fprintf(out, "\n");
+}
+
 int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
 {
 	const fb_config *cfg = res->cfg;
@@ -253,11 +385,7 @@ int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
 		if (res->mode[d].on)
 			fprintf(out, " %13s", res->mode[d].checker_agrees ? "yes" : "NO");
 	fprintf(out, "\n\n");
-	fprintf(out,
-	        "pauses %s (hit a holder %s, > ttl %s, at the pause point %s, takers trapped %s)  "
-	        "takeovers during a pause %s\n",
-	        G(res->pauses), G(res->pause_hit), G(res->pause_over_ttl), G(res->pause_aimed),
-	        G(res->pause_trapped), G(res->takeovers));
+	print_faults(out, res);
 	double tput = res->elapsed_s > 0 ? (double)res->ops / res->elapsed_s : 0;
 	fprintf(out,
 	        "ops %s in %.2fs: %s ops/s  contended %s  cas retries/op %.3f  fairness %.2f%s\n",
@@ -317,6 +445,7 @@ int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
 			fprintf(out, "unfenced: no corruption observed%s\n",
 			        vacuous ? " (vacuous: no stale write attempted)" : "");
 	}
+	print_first(out, res);
 	if (res->interrupted)
 		fprintf(out, "interrupted: these are the numbers measured until the signal\n");
 	/* The one-line verdict, locktorture style: outcome, every number that
@@ -439,11 +568,13 @@ static json_object *j_mode(const fb_results *res, fb_discipline d)
 	json_object_object_add(o, "lost_updates", j_i(m->lost_updates));
 	json_object_object_add(o, "zombie_writes", j_u(m->zombie_writes));
 	json_object *faults = json_object_new_object();
-	json_object_object_add(faults, "pause", j_u(res->pauses));
+	for (int f = 0; f < FB_FAULTS; f++)
+		json_object_object_add(faults, fb_fault_names[f], j_u(res->fault[f].taken));
 	json_object_object_add(faults, "pause_hit_holder", j_u(res->pause_hit));
-	json_object_object_add(faults, "pause_over_ttl", j_u(res->pause_over_ttl));
-	json_object_object_add(faults, "takeovers_during_pause", j_u(res->takeovers));
-	json_object_object_add(faults, "pause_at_point", j_u(res->pause_aimed));
+	json_object_object_add(faults, "pause_over_ttl", j_u(res->fault[FB_FAULT_PAUSE].over_ttl));
+	json_object_object_add(faults, "takeovers_during_pause",
+	                       j_u(res->fault[FB_FAULT_PAUSE].takeovers));
+	json_object_object_add(faults, "pause_at_point", j_u(res->pause_at_point));
 	json_object_object_add(faults, "pause_takers_trapped", j_u(res->pause_trapped));
 	json_object_object_add(o, "faults", faults);
 	json_object_object_add(o, "throughput_ops_s", json_object_new_double(tput));
@@ -504,10 +635,31 @@ static json_object *j_document(const fb_report *rp, const fb_results *res, int e
 	json_object_object_add(run, "checker_stalls", j_u(res->checker_stalls));
 	json_object_object_add(run, "paused_s",
 	                       json_object_new_double((double)res->paused_ns / 1e9));
-	json_object_object_add(run, "injector_sent", j_u(res->injector_sent));
 	json_object_object_add(run, "injector_missed_holder", j_u(res->injector_missed));
 	json_object_object_add(run, "fairness", json_object_new_double(fairness(res)));
 	json_object_object_add(run, "stale_writes_attempted", j_u(stale_attempts(res)));
+	json_object *fd = json_object_new_object();
+	for (int f = 0; f < FB_FAULTS; f++) {
+		const fb_fault_result *fr = &res->fault[f];
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "injected", j_u(fr->sent));
+		json_object_object_add(o, "taken", j_u(fr->taken));
+		json_object_object_add(o, "over_ttl", j_u(fr->over_ttl));
+		json_object_object_add(o, "takeovers", j_u(fr->takeovers));
+		json_object_object_add(o, "stale_attempts", j_u(fr->stale_attempts));
+		json_object_object_add(fd, fb_fault_names[f], o);
+	}
+	json_object_object_add(run, "faults", fd);
+	json_object_object_add(run, "service_clock_steps", j_u(res->service_steps));
+	json_object_object_add(run, "delayed_writes_delivered", j_u(res->delayed));
+	json_object_object_add(run, "crashes", j_u(res->crashes));
+	json_object_object_add(run, "crash_takeovers", j_u(res->crash_takeovers));
+	json_object_object_add(run, "crash_takeover_latency_ns", j_hist(&res->takeover));
+	json_object_object_add(run, "renew_extended", j_u(res->renew_ok));
+	json_object_object_add(run, "renew_believed", j_u(res->renew_believed));
+	json_object_object_add(run, "check_abandoned", j_u(res->abandoned));
+	json_object_object_add(run, "plan_recorded", j_u(res->plan_recorded));
+	json_object_object_add(run, "plan_slipped", j_u(res->plan_slipped));
 	json_object_object_add(doc, "run", run);
 	json_object *modes = json_object_new_object();
 	for (int d = 0; d < FB_DISCIPLINES; d++)

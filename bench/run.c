@@ -12,15 +12,28 @@
 #include <string.h>
 #include <time.h>
 
+#include "delay.h"
 #include "prng.h"
+
+/* Where a worker that crashed left its lease, for the taker to time itself. */
+typedef struct crash_slot {
+	alignas(FB_CACHE_LINE) _Atomic uint64_t fence; /* 0: none pending */
+	_Atomic uint64_t at;
+} crash_slot;
 
 typedef struct fb_run_state {
 	const fb_config *cfg;
-	const fb_clock *clock;
+	const fb_clock *fast;  /* timing: latency, crash takeover, delays */
+	const fb_clock *clock; /* the lease service's clock */
+	fb_clock_skewed service;
 	fb_lease_table *leases;
 	fb_store *store[FB_DISCIPLINES];
 	fb_checker *checker[FB_DISCIPLINES];
 	fb_pause_trap *traps;
+	crash_slot *crashes;
+	fb_delay_line *delay;
+	fb_plan_log *log;
+	fb_plan plan;
 	fb_discipline active[FB_DISCIPLINES];
 	int nactive;
 	fb_worker *workers;
@@ -31,6 +44,14 @@ typedef struct fb_run_state {
 	int gate; /* 0 closed, 1 go, -1 abort */
 	_Atomic int stop;
 	_Atomic int exhausted;
+	/* the delay line's deliveries: written by its thread only */
+	fb_mode_counters net[FB_DISCIPLINES];
+	fb_counter net_stalls, net_delivered, net_stale, net_takeovers;
+	_Atomic uint64_t service_steps; /* the injector's steps of the service clock */
+	/* the first corruption: claimed once, written by its claimer only */
+	_Atomic int first_claimed;
+	fb_first_corruption first;
+	fb_counter plan_slipped;
 } fb_run_state;
 
 /* An accepted write on its way to the checker. */
@@ -70,10 +91,224 @@ static void open_gate(fb_run_state *r, int value)
 	pthread_mutex_unlock(&r->gate_mu);
 }
 
+static uint64_t draw(fb_prng *rng, uint64_t lo, uint64_t hi)
+{
+	return lo + (hi > lo ? fb_prng_next(rng) % (hi - lo + 1) : 0);
+}
+
+static void record(fb_worker *w, fb_fault f, uint8_t at, uint64_t arg, uint64_t extra)
+{
+	fb_plan_entry e = {atomic_load_explicit(&w->port.cycle, memory_order_relaxed),
+	                   arg,
+	                   extra,
+	                   w->id,
+	                   (uint8_t)f,
+	                   at,
+	                   FB_PHASE_HOLDING};
+	fb_plan_log_add(w->port.log, &e);
+}
+
+/*
+ * A plan's faults for this cycle: arm them on the worker's own port, as the
+ * injector would have. One fault at a time: a second one in the same cycle
+ * slips to the next. Pauses that landed "anywhere" come back at the phase
+ * they struck: *any_phase says which (or -1).
+ */
+static void replay_plan(fb_worker *w, const fb_plan_entry **next, size_t *left, uint64_t n,
+                        int *any_phase)
+{
+	fb_run_state *r = w->run;
+	*any_phase = -1;
+	while (*left && (*next)->cycle < n) { /* missed: the worker died or the plan is odd */
+		(*next)++;
+		(*left)--;
+	}
+	if (!*left || (*next)->cycle != n)
+		return;
+	const fb_plan_entry *e = *next;
+	(*next)++;
+	(*left)--;
+	if (atomic_load_explicit(&w->port.pending, memory_order_relaxed)) {
+		fb_counter_add(&r->plan_slipped, 1); /* one fault at a time */
+		return;
+	}
+	atomic_store_explicit(&w->port.pending, 1, memory_order_relaxed);
+	atomic_store_explicit(&w->port.arg_ns, e->arg_ns, memory_order_relaxed);
+	atomic_store_explicit(&w->port.extra_ns, e->extra, memory_order_relaxed);
+	if (e->fault == FB_FAULT_PAUSE && e->at == FB_AT_ANY)
+		*any_phase = e->phase;
+	else
+		atomic_store_explicit(&w->port.armed, FB_ARM(e->fault, e->at),
+		                      memory_order_relaxed);
+}
+
+/* Take an armed skew, crash or renew fault at the after-read point. Returns
+ * false if the worker died. */
+static bool take_fault(fb_worker *w, uint32_t armed, uint32_t key, fb_lease *l,
+                       uint64_t *local_deadline)
+{
+	fb_run_state *r = w->run;
+	fb_fault_port *p = &w->port;
+	fb_fault f = FB_ARM_FAULT(armed);
+	uint64_t arg = atomic_load_explicit(&p->arg_ns, memory_order_relaxed);
+	switch (f) {
+	case FB_FAULT_SKEW:
+		record(w, f, FB_ARM_AT(armed), arg, (uint64_t)(r->cfg->skew_drift * 1e6));
+		fb_port_take(p, f, 0);
+		if (FB_ARM_AT(armed) == (fb_fault_at)FB_SKEW_BACK) {
+			fb_clock_skewed_jump(&w->local, -(int64_t)arg);
+		} else {
+			/* From now on its clock runs slow, continuing from where it
+			 * reads now. Only this thread reads or writes w->local. */
+			uint64_t was = fb_clock_now(&w->local.base);
+			fb_clock_skewed_init(&w->local, r->fast, 1.0 - r->cfg->skew_drift,
+			                     (int64_t)(was - fb_clock_now(r->fast)));
+		}
+		break;
+	case FB_FAULT_CRASH: {
+		record(w, f, FB_AT_AFTER_READ, 0, 0);
+		fb_port_take(p, f, 0);
+		crash_slot *c = &r->crashes[key];
+		atomic_store_explicit(&c->at, fb_clock_now(r->fast), memory_order_relaxed);
+		/* release: the taker reads `at` after claiming the fence */
+		atomic_store_explicit(&c->fence, l->fence, memory_order_release);
+		fb_port_phase(p, FB_PHASE_DEAD);
+		return false; /* pending stays set: nobody aims at the dead */
+	}
+	case FB_FAULT_RENEW: {
+		record(w, f, FB_AT_AFTER_READ, arg, 0);
+		fb_port_take(p, f, arg);
+		fb_sleep_ns(arg); /* the late heartbeat */
+		fb_lease renewed;
+		if (fb_lease_renew(r->leases, key, w->id, l->fence, &renewed)) {
+			fb_counter_add(&w->renew_ok, 1);
+			*l = renewed;
+		} else {
+			/* The bug: the client counts the heartbeat as sent and so the
+			 * lease as extended, though it had expired and was taken. */
+			fb_counter_add(&w->renew_believed, 1);
+		}
+		*local_deadline = fb_clock_now(&w->local.base) + r->cfg->ttl_ns;
+		break;
+	}
+	default:
+		return true; /* pauses and delays are taken elsewhere */
+	}
+	fb_port_done(p);
+	return true;
+}
+
+/*
+ * Claim the first-corruption slot (once per run) and note the newer lease
+ * the stale write went behind: the lease slot still names its holder if it
+ * has not moved on.
+ */
+static fb_first_corruption *claim_first(fb_run_state *r, uint32_t key, uint64_t newer)
+{
+	int no = 0;
+	if (atomic_load_explicit(&r->first_claimed, memory_order_relaxed) ||
+	    !atomic_compare_exchange_strong_explicit(&r->first_claimed, &no, 1,
+	                                             memory_order_relaxed, memory_order_relaxed))
+		return NULL;
+	fb_first_corruption *fc = &r->first;
+	fc->found = true;
+	fc->key = key;
+	fc->fault = -1;
+	fc->newer_fence = newer;
+	fb_lease now = fb_lease_peek(r->leases, key);
+	if (now.fence == newer) {
+		fc->newer_owner = now.owner;
+		fc->newer_acquired_at = now.expires_at - r->cfg->ttl_ns;
+	}
+	fc->wrote_at = fb_clock_now(r->clock);
+	return fc;
+}
+
+/* A worker's stale write was accepted: if it is the run's first, keep the
+ * story of its cycle. */
+static void note_first(fb_worker *w, uint32_t key, const fb_lease *l, uint64_t newer,
+                       const uint8_t *outcome, int64_t erased)
+{
+	fb_first_corruption *fc = claim_first(w->run, key, newer);
+	if (!fc)
+		return;
+	fb_fault_port *p = &w->port;
+	fc->writer = w->id;
+	fc->fence = l->fence;
+	fc->expires_at = l->expires_at;
+	fc->acquired_at = l->expires_at - w->run->cfg->ttl_ns;
+	memcpy(fc->outcome, outcome, sizeof fc->outcome);
+	fc->erased = erased;
+	uint32_t faulted = atomic_load_explicit(&p->faulted, memory_order_relaxed);
+	for (int f = 0; f < FB_FAULTS; f++)
+		if (faulted & (1u << f)) {
+			fc->fault = f;
+			break;
+		}
+	if (fc->fault == FB_FAULT_PAUSE) {
+		fc->fault_at = atomic_load_explicit(&p->last_at, memory_order_relaxed);
+		fc->fault_ns = atomic_load_explicit(&p->last_ns, memory_order_relaxed);
+		fc->fault_where = atomic_load_explicit(&p->last_where, memory_order_relaxed);
+	}
+}
+
+/* The lease check before writing, per --check-lease. */
+static bool lease_checks_out(fb_worker *w, uint32_t key, uint64_t local_deadline)
+{
+	switch (w->run->cfg->check_lease) {
+	case FB_CHECK_IS_HELD:
+		return fb_lease_is_held(w->run->leases, key, w->id);
+	case FB_CHECK_LOCAL:
+		return fb_clock_now(&w->local.base) < local_deadline;
+	default:
+		return true;
+	}
+}
+
+/* The delay line's delivery of one write: what the store does with it now. */
+static void deliver(void *ctx, const fb_delayed_write *dw)
+{
+	fb_run_state *r = ctx;
+	fb_discipline d = (fb_discipline)dw->mode;
+	fb_store_result res;
+	bool ok = dw->debit ? fb_store_debit(r->store[d], dw->key, dw->value, dw->fence, &res)
+	                    : fb_store_write(r->store[d], dw->key, dw->value, dw->fence, &res);
+	fb_counter_add(&r->net_delivered, 1);
+	/* One delay fault holds a cycle's writes, one per store: the first
+	 * speaks for the fault in the vacuity counts. */
+	if (dw->first && fb_lease_peek(r->leases, dw->key).fence != dw->fence)
+		fb_counter_add(&r->net_takeovers, 1);
+	if (dw->first && (!ok || res.stale))
+		fb_counter_add(&r->net_stale, 1);
+	if (!ok) {
+		fb_counter_add(&r->net[d].rejected, 1);
+		return;
+	}
+	fb_counter_add(&r->net[d].accepted, 1);
+	if (res.stale) {
+		fb_counter_add(&r->net[d].store_stale, 1);
+		fb_first_corruption *fc = claim_first(r, dw->key, res.highest);
+		if (fc) {
+			fc->writer = dw->worker;
+			fc->fence = dw->fence;
+			fc->fault = FB_FAULT_DELAY;
+			fc->fault_at = dw->issued;
+			fc->fault_ns = fc->wrote_at > dw->issued ? fc->wrote_at - dw->issued : 0;
+			fc->outcome[d] = FB_OUT_STALE;
+			fc->erased = (dw->debit ? res.before : dw->read) - res.before;
+		}
+	}
+	uint64_t stalls = 0;
+	fb_checker_commit(r->checker[d], dw->key, res.version, dw->fence,
+	                  dw->debit ? res.before : dw->read, res.before, res.balance, &stalls);
+	fb_counter_add(&r->net_stalls, stalls);
+}
+
 /*
  * The cycle of DESIGN section 2: acquire (retrying on contention), read the
- * balance under the lease from every store, write balance - amount with the
- * fence to every store that served the read, release. The debit is a
+ * balance under the lease from every store, [after-read point], optional
+ * lease check, [after-check point], write balance - amount with the fence to
+ * every store that served the read, release. The debit is a
  * read-modify-write of what was read, so lost updates are real.
  */
 static void *worker_main(void *arg)
@@ -81,7 +316,8 @@ static void *worker_main(void *arg)
 	fb_worker *w = arg;
 	fb_run_state *r = w->run;
 	const fb_config *cfg = r->cfg;
-	fb_pause_bind(&w->port);
+	fb_fault_port *port = &w->port;
+	fb_pause_bind(port);
 	if (!wait_gate(r))
 		return NULL;
 
@@ -90,11 +326,24 @@ static void *worker_main(void *arg)
 	fb_lease_stats ls = {0};
 	uint64_t stalls = 0, n = 0;
 	const bool rmw = cfg->op == FB_OP_RMW;
+	const bool crashes = fb_config_fault(cfg, FB_FAULT_CRASH) || r->plan.n;
+	/* A step of the service clock hits every cycle that spans it. */
+	const bool stepping = cfg->lease_clock == FB_LEASE_CLOCK_REALTIME;
+	const fb_plan_entry *plan = NULL;
+	size_t planned = r->plan.n ? fb_plan_for(&r->plan, w->id, &plan) : 0;
+	int any_phase = -1;
 	while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
-		bool timed = ++n % cfg->sample == 0;
-		uint64_t t0 = timed ? fb_clock_now(r->clock) : 0;
+		atomic_store_explicit(&port->cycle, ++n, memory_order_relaxed);
+		if (planned)
+			replay_plan(w, &plan, &planned, n, &any_phase);
+		if (any_phase == FB_PHASE_IDLE)
+			fb_pause_now(port, false);
+		bool timed = n % cfg->sample == 0;
+		uint64_t t0 = timed ? fb_clock_now(r->fast) : 0;
 		uint32_t key = fb_prng_below(&rng, cfg->keys);
-		fb_port_phase(&w->port, FB_PHASE_ACQUIRING);
+		fb_port_phase(port, FB_PHASE_ACQUIRING);
+		if (any_phase == FB_PHASE_ACQUIRING)
+			fb_pause_now(port, false);
 		fb_lease l;
 		fb_acquire a;
 		unsigned fails = 0;
@@ -105,7 +354,7 @@ static void *worker_main(void *arg)
 			backoff(++fails);
 		}
 		if (a != FB_ACQUIRED) {
-			fb_port_phase(&w->port, FB_PHASE_IDLE);
+			fb_port_phase(port, FB_PHASE_IDLE);
 			if (a == FB_EXHAUSTED) {
 				atomic_store_explicit(&r->exhausted, 1, memory_order_relaxed);
 				atomic_store_explicit(&r->stop, 1, memory_order_relaxed);
@@ -113,63 +362,150 @@ static void *worker_main(void *arg)
 			break;
 		}
 		fb_counter_add(&w->acquired, 1);
-		uint64_t pauses_at_acquire = fb_counter_get(&w->port.pauses);
-		fb_port_hold(&w->port, key, l.fence);
-		uint64_t t1 = timed ? fb_clock_now(r->clock) : 0;
+		uint64_t steps =
+		        stepping ? atomic_load_explicit(&r->service_steps, memory_order_relaxed)
+		                 : 0;
+		if (crashes) {
+			/* The first acquire of a crashed holder's key times the takeover. */
+			crash_slot *c = &r->crashes[key];
+			uint64_t cf = atomic_load_explicit(&c->fence, memory_order_relaxed);
+			if (cf && l.fence > cf &&
+			    atomic_compare_exchange_strong_explicit(&c->fence, &cf, 0,
+			                                            memory_order_acquire,
+			                                            memory_order_relaxed)) {
+				uint64_t at = atomic_load_explicit(&c->at, memory_order_relaxed);
+				uint64_t now = fb_clock_now(r->fast);
+				fb_hist_record(&w->takeover, now > at ? now - at : 0);
+				fb_counter_add(&w->crash_takeovers, 1);
+			}
+		}
+		uint64_t local_deadline = 0;
+		if (cfg->check_lease == FB_CHECK_LOCAL)
+			local_deadline = fb_clock_now(&w->local.base) + cfg->ttl_ns;
+		fb_port_hold(port, key, l.fence);
+		if (any_phase == FB_PHASE_HOLDING)
+			fb_pause_now(port, false);
+		uint64_t t1 = timed ? fb_clock_now(r->fast) : 0;
 
 		/* Rotate the order of the disciplines each cycle: a pause that
 		 * lands between two of them must not favour one column. */
 		int first = (int)(n % (uint64_t)r->nactive);
 		int64_t bal[FB_DISCIPLINES] = {0};
 		bool served[FB_DISCIPLINES];
+		bool stale = false;
 		fb_store_result res = {0};
 		for (int i = 0; i < r->nactive; i++) {
 			fb_discipline d = r->active[(first + i) % r->nactive];
 			served[d] = !rmw || fb_store_read(r->store[d], key, l.fence, &res);
-			if (!served[d])
+			if (!served[d]) {
 				fb_counter_add(&w->m[d].reads_refused, 1);
+				stale = true;
+			}
 			bal[d] = res.balance;
 		}
-		fb_pause_point(&w->port, key, l.fence, r->clock);
+		uint32_t armed = fb_port_armed(port);
+		if (armed && !take_fault(w, armed, key, &l, &local_deadline))
+			break; /* crashed holding the lease */
+		fb_pause_point(port, key, l.fence, r->clock, FB_AT_AFTER_READ);
+		if (cfg->work_max_ns)
+			fb_sleep_ns(draw(&rng, cfg->work_min_ns, cfg->work_max_ns));
+		bool checked = lease_checks_out(w, key, local_deadline);
+		fb_pause_point(port, key, l.fence, r->clock, FB_AT_AFTER_CHECK);
+		if (!checked)
+			fb_counter_add(&w->abandoned, 1);
+
+		armed = fb_port_armed(port);
+		uint64_t delay = 0;
+		if (armed && FB_ARM_FAULT(armed) == FB_FAULT_DELAY) {
+			delay = atomic_load_explicit(&port->arg_ns, memory_order_relaxed);
+			record(w, FB_FAULT_DELAY, FB_AT_AFTER_CHECK, delay, 0);
+			fb_port_take(port, FB_FAULT_DELAY, delay);
+		}
 		uint64_t tw = 0;
+		bool sent = false; /* a write of this cycle is in flight */
+		uint8_t outcome[FB_DISCIPLINES] = {0};
+		uint64_t stale_newer = 0; /* the fence a stale write went behind */
+		int64_t erased = 0;       /* ... and the debits it erased */
 		pending_commit todo[FB_DISCIPLINES];
 		int ntodo = 0;
-		for (int i = 0; i < r->nactive; i++) {
+		for (int i = 0; checked && i < r->nactive; i++) {
 			fb_discipline d = r->active[(first + i) % r->nactive];
-			if (!served[d])
+			if (!served[d]) {
+				outcome[d] = FB_OUT_READ_REFUSED;
 				continue;
+			}
 			fb_mode_counters *mc = &w->m[d];
 			fb_counter_add(&mc->writes, 1);
 			/* Zombie: the writer's own lease is over as it issues the write
 			 * (read per write: a pause can fall between two of them). */
 			uint64_t now = fb_clock_now(r->clock);
 			if (!tw)
-				tw = now;
+				tw = fb_clock_now(r->fast);
 			if (now >= l.expires_at)
 				fb_counter_add(&mc->zombie, 1);
-			bool ok =
-			        rmw ? fb_store_write(r->store[d], key, bal[d] - cfg->amount,
-			                             l.fence, &res)
-			            : fb_store_debit(r->store[d], key, cfg->amount, l.fence, &res);
+			int64_t value = rmw ? bal[d] - cfg->amount : cfg->amount;
+			if (delay) {
+				fb_delayed_write dw = {fb_clock_now(r->fast) + delay,
+				                       l.fence,
+				                       now,
+				                       value,
+				                       bal[d],
+				                       key,
+				                       w->id,
+				                       (uint8_t)d,
+				                       !rmw,
+				                       !sent};
+				if (fb_delay_send(r->delay, &dw) == FB_OK) {
+					sent = true;
+					continue;
+				}
+				/* no memory to hold it: it goes out on time instead */
+			}
+			bool ok = rmw ? fb_store_write(r->store[d], key, value, l.fence, &res)
+			              : fb_store_debit(r->store[d], key, value, l.fence, &res);
 			if (!ok) {
 				fb_counter_add(&mc->rejected, 1);
+				outcome[d] = FB_OUT_REJECTED;
+				stale = true;
 				continue;
 			}
 			fb_counter_add(&mc->accepted, 1);
-			if (res.stale)
+			outcome[d] = FB_OUT_ACCEPTED;
+			if (res.stale) {
 				fb_counter_add(&mc->store_stale, 1);
+				outcome[d] = FB_OUT_STALE;
+				stale_newer = res.highest;
+				erased = (rmw ? bal[d] : res.before) - res.before;
+				stale = true;
+			}
 			todo[ntodo++] = (pending_commit){d, res.version, rmw ? bal[d] : res.before,
 			                                 res.before, res.balance};
 		}
-		uint64_t t2 = timed ? fb_clock_now(r->clock) : 0;
+		if (delay)
+			fb_port_done(port);
+		if (stale_newer)
+			note_first(w, key, &l, stale_newer, outcome, erased);
+		uint64_t t2 = timed ? fb_clock_now(r->fast) : 0;
 		if (!tw)
 			tw = t2;
-		/* A failed compare-and-delete means another worker took the lease
-		 * over; if this cycle was paused, the pause caused it. */
-		if (!fb_lease_release(r->leases, key, w->id, l.fence) &&
-		    fb_counter_get(&w->port.pauses) != pauses_at_acquire)
-			fb_counter_add(&w->port.takeovers, 1);
-		fb_port_phase(&w->port, FB_PHASE_IDLE);
+		/* A failed compare-and-delete means another worker took the lease. */
+		bool taken_over = !fb_lease_release(r->leases, key, w->id, l.fence);
+		if (stepping &&
+		    atomic_load_explicit(&r->service_steps, memory_order_relaxed) != steps)
+			atomic_fetch_or_explicit(&port->faulted, 1u << FB_FAULT_SKEW,
+			                         memory_order_relaxed);
+		fb_port_phase(port, FB_PHASE_IDLE);
+		/* Which faults hit this cycle, and what they did: the vacuity proof. */
+		uint32_t faulted =
+		        atomic_exchange_explicit(&port->faulted, 0, memory_order_relaxed);
+		for (int f = 0; faulted && f < FB_FAULTS; f++) {
+			if (!(faulted & (1u << f)) || f == FB_FAULT_DELAY)
+				continue; /* a delayed write's outcome is the delay line's */
+			if (taken_over)
+				fb_counter_add(&port->takeovers[f], 1);
+			if (stale)
+				fb_counter_add(&port->stale_attempts[f], 1);
+		}
 		/* History goes to the checker after the release: if the checker's
 		 * ring is full (a paused writer holds back a key's walk) the wait
 		 * must not hold a lease, or it would make zombies of its own. */
@@ -180,7 +516,7 @@ static void *worker_main(void *arg)
 		if (timed) {
 			fb_hist_record(&w->acquire, t1 - t0);
 			fb_hist_record(&w->write, t2 - tw);
-			fb_hist_record(&w->cycle, fb_clock_now(r->clock) - t0);
+			fb_hist_record(&w->cycle, fb_clock_now(r->fast) - t0);
 		}
 	}
 	fb_counter_add(&w->cas_retries, ls.cas_retries);
@@ -192,11 +528,12 @@ static void *worker_main(void *arg)
 static void sample(fb_run_state *r, uint64_t t0, fb_sample *s)
 {
 	memset(s, 0, sizeof *s);
-	s->t_s = (double)(fb_clock_now(r->clock) - t0) / 1e9;
+	s->t_s = (double)(fb_clock_now(r->fast) - t0) / 1e9;
 	for (uint32_t i = 0; i < r->started; i++) {
 		fb_worker *w = &r->workers[i];
 		s->ops += fb_counter_get(&w->ops);
-		s->pauses += fb_counter_get(&w->port.pauses);
+		for (int f = 0; f < FB_FAULTS; f++)
+			s->faults += fb_counter_get(&w->port.taken[f]);
 		for (int d = 0; d < FB_DISCIPLINES; d++) {
 			s->writes[d] += fb_counter_get(&w->m[d].writes);
 			s->accepted[d] += fb_counter_get(&w->m[d].accepted);
@@ -205,9 +542,14 @@ static void sample(fb_run_state *r, uint64_t t0, fb_sample *s)
 			s->store_stale[d] += fb_counter_get(&w->m[d].store_stale);
 		}
 	}
+	for (int d = 0; d < FB_DISCIPLINES; d++) {
+		s->accepted[d] += fb_counter_get(&r->net[d].accepted);
+		s->rejected[d] += fb_counter_get(&r->net[d].rejected);
+		s->store_stale[d] += fb_counter_get(&r->net[d].store_stale);
+	}
 }
 
-/* Wait until `deadline` on r->clock or a SIGINT/SIGTERM; returns the signal or 0. */
+/* Wait until `deadline` on r->fast or a SIGINT/SIGTERM; returns the signal or 0. */
 static int wait_until(fb_run_state *r, uint64_t deadline)
 {
 	sigset_t set;
@@ -215,7 +557,7 @@ static int wait_until(fb_run_state *r, uint64_t deadline)
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
 	for (;;) {
-		uint64_t now = fb_clock_now(r->clock);
+		uint64_t now = fb_clock_now(r->fast);
 		if (now >= deadline || atomic_load_explicit(&r->stop, memory_order_relaxed))
 			return 0;
 		uint64_t d = deadline - now;
@@ -241,31 +583,37 @@ __attribute__((format(printf, 2, 3))) static void disagree(fb_mode_result *m, co
 	va_end(ap);
 }
 
-static void summarize(fb_run_state *r, fb_results *res)
+static void sum_workers(fb_run_state *r, fb_results *res)
 {
-	const fb_config *cfg = r->cfg;
-	fb_hist_init(&res->acquire);
-	fb_hist_init(&res->write);
-	fb_hist_init(&res->cycle);
 	for (uint32_t i = 0; i < r->started; i++) {
 		fb_worker *w = &r->workers[i];
 		res->per_thread_ops[i] = fb_counter_get(&w->ops);
+		res->dead[i] =
+		        atomic_load_explicit(&w->port.phase, memory_order_relaxed) == FB_PHASE_DEAD;
 		res->ops += fb_counter_get(&w->ops);
 		res->acquired += fb_counter_get(&w->acquired);
 		res->contended += fb_counter_get(&w->contended);
 		res->cas_retries += fb_counter_get(&w->cas_retries);
 		res->wasted_fences += fb_counter_get(&w->wasted_fences);
 		res->checker_stalls += fb_counter_get(&w->checker_stalls);
-		res->pauses += fb_counter_get(&w->port.pauses);
+		res->abandoned += fb_counter_get(&w->abandoned);
+		res->renew_ok += fb_counter_get(&w->renew_ok);
+		res->renew_believed += fb_counter_get(&w->renew_believed);
+		res->crash_takeovers += fb_counter_get(&w->crash_takeovers);
 		res->pause_hit += fb_counter_get(&w->port.hit);
-		res->pause_over_ttl += fb_counter_get(&w->port.over_ttl);
-		res->takeovers += fb_counter_get(&w->port.takeovers);
-		res->paused_ns += fb_counter_get(&w->port.paused_ns);
-		res->pause_aimed += fb_counter_get(&w->port.aimed);
+		res->pause_at_point += fb_counter_get(&w->port.at_point);
 		res->pause_trapped += fb_counter_get(&w->port.trapped);
+		res->paused_ns += fb_counter_get(&w->port.paused_ns);
+		for (int f = 0; f < FB_FAULTS; f++) {
+			res->fault[f].taken += fb_counter_get(&w->port.taken[f]);
+			res->fault[f].over_ttl += fb_counter_get(&w->port.over_ttl[f]);
+			res->fault[f].takeovers += fb_counter_get(&w->port.takeovers[f]);
+			res->fault[f].stale_attempts += fb_counter_get(&w->port.stale_attempts[f]);
+		}
 		fb_hist_merge(&res->acquire, &w->acquire);
 		fb_hist_merge(&res->write, &w->write);
 		fb_hist_merge(&res->cycle, &w->cycle);
+		fb_hist_merge(&res->takeover, &w->takeover);
 		for (int d = 0; d < FB_DISCIPLINES; d++) {
 			fb_mode_result *m = &res->mode[d];
 			m->writes += fb_counter_get(&w->m[d].writes);
@@ -276,6 +624,23 @@ static void summarize(fb_run_state *r, fb_results *res)
 			m->zombie_writes += fb_counter_get(&w->m[d].zombie);
 		}
 	}
+	for (int d = 0; d < FB_DISCIPLINES; d++) {
+		res->mode[d].accepted += fb_counter_get(&r->net[d].accepted);
+		res->mode[d].rejected_stale += fb_counter_get(&r->net[d].rejected);
+		res->mode[d].store_stale += fb_counter_get(&r->net[d].store_stale);
+	}
+	res->checker_stalls += fb_counter_get(&r->net_stalls);
+	res->delayed = fb_counter_get(&r->net_delivered);
+	res->fault[FB_FAULT_DELAY].takeovers += fb_counter_get(&r->net_takeovers);
+	res->fault[FB_FAULT_DELAY].stale_attempts += fb_counter_get(&r->net_stale);
+	res->crashes = res->fault[FB_FAULT_CRASH].taken;
+	res->plan_slipped = fb_counter_get(&r->plan_slipped);
+}
+
+/* Walk every checker to the end and compare what it found with the store. */
+static void check_modes(fb_run_state *r, fb_results *res)
+{
+	const fb_config *cfg = r->cfg;
 	for (int i = 0; i < r->nactive; i++) {
 		fb_discipline d = r->active[i];
 		fb_mode_result *m = &res->mode[d];
@@ -340,7 +705,10 @@ static void destroy(fb_run_state *r)
 		fb_checker_destroy(r->checker[d]);
 	}
 	fb_lease_table_destroy(r->leases);
+	fb_plan_log_destroy(r->log);
+	fb_plan_free(&r->plan);
 	free(r->traps);
+	free(r->crashes);
 	free(r->workers);
 	pthread_mutex_destroy(&r->gate_mu);
 	pthread_cond_destroy(&r->gate_cv);
@@ -354,66 +722,104 @@ static fb_err oom(fb_run_state *r)
 	return FB_ENOMEM;
 }
 
-fb_err fb_run(const fb_config *cfg, fb_tick_fn tick, void *ctx, fb_results *res)
+/* Everything the workers share, before any thread exists. */
+static fb_err setup(fb_run_state *r, fb_results *res)
 {
-	fb_run_state r = {.cfg = cfg, .clock = fb_clock_fast()};
-	pthread_mutex_init(&r.gate_mu, NULL);
-	pthread_cond_init(&r.gate_cv, NULL);
-	atomic_init(&r.stop, 0);
-	atomic_init(&r.exhausted, 0);
-	memset(res, 0, sizeof *res);
-	res->cfg = cfg;
-	res->clock_name = r.clock->name;
-
+	const fb_config *cfg = r->cfg;
+	const fb_clock *base = r->fast;
+	if (cfg->lease_clock == FB_LEASE_CLOCK_REALTIME) {
+		/* A wall clock the skew fault can step: the Redis documentation's
+		 * warning, made measurable. */
+		fb_clock_skewed_init(&r->service, fb_clock_realtime(), 1.0, 0);
+		base = &r->service.base;
+	}
+	r->clock = base;
 	fb_lease_config lc = {.keys = cfg->keys,
 	                      .ttl_ns = cfg->ttl_ns,
 	                      .source = cfg->fence,
 	                      .first_fence = cfg->first_fence,
-	                      .clock = r.clock};
-	if (fb_lease_table_create(&lc, &r.leases) != FB_OK)
-		return oom(&r);
+	                      .clock = r->clock};
+	if (fb_lease_table_create(&lc, &r->leases) != FB_OK)
+		return oom(r);
 	for (int d = 0; d < FB_DISCIPLINES; d++) {
 		if (!(cfg->modes & (1u << d)))
 			continue;
-		r.active[r.nactive++] = (fb_discipline)d;
+		r->active[r->nactive++] = (fb_discipline)d;
 		if (fb_store_create((fb_discipline)d, cfg->keys, cfg->initial_balance,
-		                    &r.store[d]) ||
-		    fb_checker_create(cfg->keys, cfg->threads, cfg->initial_balance, &r.checker[d]))
-			return oom(&r);
+		                    &r->store[d]) ||
+		    fb_checker_create(cfg->keys, cfg->threads, cfg->initial_balance,
+		                      &r->checker[d]))
+			return oom(r);
 	}
-	r.workers = aligned_alloc(FB_PAD_LINE, (size_t)cfg->threads * sizeof *r.workers);
+	r->workers = aligned_alloc(FB_PAD_LINE, (size_t)cfg->threads * sizeof *r->workers);
 	res->per_thread_ops = calloc(cfg->threads, sizeof *res->per_thread_ops);
+	res->dead = calloc(cfg->threads, sizeof *res->dead);
 	res->keys = calloc(cfg->keys, sizeof *res->keys);
-	r.traps = aligned_alloc(FB_CACHE_LINE, (size_t)cfg->keys * sizeof *r.traps);
-	if (!r.workers || !res->per_thread_ops || !res->keys || !r.traps)
-		return oom(&r);
+	r->traps = aligned_alloc(FB_CACHE_LINE, (size_t)cfg->keys * sizeof *r->traps);
+	r->crashes = aligned_alloc(FB_CACHE_LINE, (size_t)cfg->keys * sizeof *r->crashes);
+	if (!r->workers || !res->per_thread_ops || !res->dead || !res->keys || !r->traps ||
+	    !r->crashes)
+		return oom(r);
+	memset(r->workers, 0, (size_t)cfg->threads * sizeof *r->workers);
 	for (uint32_t k = 0; k < cfg->keys; k++) {
-		atomic_init(&r.traps[k].fence, 0);
-		atomic_init(&r.traps[k].wake_at, 0);
-		atomic_init(&r.traps[k].extra_ns, 0);
+		atomic_init(&r->traps[k].fence, 0);
+		atomic_init(&r->traps[k].wake_at, 0);
+		atomic_init(&r->traps[k].extra_ns, 0);
+		atomic_init(&r->crashes[k].fence, 0);
+		atomic_init(&r->crashes[k].at, 0);
 	}
-	memset(r.workers, 0, (size_t)cfg->threads * sizeof *r.workers);
+	if (cfg->plan_out_path) {
+		/* room for twice the expected faults, and then some */
+		double total = 0;
+		for (int f = 0; f < FB_FAULTS; f++)
+			total += fb_config_fault(cfg, (fb_fault)f) ? 1 : 0;
+		double per_s = cfg->pause_rate + cfg->skew_rate + cfg->delay_rate +
+		               cfg->crash_rate + cfg->renew_rate;
+		uint64_t cap = (uint64_t)(2 * per_s * ((double)cfg->duration_ns / 1e9)) + 4096;
+		if (total && cap > (UINT64_C(1) << 26))
+			cap = UINT64_C(1) << 26;
+		if (fb_plan_log_create(cap, &r->log) != FB_OK)
+			return oom(r);
+	}
+	if (cfg->plan_path) {
+		char err[512];
+		fb_err e = fb_plan_read(cfg->plan_path, cfg->threads, &r->plan, err, sizeof err);
+		if (e) {
+			fprintf(stderr, "fencebench: --plan: %s\n", err);
+			destroy(r);
+			return e == FB_ESYS ? FB_EINVAL : e;
+		}
+	}
 	if (fb_pause_install() != FB_OK) {
 		fprintf(stderr, "fencebench: sigaction(SIGUSR1) failed, errno=%d (%s)\n", errno,
 		        strerror(errno));
-		destroy(&r);
+		destroy(r);
 		return FB_ESYS;
 	}
+	return FB_OK;
+}
 
+static fb_err start_workers(fb_run_state *r)
+{
+	const fb_config *cfg = r->cfg;
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
-	/* Workers need little stack; 64k threads of 8 MiB would not fit. */
+	/* Workers need little stack; 32k threads of 8 MiB would not fit. */
 	pthread_attr_setstacksize(&attr, PTHREAD_STACK_MIN > 262144 ? PTHREAD_STACK_MIN : 262144);
 	fb_err err = FB_OK;
 	for (uint32_t i = 0; i < cfg->threads; i++) {
-		fb_worker *w = &r.workers[i];
-		w->run = &r;
+		fb_worker *w = &r->workers[i];
+		w->run = r;
 		w->id = (uint16_t)(i + 1);
-		w->port.leases = r.leases;
-		w->port.traps = r.traps;
+		w->port.worker = w->id;
+		w->port.leases = r->leases;
+		w->port.traps = r->traps;
+		w->port.log = r->log;
+		fb_clock_skewed_init(&w->local, r->fast, 1.0, 0);
 		fb_hist_init(&w->acquire);
 		fb_hist_init(&w->write);
 		fb_hist_init(&w->cycle);
+		fb_hist_init(&w->takeover);
 		pthread_t tid;
 		int e = pthread_create(&tid, &attr, worker_main, w);
 		if (e) {
@@ -426,46 +832,95 @@ fb_err fb_run(const fb_config *cfg, fb_tick_fn tick, void *ctx, fb_results *res)
 			break;
 		}
 		w->port.tid = tid;
-		r.started++;
+		r->started++;
 	}
 	pthread_attr_destroy(&attr);
+	return err;
+}
 
-	fb_injector *inj = NULL;
-	fb_fault_port **ports = NULL;
-	if (!err && cfg->pause_rate > 0) {
-		ports = calloc(r.started, sizeof *ports);
-		if (!ports) {
-			fprintf(stderr, "fencebench: out of memory for the injector\n");
-			err = FB_ENOMEM;
-		} else {
-			for (uint32_t i = 0; i < r.started; i++)
-				ports[i] = &r.workers[i].port;
-			fb_injector_config ic = {.rate = cfg->pause_rate,
-			                         .min_ns = cfg->pause_min_ns,
-			                         .max_ns = cfg->pause_max_ns,
-			                         .seed = cfg->seed,
-			                         .ttl_ns = cfg->ttl_ns,
-			                         .at = cfg->fault_at};
-			if (fb_injector_start(&ic, ports, r.started, &inj) != FB_OK) {
-				fprintf(stderr,
-				        "fencebench: cannot start the injector thread: "
-				        "pthread_create "
-				        "failed, errno=%d (%s)\n",
-				        errno, strerror(errno));
-				err = FB_ESYS;
-			}
-		}
+static fb_err start_injector(fb_run_state *r, fb_fault_port **ports, fb_injector **inj)
+{
+	const fb_config *cfg = r->cfg;
+	fb_injector_config ic = {
+	        .pause_min_ns = cfg->pause_min_ns,
+	        .pause_max_ns = cfg->pause_max_ns,
+	        .delay_min_ns = cfg->delay_min_ns,
+	        .delay_max_ns = cfg->delay_max_ns,
+	        .skew_ns = cfg->skew_ns,
+	        .ttl_ns = cfg->ttl_ns,
+	        .seed = cfg->seed,
+	        .at = cfg->fault_at,
+	        .service_clock = cfg->lease_clock == FB_LEASE_CLOCK_REALTIME ? &r->service : NULL,
+	        .steps = &r->service_steps,
+	        .log = r->log,
+	        .plan = r->plan.n ? &r->plan : NULL,
+	};
+	static const size_t rate_of[FB_FAULTS] = {
+	        offsetof(fb_config, pause_rate), offsetof(fb_config, skew_rate),
+	        offsetof(fb_config, delay_rate), offsetof(fb_config, crash_rate),
+	        offsetof(fb_config, renew_rate)};
+	double total = 0;
+	for (int f = 0; f < FB_FAULTS; f++) {
+		if (fb_config_fault(cfg, (fb_fault)f))
+			ic.rate[f] = *(const double *)((const char *)cfg + rate_of[f]);
+		total += ic.rate[f];
 	}
+	if ((total <= 0 && !ic.plan) || !r->started)
+		return FB_OK;
+	for (uint32_t i = 0; i < r->started; i++)
+		ports[i] = &r->workers[i].port;
+	if (fb_injector_start(&ic, ports, r->started, inj) != FB_OK) {
+		fprintf(stderr,
+		        "fencebench: cannot start the injector thread: pthread_create failed, "
+		        "errno=%d (%s)\n",
+		        errno, strerror(errno));
+		return FB_ESYS;
+	}
+	return FB_OK;
+}
+
+fb_err fb_run(const fb_config *cfg, fb_tick_fn tick, void *ctx, fb_results *res)
+{
+	fb_run_state r = {.cfg = cfg, .fast = fb_clock_fast()};
+	pthread_mutex_init(&r.gate_mu, NULL);
+	pthread_cond_init(&r.gate_cv, NULL);
+	atomic_init(&r.stop, 0);
+	atomic_init(&r.exhausted, 0);
+	atomic_init(&r.service_steps, 0);
+	atomic_init(&r.first_claimed, 0);
+	memset(res, 0, sizeof *res);
+	res->cfg = cfg;
+	fb_err err = setup(&r, res);
+	if (err)
+		return err;
+	res->clock_name = r.clock->name;
+
+	fb_fault_port **ports = calloc(cfg->threads, sizeof *ports);
+	if (!ports)
+		return oom(&r);
+	if (fb_delay_start(deliver, &r, &r.delay) != FB_OK) {
+		fprintf(stderr, "fencebench: cannot start the delay line's thread: errno=%d (%s)\n",
+		        errno, strerror(errno));
+		free(ports);
+		destroy(&r);
+		return FB_ESYS;
+	}
+	fb_injector *inj = NULL;
+	err = start_workers(&r);
+	if (!err)
+		err = start_injector(&r, ports, &inj);
 	if (err) {
 		open_gate(&r, -1);
 		for (uint32_t i = 0; i < r.started; i++)
 			pthread_join(r.workers[i].port.tid, NULL);
+		fb_delay_stop(r.delay);
 		free(ports);
 		destroy(&r);
 		return err;
 	}
 
-	uint64_t t0 = fb_clock_now(r.clock), end = t0 + cfg->duration_ns;
+	uint64_t t0 = fb_clock_now(r.fast), end = t0 + cfg->duration_ns;
+	r.first.t0 = fb_clock_now(r.clock);
 	open_gate(&r, 1);
 	for (uint64_t next = t0 + 1000000000u;; next += 1000000000u) {
 		uint64_t until = next < end ? next : end;
@@ -489,10 +944,31 @@ fb_err fb_run(const fb_config *cfg, fb_tick_fn tick, void *ctx, fb_results *res)
 	fb_injector_stop(inj, &ist);
 	for (uint32_t i = 0; i < r.started; i++)
 		pthread_join(r.workers[i].port.tid, NULL);
-	res->elapsed_s = (double)(fb_clock_now(r.clock) - t0) / 1e9;
-	res->injector_sent = ist.sent;
+	res->elapsed_s = (double)(fb_clock_now(r.fast) - t0) / 1e9;
+	/* Writes still in flight land now, late, before anything is counted. */
+	fb_delay_stop(r.delay);
+	fb_hist_init(&res->acquire);
+	fb_hist_init(&res->write);
+	fb_hist_init(&res->cycle);
+	fb_hist_init(&res->takeover);
+	sum_workers(&r, res);
+	for (int f = 0; f < FB_FAULTS; f++)
+		res->fault[f].sent = ist.sent[f];
 	res->injector_missed = ist.missed;
-	summarize(&r, res);
+	res->service_steps = ist.service_steps;
+	res->fault[FB_FAULT_SKEW].taken += ist.service_steps;
+	check_modes(&r, res);
+	res->first = r.first;
+	if (r.log) {
+		char comment[1024];
+		fb_config_replay(cfg, comment, sizeof comment);
+		res->plan_recorded = atomic_load(&r.log->n);
+		res->plan_dropped = fb_plan_log_dropped(r.log);
+		if (fb_plan_write(r.log, cfg->plan_out_path, comment))
+			fprintf(stderr,
+			        "fencebench: --plan-out: cannot write '%s': errno=%d (%s)\n",
+			        cfg->plan_out_path, errno, strerror(errno));
+	}
 	free(ports);
 	bool exhausted = atomic_load(&r.exhausted);
 	destroy(&r);
@@ -507,5 +983,6 @@ fb_err fb_run(const fb_config *cfg, fb_tick_fn tick, void *ctx, fb_results *res)
 void fb_results_free(fb_results *res)
 {
 	free(res->per_thread_ops);
+	free(res->dead);
 	free(res->keys);
 }

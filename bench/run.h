@@ -12,8 +12,8 @@
 
 #include "checker.h"
 #include "hist.h"
+#include "inject.h"
 #include "options.h"
-#include "pause.h"
 
 typedef struct fb_mode_counters {
 	fb_counter writes, accepted, rejected, reads_refused, store_stale, zombie;
@@ -25,9 +25,14 @@ typedef struct fb_worker {
 	alignas(FB_PAD_LINE) fb_fault_port port;
 	struct fb_run_state *run;
 	uint16_t id;
+	fb_clock_skewed local; /* its own clock: what a local lease check reads */
 	fb_counter ops, acquired, contended, cas_retries, wasted_fences, checker_stalls;
+	fb_counter abandoned;      /* cycles whose lease check failed: no write */
+	fb_counter renew_ok;       /* late heartbeats that still extended the lease */
+	fb_counter renew_believed; /* ... that failed, and the client wrote anyway */
+	fb_counter crash_takeovers;
 	fb_mode_counters m[FB_DISCIPLINES];
-	fb_hist acquire, write, cycle;
+	fb_hist acquire, write, cycle, takeover;
 } fb_worker;
 
 /* Totals of one discipline, after the run. */
@@ -36,7 +41,7 @@ typedef struct fb_mode_result {
 	uint64_t writes, accepted, rejected_stale, reads_refused, zombie_writes;
 	uint64_t store_stale;    /* stale writes accepted, as the store itself saw them */
 	uint64_t stale_accepted; /* ... as the checker found them in the history */
-	int64_t lost_updates;    /* ledger: (initial - debits - final) / amount */
+	int64_t lost_updates;    /* ledger: (final - (initial - accepted debits)) / amount */
 	int64_t lost_history;    /* the same, summed write by write from the history */
 	uint64_t chain_breaks;
 	uint64_t checked;
@@ -51,10 +56,45 @@ typedef struct fb_key_result {
 	uint64_t last_fence[FB_DISCIPLINES];
 } fb_key_result;
 
+/* One fault type's vacuity proof: did it bite? */
+typedef struct fb_fault_result {
+	uint64_t sent;           /* armed or signalled by the injector (or the plan) */
+	uint64_t taken;          /* taken by a worker */
+	uint64_t over_ttl;       /* ... that lasted longer than the TTL */
+	uint64_t takeovers;      /* cycles under it whose lease another worker took */
+	uint64_t stale_attempts; /* cycles under it that wrote stale (refused or not) */
+} fb_fault_result;
+
+/* What a write did to one store, for the first corruption's timeline. */
+enum fb_outcome {
+	FB_OUT_NONE,         /* not written (not selected, read refused, check failed) */
+	FB_OUT_ACCEPTED,     /* accepted, in order */
+	FB_OUT_STALE,        /* accepted although its fence was stale: corruption */
+	FB_OUT_REJECTED,     /* refused as stale */
+	FB_OUT_READ_REFUSED, /* the read was refused, so no write */
+};
+
+/* The first stale write a store accepted, as a short timeline. Times are on
+ * the lease service's clock; t0 is the run's start on it. */
+typedef struct fb_first_corruption {
+	bool found;
+	uint32_t key;
+	uint16_t writer;
+	int fault; /* the fb_fault that hit the writer's cycle, or -1 */
+	uint32_t fault_where;
+	uint16_t newer_owner; /* 0: the newer lease's holder had moved on */
+	uint64_t fence, acquired_at, expires_at, wrote_at;
+	uint64_t fault_at, fault_ns;
+	uint64_t newer_fence, newer_acquired_at;
+	int64_t erased; /* debits the unfenced store lost to it */
+	uint8_t outcome[FB_DISCIPLINES];
+	uint64_t t0;
+} fb_first_corruption;
+
 /* One second of the time series (CSV rows and the progress line). */
 typedef struct fb_sample {
 	double t_s;
-	uint64_t ops, pauses;
+	uint64_t ops, faults;
 	uint64_t writes[FB_DISCIPLINES], accepted[FB_DISCIPLINES], rejected[FB_DISCIPLINES],
 	        reads_refused[FB_DISCIPLINES], store_stale[FB_DISCIPLINES];
 } fb_sample;
@@ -66,13 +106,18 @@ typedef struct fb_results {
 	bool interrupted;
 	int signal;
 	uint64_t ops, acquired, contended, cas_retries, wasted_fences, checker_stalls;
-	uint64_t pauses, pause_hit, pause_over_ttl, takeovers, paused_ns;
-	uint64_t pause_aimed, pause_trapped;
-	uint64_t injector_sent, injector_missed;
+	uint64_t pause_hit, pause_at_point, pause_trapped, paused_ns;
+	uint64_t injector_missed, service_steps;
+	uint64_t abandoned, renew_ok, renew_believed;
+	uint64_t crashes, crash_takeovers, delayed;
+	uint64_t plan_recorded, plan_dropped, plan_slipped;
+	fb_fault_result fault[FB_FAULTS];
 	uint64_t *per_thread_ops;
-	fb_hist acquire, write, cycle;
+	bool *dead; /* crashed workers: left out of fairness */
+	fb_hist acquire, write, cycle, takeover;
 	fb_mode_result mode[FB_DISCIPLINES];
 	fb_key_result *keys;
+	fb_first_corruption first;
 } fb_results;
 
 /* Called once a second from the main thread with the cumulative sample. */
@@ -81,8 +126,8 @@ typedef void (*fb_tick_fn)(void *ctx, const fb_sample *s);
 /*
  * Run the benchmark described by cfg until its duration elapses or SIGINT /
  * SIGTERM arrives (the caller must have blocked both in every thread).
- * Fills *res; returns FB_OK, or FB_ESYS / FB_ENOMEM with a message already
- * printed (threads could not be created, ...).
+ * Fills *res; returns FB_OK, or FB_ESYS / FB_ENOMEM / FB_EINVAL with a
+ * message already printed (threads could not be created, a bad plan...).
  */
 fb_err fb_run(const fb_config *cfg, fb_tick_fn tick, void *ctx, fb_results *res);
 void fb_results_free(fb_results *res);

@@ -1,0 +1,173 @@
+/*
+ * The fault injector (DESIGN section 4) under real threads. Each worker
+ * owns a fault port: it publishes its phase and cycle there, and the
+ * injector arms faults on it. A pause "anywhere" is a real suspension:
+ * SIGUSR1, whose handler blocks in nanosleep (async-signal-safe calls
+ * only). Every other fault, and pauses aimed at a named point of the cycle,
+ * are armed on the port and taken by the worker when it reaches that point.
+ *
+ * One injector thread draws a Poisson stream of faults from the seed, each
+ * fault type at its own rate, and aims at workers that hold a lease (a
+ * random worker is mostly waiting for one, and a fault there proves
+ * nothing).
+ */
+#ifndef FB_INJECT_H
+#define FB_INJECT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "clock.h"
+#include "common.h"
+#include "fault.h"
+#include "lease.h"
+#include "plan.h"
+
+enum fb_phase {
+	FB_PHASE_IDLE,      /* between cycles */
+	FB_PHASE_ACQUIRING, /* asking for a lease */
+	FB_PHASE_HOLDING,   /* holds key/fence: reads, writes, releases */
+	FB_PHASE_DEAD,      /* crashed: holds its last lease forever */
+};
+
+/*
+ * A trap set on a key by a worker taking a takeover pause: the first later
+ * holder of that key (a fence above `fence`) to reach its after-read point
+ * is held there until `wake_at` + `extra_ns`. One per key, on its own line.
+ */
+typedef struct fb_pause_trap {
+	alignas(FB_CACHE_LINE) _Atomic uint64_t fence; /* 0: unarmed */
+	_Atomic uint64_t wake_at, extra_ns;
+} fb_pause_trap;
+
+/* Where a trapped taker's pause struck: after its read, as a consequence. */
+#define FB_AT_TRAPPED FB_AT_COUNT
+
+/* An armed fault: fault << 8 | where. 0: nothing armed. */
+#define FB_ARM(fault, at) (1u << 16 | (uint32_t)(fault) << 8 | (uint32_t)(at))
+#define FB_ARM_FAULT(a)   ((fb_fault)(((a) >> 8) & 0xff))
+#define FB_ARM_AT(a)      ((fb_fault_at)((a)&0xff))
+
+typedef struct fb_fault_port {
+	/* written by the worker, read by the injector and the handler */
+	_Atomic uint32_t phase;
+	_Atomic uint32_t held_key;
+	_Atomic uint64_t held_fence;
+	_Atomic uint64_t cycle;
+	/* set by the injector (or a plan), cleared when the fault is over */
+	_Atomic uint32_t pending;
+	_Atomic uint32_t armed;
+	_Atomic uint64_t arg_ns, extra_ns; /* length or size; a takeover trap's extra */
+	/* fault types taken in the current cycle: set here and by the handler */
+	_Atomic uint32_t faulted;
+	/* the last pause: when (lease clock), how long, where (for the timeline) */
+	_Atomic uint64_t last_at, last_ns;
+	_Atomic uint32_t last_where;
+	pthread_t tid;
+	uint16_t worker;
+	fb_lease_table *leases;
+	fb_pause_trap *traps; /* one per key */
+	fb_plan_log *log;     /* where taken faults are recorded (--plan-out), or NULL */
+	/* counters written only on the worker's own thread (main flow or handler,
+	 * never both at once: `pending` keeps them apart) */
+	fb_counter taken[FB_FAULTS];
+	fb_counter over_ttl[FB_FAULTS];  /* ... that lasted longer than the TTL */
+	fb_counter takeovers[FB_FAULTS]; /* cycles under the fault whose lease was taken over */
+	fb_counter stale_attempts[FB_FAULTS]; /* cycles under the fault that wrote stale */
+	fb_counter hit;                       /* pauses that found the worker holding a lease */
+	fb_counter at_point;                  /* pauses taken at a named point */
+	fb_counter trapped;                   /* takers caught by a takeover trap */
+	fb_counter paused_ns;                 /* total time suspended */
+} fb_fault_port;
+
+/* Publish the phase: what the injector aims at. The signal fence keeps the
+ * compiler from moving the held key/fence stores past the phase store,
+ * which the handler (on this same thread) relies on. */
+static inline void fb_port_hold(fb_fault_port *p, uint32_t key, uint64_t fence)
+{
+	atomic_store_explicit(&p->held_key, key, memory_order_relaxed);
+	atomic_store_explicit(&p->held_fence, fence, memory_order_relaxed);
+	atomic_signal_fence(memory_order_release);
+	atomic_store_explicit(&p->phase, FB_PHASE_HOLDING, memory_order_relaxed);
+}
+
+static inline void fb_port_phase(fb_fault_port *p, uint32_t phase)
+{
+	atomic_store_explicit(&p->phase, phase, memory_order_relaxed);
+}
+
+/* What is armed for this worker now (0: nothing). acquire: pairs with the
+ * arming's release, so arg_ns and extra_ns are the ones chosen for it. */
+static inline uint32_t fb_port_armed(fb_fault_port *p)
+{
+	return atomic_load_explicit(&p->armed, memory_order_acquire);
+}
+
+/* The armed fault is being taken: disarm it, note it in the cycle, count it. */
+void fb_port_take(fb_fault_port *p, fb_fault f, uint64_t arg_ns);
+
+/* The armed fault is over: the injector may aim at this worker again. */
+static inline void fb_port_done(fb_fault_port *p)
+{
+	atomic_store_explicit(&p->pending, 0, memory_order_release);
+}
+
+/* Suspend the calling worker for arg_ns (the armed or signalled pause).
+ * Async-signal-safe: runs inside the SIGUSR1 handler too. */
+void fb_pause_now(fb_fault_port *p, bool at_point);
+
+/*
+ * The after-read point: take an armed pause aimed here, or the trap a
+ * paused predecessor left on this key. Two relaxed loads when nothing is
+ * armed. Other armed faults are the worker's to take (see run.c).
+ */
+void fb_pause_trapped(fb_fault_port *p, uint32_t key, uint64_t fence, const fb_clock *clk);
+
+static inline void fb_pause_point(fb_fault_port *p, uint32_t key, uint64_t fence,
+                                  const fb_clock *clk, fb_fault_at here)
+{
+	uint32_t a = fb_port_armed(p);
+	if (a && FB_ARM_FAULT(a) == FB_FAULT_PAUSE &&
+	    (FB_ARM_AT(a) == here || (here == FB_AT_AFTER_READ && FB_ARM_AT(a) == FB_AT_TAKEOVER)))
+		fb_pause_now(p, true);
+	if (here == FB_AT_AFTER_READ &&
+	    atomic_load_explicit(&p->traps[key].fence, memory_order_relaxed))
+		fb_pause_trapped(p, key, fence, clk);
+}
+
+/* Install the SIGUSR1 handler (once per process). */
+fb_err fb_pause_install(void);
+
+/* Called by each worker thread at start: binds the handler to its port and
+ * unblocks SIGUSR1 for this thread. */
+void fb_pause_bind(fb_fault_port *port);
+
+typedef struct fb_injector_config {
+	double rate[FB_FAULTS]; /* per second; 0 for faults not selected */
+	uint64_t pause_min_ns, pause_max_ns;
+	uint64_t delay_min_ns, delay_max_ns;
+	uint64_t skew_ns;
+	uint64_t ttl_ns;
+	uint64_t seed;
+	fb_fault_at at;
+	fb_clock_skewed *service_clock; /* stepped by skew faults; NULL: cannot step */
+	_Atomic uint64_t *steps;        /* counts the steps, for the workers to notice */
+	fb_plan_log *log;
+	const fb_plan *plan; /* replaying: only the service's steps are the injector's */
+} fb_injector_config;
+
+typedef struct fb_injector fb_injector;
+
+typedef struct fb_injector_stats {
+	uint64_t sent[FB_FAULTS]; /* faults armed or signalled */
+	uint64_t missed;          /* aimed at a worker holding no lease: none held one */
+	uint64_t service_steps;   /* steps of the lease service's clock */
+} fb_injector_stats;
+
+fb_err fb_injector_start(const fb_injector_config *cfg, fb_fault_port **ports, uint32_t n,
+                         fb_injector **out);
+/* Stop and join; *st gets the totals. */
+void fb_injector_stop(fb_injector *inj, fb_injector_stats *st);
+
+#endif
