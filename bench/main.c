@@ -27,9 +27,7 @@ static void on_second_signal(int sig)
 }
 
 /* `fencebench NAME ...`: the subcommands, each a main of its own. */
-static const fb_command commands[] = {
-    FB_COMMANDS
-};
+static const fb_command commands[] = {FB_COMMANDS};
 
 int main(int argc, char **argv)
 {
@@ -65,7 +63,7 @@ int main(int argc, char **argv)
 	fb_err err = fb_run(&cfg, fb_report_tick, &report, &res);
 	if (err != FB_OK && err != FB_EFENCE) {
 		fb_report_abandon(&report);
-		return 3;
+		return err == FB_EINVAL ? 2 : 3; /* a bad plan file is bad input */
 	}
 
 	struct sigaction sa;

@@ -297,11 +297,11 @@ static void test_bad_input_exits_2_naming_option_and_value(void **state)
 	        {{"--pause-rate", "-1"}, "--pause-rate: '-1'"},
 	        {{"--pause-rate", "nan"}, "--pause-rate: 'nan'"},
 	        {{"--fault-at", "nowhere"}, "--fault-at: 'nowhere'"},
-	    {{"--faults", "pause,meteor"}, "--faults: unknown name 'meteor'"},
-	    {{"--seeds", "5..2"}, "--seeds: '5..2'"},
-	    {{"--delay", "9ms-1ms"}, "--delay: '9ms-1ms'"},
-	    {{"--skew-drift", "1.5"}, "--skew-drift: '1.5'"},
-	    {{"--check-lease", "maybe"}, "--check-lease: 'maybe'"},
+	        {{"--faults", "pause,meteor"}, "--faults: unknown name 'meteor'"},
+	        {{"--seeds", "5..2"}, "--seeds: '5..2'"},
+	        {{"--delay", "9ms-1ms"}, "--delay: '9ms-1ms'"},
+	        {{"--skew-drift", "1.5"}, "--skew-drift: '1.5'"},
+	        {{"--check-lease", "maybe"}, "--check-lease: 'maybe'"},
 	        {{"--fence", "random"}, "--fence: 'random'"},
 	        {{"--seed", "x1"}, "--seed: 'x1'"},
 	        {{"--bogus-option"}, "unknown option '--bogus-option'"},
@@ -430,6 +430,169 @@ static void test_too_many_threads_is_a_clear_error(void **state)
 	release(&p);
 }
 
+/* Run FB_BIN with args and --json into a fresh dir; returns the document. */
+static json_object *run_json(const char *const *extra, int want_code, proc *p, char **dir)
+{
+	*dir = tmpdir();
+	char json[300];
+	snprintf(json, sizeof json, "%s/out.json", *dir);
+	const char *args[40] = {"-q", "-o", *dir, "--json", json};
+	int n = 5;
+	for (int i = 0; extra[i] && n < 39; i++)
+		args[n++] = extra[i];
+	args[n] = NULL;
+	int code = run(p, args);
+	check_eq(code, want_code, extra[0]);
+	json_object *doc = json_object_from_file(json);
+	check(doc != NULL, "the JSON of '%s ...' did not parse:\n%s", extra[0], p->stdout_text);
+	return doc;
+}
+
+static void check_fault_bites(const char *const *extra, const char *fault)
+{
+	proc p;
+	char *dir, path[128];
+	json_object *doc = run_json(extra, 0, &p, &dir);
+	check_eq(num(doc, "modes.fenced.stale_accepted"), 0, "fenced stale_accepted");
+	check_eq(num(doc, "modes.fenced.lost_updates"), 0, "fenced lost_updates");
+	check_eq(num(doc, "modes.write_fenced.stale_accepted"), 0, "write-fenced stale_accepted");
+	check(num(doc, "modes.unfenced.stale_accepted") > 0,
+	      "%s alone must make the unfenced store accept stale writes:\n%s", fault,
+	      p.stdout_text);
+	snprintf(path, sizeof path, "run.faults.%s.stale_attempts", fault);
+	check(num(doc, path) > 0, "the %s fault must be credited with stale writes:\n%s", fault,
+	      p.stdout_text);
+	for (int m = 0; m < 3; m++) {
+		static const char *const modes[] = {"fenced", "write_fenced", "unfenced"};
+		snprintf(path, sizeof path, "modes.%s.checker_agrees", modes[m]);
+		check(json_object_get_boolean(get(doc, path)), "%s: the checker must agree",
+		      modes[m]);
+	}
+	check(strstr(p.stdout_text, "first corruption, key"),
+	      "the summary shows the first corruption:\n%s", p.stdout_text);
+	json_object_put(doc);
+	release(&p);
+	rmtree(dir);
+	free(dir);
+}
+
+static void test_each_safety_fault_alone_corrupts_unfenced_never_fenced(void **state)
+{
+	(void)state;
+	const char *const pause[] = {"-t",    "16",         "-d",         "2s", "--faults",
+	                             "pause", "--fault-at", "after-read", NULL};
+	const char *const after_check[] = {"-t",         "16",          "-d",
+	                                   "2s",         "--faults",    "pause",
+	                                   "--fault-at", "after-check", "--check-lease",
+	                                   "is-held",    NULL};
+	const char *const skew[] = {
+	        "-t",       "16",          "-d", "2s",     "--faults", "skew", "--lease-clock",
+	        "realtime", "--skew-rate", "30", "--work", "1ms-3ms",  NULL};
+	const char *const delay[] = {"-t", "16", "-d", "2s", "--faults", "delay", NULL};
+	const char *const renew[] = {"-t", "16", "-d", "2s", "--faults", "renew", NULL};
+	check_fault_bites(pause, "pause");
+	check_fault_bites(after_check, "pause"); /* contract 6 at scale */
+	check_fault_bites(skew, "skew");
+	check_fault_bites(delay, "delay");
+	check_fault_bites(renew, "renew");
+}
+
+static void test_crashed_holders_leases_are_taken_over_within_a_ttl(void **state)
+{
+	(void)state;
+	const char *const crash[] = {"-t",    "16",           "-d", "2s", "--faults",
+	                             "crash", "--crash-rate", "4",  NULL};
+	proc p;
+	char *dir;
+	json_object *doc = run_json(crash, 0, &p, &dir);
+	int64_t crashes = num(doc, "run.crashes");
+	check(crashes > 0, "workers must have crashed:\n%s", p.stdout_text);
+	check_eq(num(doc, "run.crash_takeovers"), crashes, "every dead worker's lease taken over");
+	/* 10ms TTL: the lease dies within a TTL of the crash; allow scheduling */
+	check(num(doc, "run.crash_takeover_latency_ns.max") < 40 * 1000000,
+	      "takeover after a crash took %lld ns, far over the 10ms TTL",
+	      (long long)num(doc, "run.crash_takeover_latency_ns.max"));
+	check(num(doc, "run.crash_takeover_latency_ns.p50") >= 5 * 1000000,
+	      "a crashed lease must not be taken before it expires (p50 %lld ns)",
+	      (long long)num(doc, "run.crash_takeover_latency_ns.p50"));
+	check_eq(num(doc, "modes.fenced.lost_updates"), 0, "fenced loses no update");
+	/* No verdict on staleness here: on an oversubscribed machine the
+	 * scheduler preempts holders past the TTL by itself. */
+	check(strstr(p.stdout_text, "leases taken over after p50"),
+	      "the summary reports the takeover latency:\n%s", p.stdout_text);
+	json_object_put(doc);
+	release(&p);
+	rmtree(dir);
+	free(dir);
+}
+
+static void test_a_run_where_no_stale_write_was_attempted_says_vacuous(void **state)
+{
+	(void)state;
+	/* One worker: a pause can outlast its lease, but nobody takes over. */
+	const char *const alone[] = {"-t", "1", "-d", "1s", "--pause-rate", "100", NULL};
+	proc p;
+	char *dir;
+	json_object *doc = run_json(alone, 0, &p, &dir);
+	check(num(doc, "run.faults.pause.taken") > 0, "pauses were taken");
+	check_eq(num(doc, "run.stale_writes_attempted"), 0, "nobody could write stale");
+	check(strstr(p.stdout_text, "vacuous: no stale write attempted"),
+	      "the pause line and the verdict say vacuous:\n%s", p.stdout_text);
+	check(strstr(p.stdout_text, "\nVACUOUS:"), "the one-line verdict is VACUOUS, not PASS:\n%s",
+	      p.stdout_text);
+	json_object_put(doc);
+	release(&p);
+	rmtree(dir);
+	free(dir);
+}
+
+static void test_a_fault_plan_written_is_replayed(void **state)
+{
+	(void)state;
+	char *dir = tmpdir(), plan[300];
+	snprintf(plan, sizeof plan, "%s/plan.txt", dir);
+	const char *const rec[] = {"-t",         "8",  "-d", "1s", "--faults", "pause,delay,renew",
+	                           "--plan-out", plan, NULL};
+	proc p;
+	char *d1, *d2;
+	json_object *doc = run_json(rec, 0, &p, &d1);
+	int64_t recorded = num(doc, "run.plan_recorded");
+	check(recorded > 0, "faults were recorded in the plan");
+	json_object_put(doc);
+	release(&p);
+	FILE *f = fopen(plan, "r");
+	check(f != NULL, "--plan-out wrote %s", plan);
+	char line[512];
+	check(fgets(line, sizeof line, f) && !strcmp(line, "# fencebench fault plan 1\n"),
+	      "the plan's first line: %s", line);
+	fclose(f);
+	const char *const rep[] = {"-t", "8", "-d", "1s", "--plan", plan, NULL};
+	doc = run_json(rep, 0, &p, &d2);
+	check_eq(num(doc, "run.faults.pause.injected") + num(doc, "run.faults.delay.injected"), 0,
+	         "a replay draws no faults of its own");
+	check(num(doc, "run.faults.delay.taken") + num(doc, "run.faults.pause.taken") +
+	                      num(doc, "run.faults.renew.taken") >
+	              0,
+	      "the replay took the planned faults:\n%s", p.stdout_text);
+	json_object_put(doc);
+	release(&p);
+
+	FILE *bad = fopen(plan, "w");
+	fprintf(bad, "# a plan\n3 17 pause sideways holding 1000 0\n");
+	fclose(bad);
+	const char *const badrun[] = {"-t", "8", "-d", "1s", "-q", "--plan", plan, NULL};
+	check_eq(run(&p, badrun), 2, "a malformed plan is bad input");
+	check(strstr(p.stderr_text, "plan.txt:2:"), "the error names file and line: %s",
+	      p.stderr_text);
+	release(&p);
+	rmtree(d1);
+	rmtree(d2);
+	rmtree(dir);
+	free(d1);
+	free(d2);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -440,6 +603,10 @@ int main(void)
 	        cmocka_unit_test(test_sigint_leaves_valid_json_marked_interrupted),
 	        cmocka_unit_test(test_sigterm_leaves_valid_json_marked_interrupted),
 	        cmocka_unit_test(test_too_many_threads_is_a_clear_error),
+	        cmocka_unit_test(test_each_safety_fault_alone_corrupts_unfenced_never_fenced),
+	        cmocka_unit_test(test_crashed_holders_leases_are_taken_over_within_a_ttl),
+	        cmocka_unit_test(test_a_fault_plan_written_is_replayed),
+	        cmocka_unit_test(test_a_run_where_no_stale_write_was_attempted_says_vacuous),
 	};
 	return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }
