@@ -356,10 +356,13 @@ static void print_first(FILE *out, const fb_results *res)
 	        fc->fault == FB_FAULT_DELAY ? "the network delivers w" : "w", fc->writer,
 	        fc->fault == FB_FAULT_DELAY ? "'s write" : " writes",
 	        (unsigned long long)fc->fence);
-	for (int d = 0; d < FB_DISCIPLINES; d++)
+	/* in the order the cycle wrote them: a write before the pause was in time */
+	for (int i = 0; i < FB_DISCIPLINES; i++) {
+		int d = fc->order[i];
 		if (res->mode[d].on && fc->outcome[d])
-			fprintf(out, " %s %s", fb_discipline_name((fb_discipline)d),
+			fprintf(out, "%s %s %s", i ? "," : "", fb_discipline_name((fb_discipline)d),
 			        what[fc->outcome[d]]);
+	}
 	if (fc->erased > 0)
 		fprintf(out, ", erasing %s debits", G(fc->erased));
 	fprintf(out, "\n");

@@ -227,7 +227,7 @@ static fb_first_corruption *claim_first(fb_run_state *r, uint32_t key, uint64_t 
 /* A worker's stale write was accepted: if it is the run's first, keep the
  * story of its cycle. */
 static void note_first(fb_worker *w, uint32_t key, const fb_lease *l, uint64_t newer,
-                       const uint8_t *outcome, int64_t erased)
+                       const uint8_t *outcome, int64_t erased, int first)
 {
 	fb_first_corruption *fc = claim_first(w->run, key, newer);
 	if (!fc)
@@ -239,6 +239,8 @@ static void note_first(fb_worker *w, uint32_t key, const fb_lease *l, uint64_t n
 	fc->acquired_at = l->expires_at - w->run->cfg->ttl_ns;
 	memcpy(fc->outcome, outcome, sizeof fc->outcome);
 	fc->erased = erased;
+	for (int i = 0; i < w->run->nactive; i++)
+		fc->order[i] = (uint8_t)w->run->active[(first + i) % w->run->nactive];
 	uint32_t faulted = atomic_load_explicit(&p->faulted, memory_order_relaxed);
 	for (int f = 0; f < FB_FAULTS; f++)
 		if (faulted & (1u << f)) {
@@ -295,6 +297,7 @@ static void deliver(void *ctx, const fb_delayed_write *dw)
 			fc->fault_at = dw->issued;
 			fc->fault_ns = fc->wrote_at > dw->issued ? fc->wrote_at - dw->issued : 0;
 			fc->outcome[d] = FB_OUT_STALE;
+			fc->order[0] = (uint8_t)d;
 			fc->erased = (dw->debit ? res.before : dw->read) - res.before;
 		}
 	}
@@ -484,7 +487,7 @@ static void *worker_main(void *arg)
 		if (delay)
 			fb_port_done(port);
 		if (stale_newer)
-			note_first(w, key, &l, stale_newer, outcome, erased);
+			note_first(w, key, &l, stale_newer, outcome, erased, first);
 		uint64_t t2 = timed ? fb_clock_now(r->fast) : 0;
 		if (!tw)
 			tw = t2;

@@ -88,6 +88,7 @@ typedef struct fb_first_corruption {
 	uint64_t newer_fence, newer_acquired_at;
 	int64_t erased; /* debits the unfenced store lost to it */
 	uint8_t outcome[FB_DISCIPLINES];
+	uint8_t order[FB_DISCIPLINES]; /* the disciplines in the order the cycle wrote them */
 	uint64_t t0;
 } fb_first_corruption;
 
