@@ -6,12 +6,16 @@
 #ifndef FB_COMMANDS_H
 #define FB_COMMANDS_H
 
+#include "floor.h"
+#include "scenario.h"
+
 typedef struct fb_command {
 	const char *name;
 	int (*main)(int argc, char **argv); /* argv[0] is the subcommand's name */
 	const char *summary;
 } fb_command;
 
-#define FB_COMMANDS {"", NULL, NULL},
+#define FB_COMMANDS {"scenario", fb_scenario_main, "a scripted timeline on a manual clock"}, \
+	{"floor", fb_floor_main, "the raw primitives' throughput: the machine's limit"},
 
 #endif

@@ -19,8 +19,7 @@ void fb_hist_merge(fb_hist *dst, const fb_hist *src)
 		dst->min = src->min;
 }
 
-/* The largest value that falls in bucket i. */
-static uint64_t bucket_top(unsigned i)
+uint64_t fb_hist_bucket_top(unsigned i)
 {
 	if (i < FB_HIST_LINEAR)
 		return i;
@@ -45,9 +44,18 @@ uint64_t fb_hist_quantile(const fb_hist *h, double q)
 	for (unsigned i = 0; i < FB_HIST_BUCKETS; i++) {
 		seen += h->b[i];
 		if (seen >= rank) {
-			uint64_t top = bucket_top(i);
+			uint64_t top = fb_hist_bucket_top(i);
 			return top < h->max ? top : h->max;
 		}
 	}
 	return h->max;
+}
+
+uint64_t fb_hist_count_upto(const fb_hist *h, uint64_t v)
+{
+	uint64_t n = 0;
+	unsigned last = fb_hist_bucket(v);
+	for (unsigned i = 0; i <= last && i < FB_HIST_BUCKETS; i++)
+		n += h->b[i];
+	return n;
 }

@@ -26,6 +26,10 @@ void fb_hist_merge(fb_hist *dst, const fb_hist *src);
  * it, or the exact max for q == 1. 0 for an empty histogram. */
 uint64_t fb_hist_quantile(const fb_hist *h, double q);
 
+/* The largest value bucket i holds; how many values lie at or below v. */
+uint64_t fb_hist_bucket_top(unsigned i);
+uint64_t fb_hist_count_upto(const fb_hist *h, uint64_t v);
+
 static inline unsigned fb_hist_bucket(uint64_t v)
 {
 	if (v < FB_HIST_LINEAR)

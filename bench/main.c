@@ -15,6 +15,8 @@
 #include "options.h"
 #include "report.h"
 #include "run.h"
+#include "sim.h"
+#include "floor.h"
 
 static fb_report report;
 
@@ -24,6 +26,126 @@ static void on_second_signal(int sig)
 {
 	fb_report_abandon(&report);
 	_exit(128 + sig);
+}
+
+/* After the run: a second SIGINT/SIGTERM goes at once. */
+static void arm_second_signal(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_second_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+}
+
+/* The machine's own limit at this run's thread count: the bare pipeline
+ * with the run's fence source, measured right after the run. */
+static void measure_floor(const fb_config *cfg, fb_results *res)
+{
+	if (cfg->no_floor || res->interrupted)
+		return;
+	fb_floor_prim p = cfg->fence == FB_FENCE_GLOBAL ? FB_FLOOR_PIPELINE_GLOBAL
+	                                                : FB_FLOOR_PIPELINE_PER_KEY;
+	fb_floor_result fr;
+	if (fb_floor_measure(cfg->threads, cfg->keys, 500000000, 1u << p, &fr) == FB_OK)
+		res->floor_ops_s = fb_floor_rate(&fr, p);
+}
+
+static void clear_progress(void)
+{
+	if (report.progress && report.tty)
+		fprintf(stderr, "\r%-100s\r", "");
+}
+
+static int single(const fb_config *cfg)
+{
+	fb_report_header(stdout, cfg);
+	fflush(stdout);
+	fb_report_row_begin(&report, cfg);
+	fb_results res;
+	fb_err err = fb_run(cfg, fb_report_tick, &report, &res);
+	if (err != FB_OK && err != FB_EFENCE) {
+		fb_report_abandon(&report);
+		return err == FB_EINVAL ? 2 : 3; /* a bad plan file or CPU list is bad input */
+	}
+	clear_progress();
+	measure_floor(cfg, &res);
+	arm_second_signal();
+	int code = fb_report_summary(&report, stdout, &res);
+	if (res.interrupted)
+		code = 128 + res.signal;
+	else if (err == FB_EFENCE)
+		code = 3;
+	if (fb_report_write(&report, &res, code) && !res.interrupted)
+		code = 3;
+	if (cfg->hdr_prefix && fb_report_hdr(cfg->hdr_prefix, &res) && !res.interrupted)
+		code = 3;
+	fb_results_free(&res);
+	return code;
+}
+
+/* Every combination of the lists, one run each, one document. */
+static int sweep(const fb_config *cfg)
+{
+	uint32_t fences[2], nf = 0;
+	for (int f = 0; f < 2; f++)
+		if (cfg->fences & (1u << f))
+			fences[nf++] = (uint32_t)f;
+	uint32_t total = cfg->n_threads * nf * cfg->n_dist * cfg->n_pause_rate;
+	fb_report_header(stdout, cfg);
+	printf("sweep: %u runs of %.4gs\n\n", total, (double)cfg->duration_ns / 1e9);
+	int code = 0, sig = 0;
+	bool first = true, stop = false;
+	fb_err err = FB_OK;
+	for (uint32_t t = 0; t < cfg->n_threads && !stop; t++)
+		for (uint32_t f = 0; f < nf && !stop; f++)
+			for (uint32_t d = 0; d < cfg->n_dist && !stop; d++)
+				for (uint32_t p = 0; p < cfg->n_pause_rate && !stop; p++) {
+					fb_config row = *cfg;
+					row.threads = cfg->threads_list[t];
+					row.fence = (fb_fence_source)fences[f];
+					row.dist = cfg->dist_list[d];
+					row.pause_rate = cfg->pause_rate_list[p];
+					fb_report_row_begin(&report, &row);
+					fb_results res;
+					err = fb_run(&row, fb_report_tick, &report, &res);
+					if (err != FB_OK && err != FB_EFENCE) {
+						stop = true;
+						break;
+					}
+					clear_progress();
+					measure_floor(&row, &res);
+					fb_report_sweep_line(stdout, &row, &res, first);
+					first = false;
+					fb_report_add_row(&report, &row, &res);
+					code |= fb_report_verdict(&res);
+					if (res.interrupted) {
+						sig = res.signal;
+						stop = true;
+					}
+					fb_results_free(&res);
+				}
+	arm_second_signal();
+	if (err != FB_OK && err != FB_EFENCE && first) {
+		fb_report_abandon(&report);
+		return err == FB_EINVAL ? 2 : 3;
+	}
+	if (sig)
+		code = 128 + sig;
+	else if (err != FB_OK)
+		code = 3;
+	char replay[1024];
+	fb_config_replay(cfg, replay, sizeof replay);
+	printf("\n%s replay: %s\n",
+	       code == 1 ? "FAIL !!! a fenced discipline failed;" : "sweep:", replay);
+	if (fb_report_write_sweep(&report, code, sig != 0, sig) && !sig)
+		code = 3;
+	return code;
 }
 
 /* `fencebench NAME ...`: the subcommands, each a main of its own. */
@@ -56,33 +178,12 @@ int main(int argc, char **argv)
 		break;
 	}
 
-	fb_report_open(&report, &cfg);
-	fb_report_header(stdout, &cfg);
-	fflush(stdout);
-	fb_results res;
-	fb_err err = fb_run(&cfg, fb_report_tick, &report, &res);
-	if (err != FB_OK && err != FB_EFENCE) {
-		fb_report_abandon(&report);
-		return err == FB_EINVAL ? 2 : 3; /* a bad plan file is bad input */
+	if (cfg.deterministic) {
+		/* one thread, no signals of its own: let Ctrl-C stop a long sweep */
+		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+		return fb_sim_main(&cfg);
 	}
-
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_second_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigdelset(&set, SIGUSR1);
-	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
-
-	if (report.progress && report.tty)
-		fprintf(stderr, "\r%-100s\r", "");
-	int code = fb_report_summary(&report, stdout, &res);
-	if (res.interrupted)
-		code = 128 + res.signal;
-	else if (err == FB_EFENCE)
-		code = 3;
-	if (fb_report_write(&report, &res, code) && !res.interrupted)
-		code = 3;
-	fb_results_free(&res);
+	fb_report_open(&report, &cfg);
+	int code = fb_config_is_sweep(&cfg) ? sweep(&cfg) : single(&cfg);
 	return code;
 }

@@ -15,11 +15,16 @@ typedef enum kind {
 	K_U32,
 	K_U64,
 	K_DURATION,
-	K_RATE,  /* a double in min..max */
-	K_RANGE, /* D or D-D into (off, off2) */
-	K_ENUM,  /* one of names, into an int-sized enum */
-	K_BITS,  /* comma list of names, into a uint32_t bit set */
-	K_SEEDS, /* A..B */
+	K_RATE,      /* a double in min..max */
+	K_RANGE,     /* D or D-D into (off, off2) */
+	K_ENUM,      /* one of names, into an int-sized enum */
+	K_BITS,      /* comma list of names, into a uint32_t bit set */
+	K_SEEDS,     /* A..B */
+	K_U32_LIST,  /* N[,N...] into (off: uint32_t[FB_SWEEP_MAX], off2: count) */
+	K_RATE_LIST, /* R[,R...] into (off: double[FB_SWEEP_MAX], off2: count) */
+	K_DIST_LIST, /* uniform|zipf:S|partitioned[,...] */
+	K_CPUS,      /* taskset list: 0-3,8,10-11 */
+	K_PCTS,      /* percentiles: 50,99,99.9 */
 	K_STRING,
 	K_FLAG,
 	K_HELP,
@@ -55,8 +60,9 @@ static const char *const fence_names[] = {"global", "per-key"};
 static const char *const mode_names[] = {"fenced", "write-fenced", "unfenced"};
 
 static const opt opts[] = {
-        {"threads", 't', "N", K_U32, OFF(threads), 0, 1, FB_MAX_THREADS, NULL, 0, "threads", 0,
-         true, "worker threads (default: online CPUs)", 0},
+        {"threads", 't', "N[,N...]", K_U32_LIST, OFF(threads_list), OFF(n_threads), 1,
+         FB_MAX_THREADS, NULL, 0, "threads", 0, true,
+         "worker threads; a list sweeps them in turn (default: online CPUs)", 0},
         {"duration", 'd', "D", K_DURATION, OFF(duration_ns), 0, 0, 0, NULL, 0, "duration_s", 1e9,
          true, "how long to run; units us ms s m h, bare number = seconds (default 10s)", 0},
         {"keys", 'k', "N", K_U32, OFF(keys), 0, 1, 1000000, NULL, 0, "keys", 0, true,
@@ -67,8 +73,14 @@ static const opt opts[] = {
          "storage disciplines side by side: fenced,write-fenced,unfenced (default all)", 0},
         {"op", 0, "OP", K_ENUM, OFF(op), 0, 0, 0, NAMES(op_names), "op", 0, true,
          "rmw: the client reads and writes balance-1; debit: the store subtracts (default rmw)", 0},
-        {"fence", 0, "SRC", K_ENUM, OFF(fence), 0, 0, 0, NAMES(fence_names), "fence", 0, true,
-         "fence source: global (one counter) or per-key (default global)", 0},
+        {"fence", 0, "SRC[,SRC]", K_BITS, OFF(fences), 0, 0, 0, NAMES(fence_names), "fence", 0,
+         true, "fence source: global (one counter) or per-key; both sweeps them (default global)",
+         0},
+        {"dist", 0, "D[,D...]", K_DIST_LIST, OFF(dist_list), OFF(n_dist), 0, 0, NULL, 0, "dist", 0,
+         true,
+         "key choice: uniform, zipf:S (hot keys), partitioned (disjoint per worker); a list "
+         "sweeps (default uniform)",
+         0},
         {"first-fence", 0, "N", K_U64, OFF(first_fence), 0, 1, FB_FENCE_MAX / 2, NULL, 0,
          "first_fence", 0, true, "the first fence minted (default 1; the article uses 33)", 0},
         {"seed", 0, "N", K_U64, OFF(seed), 0, 0, UINT64_MAX, NULL, 0, "seed", 0, true,
@@ -80,8 +92,9 @@ static const opt opts[] = {
          "where pauses strike: any (a signal anywhere), after-read, after-check, takeover (the "
          "next holder is caught after its read too), mix (default)",
          NEED_FAULT(FB_FAULT_PAUSE)},
-        {"pause-rate", 0, "R", K_RATE, OFF(pause_rate), 0, 0, 1000000, NULL, 0, "pause_rate", 0,
-         true, "pauses per second, 0 for none (default 50)", NEED_FAULT(FB_FAULT_PAUSE)},
+        {"pause-rate", 0, "R[,R...]", K_RATE_LIST, OFF(pause_rate_list), OFF(n_pause_rate), 0,
+         1000000, NULL, 0, "pause_rate", 0, true,
+         "pauses per second, 0 for none; a list sweeps (default 50)", NEED_FAULT(FB_FAULT_PAUSE)},
         {"pause", 0, "D[-D]", K_RANGE, OFF(pause_min_ns), OFF(pause_max_ns), 0, 0, NULL, 0, "pause",
          1e6, true, "pause length or range (default 1.5-3 x TTL)", NEED_FAULT(FB_FAULT_PAUSE)},
         {"skew-rate", 0, "R", K_RATE, OFF(skew_rate), 0, 0, 1000000, NULL, 0, "skew_rate", 0, true,
@@ -122,6 +135,18 @@ static const opt opts[] = {
          "deterministic: scheduler steps per seed (default 200000)", NEED_DETERMINISTIC},
         {"history", 0, "FILE", K_STRING, OFF(history_path), 0, 0, 0, NULL, 0, NULL, 0, false,
          "deterministic: write the history (every step) to FILE", 0},
+        {"warmup", 0, "D", K_DURATION, OFF(warmup_ns), 0, 0, 0, NULL, 0, "warmup_s", 1e9, true,
+         "run this long first without counting throughput or latency", 0},
+        {"cpus", 0, "LIST", K_CPUS, OFF(cpus), OFF(n_cpus), 0, 0, NULL, 0, NULL, 0, true,
+         "run workers on these CPUs (taskset list syntax: 0-3,8)", 0},
+        {"pin", 0, NULL, K_FLAG, OFF(pin), 0, 0, 0, NULL, 0, "pin", 0, true,
+         "pin each worker to one CPU, round robin over --cpus (default: all online)", 0},
+        {"percentiles", 0, "LIST", K_PCTS, OFF(percentiles), OFF(n_percentiles), 0, 0, NULL, 0,
+         NULL, 0, false, "latency percentiles in the table (default 50,90,99,99.9,99.99)", 0},
+        {"hdr-file", 0, "PREFIX", K_STRING, OFF(hdr_prefix), 0, 0, 0, NULL, 0, NULL, 0, false,
+         "write PREFIX.{acquire,write,cycle}.hdr, HdrHistogram percentile text", 0},
+        {"no-floor", 0, NULL, K_FLAG, OFF(no_floor), 0, 0, 0, NULL, 0, NULL, 0, false,
+         "do not measure the floor pipeline after each run", 0},
         {"sample", 0, "N", K_U32, OFF(sample), 0, 1, 1u << 20, NULL, 0, "latency_sample", 0, true,
          "time one cycle in N for the latency histograms (default 8)", 0},
         {"json", 0, "FILE", K_STRING, OFF(json_path), 0, 0, 0, NULL, 0, NULL, 0, false,
@@ -150,6 +175,7 @@ void fb_config_defaults(fb_config *cfg)
 	        .modes = (1u << FB_FENCED) | (1u << FB_WRITE_FENCED) | (1u << FB_UNFENCED),
 	        .op = FB_OP_RMW,
 	        .fence = FB_FENCE_GLOBAL,
+	        .fences = 1u << FB_FENCE_GLOBAL,
 	        .first_fence = 1,
 	        .seed = 1,
 	        .faults = 1u << FB_FAULT_PAUSE,
@@ -164,6 +190,8 @@ void fb_config_defaults(fb_config *cfg)
 	        .lease_clock = FB_LEASE_CLOCK_MONOTONIC,
 	        .steps = 200000,
 	        .sample = 8,
+	        .percentiles = {50, 90, 99, 99.9, 99.99},
+	        .n_percentiles = 5,
 	        .results_dir = "results",
 	        .progress = FB_PROGRESS_AUTO,
 	        .initial_balance = INT64_C(1000000000000),
@@ -295,6 +323,110 @@ static int parse_bits(const opt *o, const char *v, uint32_t *out)
 	return 0;
 }
 
+static int parse_dist(const char *t, fb_dist *d)
+{
+	char *end;
+	if (!strcmp(t, "uniform")) {
+		*d = (fb_dist){FB_DIST_UNIFORM, 0};
+		return 0;
+	}
+	if (!strcmp(t, "partitioned")) {
+		*d = (fb_dist){FB_DIST_PARTITIONED, 0};
+		return 0;
+	}
+	if (strncmp(t, "zipf:", 5) || !t[5])
+		return -1;
+	errno = 0;
+	double x = strtod(t + 5, &end);
+	if (*end || errno || !isfinite(x) || x <= 0 || x > 10)
+		return -1;
+	*d = (fb_dist){FB_DIST_ZIPF, x};
+	return 0;
+}
+
+/* Comma lists: sweeps, CPU sets, percentiles. */
+static int parse_list(fb_config *cfg, const opt *o, const char *v)
+{
+	char buf[1024];
+	void *f = field(cfg, o);
+	uint32_t *count = (uint32_t *)((char *)cfg + o->off2), n = 0;
+	if (!*v || strlen(v) >= sizeof buf)
+		return bad(o, v, "is not a comma-separated list");
+	strcpy(buf, v);
+	char why[128];
+	for (char *save, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		uint64_t u, hi;
+		double r;
+		char *end;
+		switch (o->k) {
+		case K_U32_LIST:
+			if (n == FB_SWEEP_MAX)
+				return bad(o, v, "has too many values (32 at most)");
+			if (parse_u64(t, o->min, o->max, &u)) {
+				snprintf(why, sizeof why,
+				         "is not a list of whole numbers in %llu..%llu",
+				         (unsigned long long)o->min, (unsigned long long)o->max);
+				return bad(o, v, why);
+			}
+			((uint32_t *)f)[n++] = (uint32_t)u;
+			break;
+		case K_RATE_LIST:
+			if (n == FB_SWEEP_MAX)
+				return bad(o, v, "has too many values (32 at most)");
+			errno = 0;
+			r = strtod(t, &end);
+			if (*end || errno || !isfinite(r) || r < (double)o->min ||
+			    r > (double)o->max) {
+				snprintf(why, sizeof why, "is not a list of numbers in %llu..%llu",
+				         (unsigned long long)o->min, (unsigned long long)o->max);
+				return bad(o, v, why);
+			}
+			((double *)f)[n++] = r;
+			break;
+		case K_DIST_LIST:
+			if (n == FB_SWEEP_MAX)
+				return bad(o, v, "has too many values (32 at most)");
+			if (parse_dist(t, &((fb_dist *)f)[n++]))
+				return bad(o, v,
+				           "is not a list of uniform, zipf:S (0 < S <= 10), "
+				           "partitioned");
+			break;
+		case K_PCTS:
+			if (n == 16)
+				return bad(o, v, "has too many values (16 at most)");
+			errno = 0;
+			r = strtod(t, &end);
+			if (*end || errno || !isfinite(r) || r <= 0 || r > 100)
+				return bad(o, v, "is not a list of percentiles in (0, 100]");
+			((double *)f)[n++] = r;
+			break;
+		case K_CPUS: {
+			char *dash = strchr(t, '-');
+			if (dash)
+				*dash = 0;
+			if (parse_u64(t, 0, 1023, &u) ||
+			    (dash && parse_u64(dash + 1, 0, 1023, &hi)) || (dash && hi < u))
+				return bad(o, v,
+				           "is not a CPU list (e.g. 0-3,8,10-11; CPUs 0..1023)");
+			if (!dash)
+				hi = u;
+			for (; u <= hi; u++) {
+				if (n == 1024)
+					return bad(o, v, "names too many CPUs");
+				((uint32_t *)f)[n++] = (uint32_t)u;
+			}
+			break;
+		}
+		default:
+			return -1;
+		}
+	}
+	if (!n)
+		return bad(o, v, "is an empty list");
+	*count = n;
+	return 0;
+}
+
 static int parse_value(fb_config *cfg, const opt *o, const char *v)
 {
 	void *f = field(cfg, o);
@@ -383,6 +515,12 @@ static int parse_value(fb_config *cfg, const opt *o, const char *v)
 			return bad(o, v, "is empty");
 		*(const char **)f = v;
 		return 0;
+	case K_U32_LIST:
+	case K_RATE_LIST:
+	case K_DIST_LIST:
+	case K_PCTS:
+	case K_CPUS:
+		return parse_list(cfg, o, v);
 	default:
 		return 0;
 	}
@@ -479,6 +617,30 @@ fb_parse fb_config_parse(fb_config *cfg, int argc, char **argv)
 		        argv[optind]);
 		return FB_PARSE_USAGE;
 	}
+	/* Lists left unset hold the default; the run's scalars start at their
+	 * first value (a sweep sets them per run). */
+	if (!cfg->n_threads) {
+		/* deterministic mode: a fixed default, so a bare --seed N gives the
+		 * same history on any machine */
+		cfg->threads_list[0] = cfg->deterministic ? 8 : cfg->threads;
+		cfg->n_threads = 1;
+	}
+	if (!cfg->n_pause_rate) {
+		cfg->pause_rate_list[0] = cfg->pause_rate;
+		cfg->n_pause_rate = 1;
+	}
+	if (!cfg->n_dist) {
+		cfg->dist_list[0] = (fb_dist){FB_DIST_UNIFORM, 0};
+		cfg->n_dist = 1;
+	}
+	cfg->threads = cfg->threads_list[0];
+	cfg->pause_rate = cfg->pause_rate_list[0];
+	cfg->dist = cfg->dist_list[0];
+	cfg->fence = (cfg->fences & (1u << FB_FENCE_GLOBAL)) ? FB_FENCE_GLOBAL : FB_FENCE_PER_KEY;
+	if (fb_config_is_sweep(cfg) && cfg->deterministic) {
+		fprintf(stderr, "fencebench: --deterministic sweeps seeds (--seeds), not lists\n");
+		return FB_PARSE_USAGE;
+	}
 	/* Sizes left unset follow the TTL. */
 	if (!cfg->pause_max_ns) {
 		cfg->pause_min_ns = cfg->ttl_ns * 3 / 2;
@@ -500,6 +662,21 @@ fb_parse fb_config_parse(fb_config *cfg, int argc, char **argv)
 	return FB_PARSE_RUN;
 }
 
+bool fb_config_is_sweep(const fb_config *cfg)
+{
+	return cfg->n_threads > 1 || cfg->n_pause_rate > 1 || cfg->n_dist > 1 ||
+	       cfg->fences == ((1u << FB_FENCE_GLOBAL) | (1u << FB_FENCE_PER_KEY));
+}
+
+void fb_dist_format(char *buf, size_t len, const fb_dist *d)
+{
+	if (d->kind == FB_DIST_ZIPF)
+		snprintf(buf, len, "zipf:%g", d->s);
+	else
+		snprintf(buf, len, "%s",
+		         d->kind == FB_DIST_PARTITIONED ? "partitioned" : "uniform");
+}
+
 /* An option's value as the command line spells it; false if it has none
  * to show (flags that are off, unset strings). */
 static bool value_text(const fb_config *cfg, const opt *o, char *v, size_t len)
@@ -515,7 +692,7 @@ static bool value_text(const fb_config *cfg, const opt *o, char *v, size_t len)
 		return true;
 	case K_DURATION:
 		fb_format_duration(v, len, *(const uint64_t *)f);
-		return true;
+		return *(const uint64_t *)f != 0; /* an unset --warmup is not replayed */
 	case K_RATE:
 		snprintf(v, len, "%g", *(const double *)f);
 		return true;
@@ -551,6 +728,24 @@ static bool value_text(const fb_config *cfg, const opt *o, char *v, size_t len)
 		return true;
 	case K_FLAG:
 		return *(const bool *)f;
+	case K_U32_LIST:
+	case K_RATE_LIST:
+	case K_DIST_LIST:
+	case K_CPUS: {
+		uint32_t n = *(const uint32_t *)((const char *)cfg + o->off2);
+		v[0] = 0;
+		for (uint32_t i = 0; i < n; i++) {
+			char one[64];
+			if (o->k == K_U32_LIST || o->k == K_CPUS)
+				snprintf(one, sizeof one, "%u", ((const uint32_t *)f)[i]);
+			else if (o->k == K_RATE_LIST)
+				snprintf(one, sizeof one, "%g", ((const double *)f)[i]);
+			else
+				fb_dist_format(one, sizeof one, &((const fb_dist *)f)[i]);
+			snprintf(v + strlen(v), len - strlen(v), "%s%s", i ? "," : "", one);
+		}
+		return n > 0;
+	}
 	default:
 		return false;
 	}
@@ -614,7 +809,10 @@ void fb_config_visit(const fb_config *cfg, const fb_config_visitor *vis, void *c
 			for (int k = 0; k < o->nnames; k++)
 				if (*(const uint32_t *)f & (1u << k))
 					names[n++] = o->names[k];
-			vis->strings(ctx, o->json, names, n);
+			if (o->off == OFF(fences) && n == 1) /* "fence": one source is a string */
+				vis->string(ctx, o->json, names[0]);
+			else
+				vis->strings(ctx, o->json, names, n);
 			break;
 		}
 		case K_STRING:
@@ -623,6 +821,36 @@ void fb_config_visit(const fb_config *cfg, const fb_config_visitor *vis, void *c
 		case K_FLAG:
 			vis->boolean(ctx, o->json, *(const bool *)f);
 			break;
+		case K_U32_LIST:
+		case K_RATE_LIST: {
+			/* one value: a number (the fixed names are numbers); more: a list */
+			uint32_t n = *(const uint32_t *)((const char *)cfg + o->off2);
+			double vals[FB_SWEEP_MAX];
+			for (uint32_t j = 0; j < n; j++)
+				vals[j] = o->k == K_U32_LIST ? ((const uint32_t *)f)[j]
+				                             : ((const double *)f)[j];
+			if (n == 1 && o->k == K_U32_LIST)
+				vis->integer(ctx, o->json, (uint64_t)vals[0]);
+			else if (n == 1)
+				vis->number(ctx, o->json, vals[0]);
+			else
+				vis->numbers(ctx, o->json, vals, (int)n);
+			break;
+		}
+		case K_DIST_LIST: {
+			uint32_t n = *(const uint32_t *)((const char *)cfg + o->off2);
+			char text[FB_SWEEP_MAX][64];
+			const char *names[FB_SWEEP_MAX];
+			for (uint32_t j = 0; j < n; j++) {
+				fb_dist_format(text[j], sizeof text[j], &((const fb_dist *)f)[j]);
+				names[j] = text[j];
+			}
+			if (n == 1)
+				vis->string(ctx, o->json, names[0]);
+			else
+				vis->strings(ctx, o->json, names, (int)n);
+			break;
+		}
 		default:
 			break;
 		}

@@ -24,22 +24,44 @@ typedef enum fb_op {
 	FB_OP_DEBIT, /* the store subtracts: debit(amount, token) */
 } fb_op;
 
+/* How workers pick keys. */
+typedef enum fb_dist_kind {
+	FB_DIST_UNIFORM,     /* every key alike */
+	FB_DIST_ZIPF,        /* key k with weight 1 / (k + 1)^s: hot keys */
+	FB_DIST_PARTITIONED, /* each worker its own disjoint keys: no contention */
+} fb_dist_kind;
+
+typedef struct fb_dist {
+	fb_dist_kind kind;
+	double s; /* zipf exponent */
+} fb_dist;
+
+/* A sweep runs every combination of these lists, one run each. */
+#define FB_SWEEP_MAX 32
+
 typedef enum fb_progress { FB_PROGRESS_AUTO, FB_PROGRESS_ALWAYS, FB_PROGRESS_NEVER } fb_progress;
 
 typedef struct fb_config {
-	uint32_t threads;
+	uint32_t threads; /* this run's; the sweep's list below */
+	uint32_t threads_list[FB_SWEEP_MAX], n_threads;
 	uint64_t duration_ns;
 	uint32_t keys;
 	uint64_t ttl_ns;
 	uint32_t modes; /* bit (1 << fb_discipline) per selected discipline */
 	fb_op op;
 	fb_fence_source fence;
+	uint32_t fences; /* bit per fb_fence_source swept */
+	fb_dist dist;
+	fb_dist dist_list[FB_SWEEP_MAX];
+	uint32_t n_dist;
 	uint64_t first_fence;
 	uint64_t seed;
 	/* faults */
 	uint32_t faults; /* bit (1 << fb_fault) per selected fault */
 	fb_fault_at fault_at;
 	double pause_rate; /* per second, each fault its own */
+	double pause_rate_list[FB_SWEEP_MAX];
+	uint32_t n_pause_rate;
 	uint64_t pause_min_ns, pause_max_ns;
 	double skew_rate;
 	uint64_t skew_ns;  /* size of a clock step */
@@ -56,8 +78,16 @@ typedef struct fb_config {
 	bool deterministic;
 	uint64_t seed_lo, seed_hi; /* --seeds A..B (both = seed otherwise) */
 	bool seeds_given;
-	uint64_t steps;            /* scheduler steps per seed */
+	uint64_t steps; /* scheduler steps per seed */
 	const char *history_path;
+	/* profiling */
+	uint64_t warmup_ns;          /* run, but do not count throughput or latency */
+	bool pin;                    /* one CPU per worker, round robin over `cpus` */
+	uint32_t cpus[1024], n_cpus; /* --cpus: the CPUs workers may run on */
+	double percentiles[16];      /* the table's latency percentiles, 0..100 */
+	uint32_t n_percentiles;
+	const char *hdr_prefix; /* --hdr-file: HdrHistogram percentile text files */
+	bool no_floor;          /* skip measuring the floor pipeline after each run */
 	/* output */
 	uint32_t sample; /* time one cycle in `sample` */
 	const char *json_path;
@@ -73,9 +103,9 @@ typedef struct fb_config {
 static inline bool fb_config_fault(const fb_config *cfg, fb_fault f)
 {
 	static const size_t rate_of[FB_FAULTS] = {
-	    offsetof(fb_config, pause_rate), offsetof(fb_config, skew_rate),
-	    offsetof(fb_config, delay_rate), offsetof(fb_config, crash_rate),
-	    offsetof(fb_config, renew_rate)};
+	        offsetof(fb_config, pause_rate), offsetof(fb_config, skew_rate),
+	        offsetof(fb_config, delay_rate), offsetof(fb_config, crash_rate),
+	        offsetof(fb_config, renew_rate)};
 	return (cfg->faults & (1u << f)) && *(const double *)((const char *)cfg + rate_of[f]) > 0;
 }
 
@@ -92,6 +122,12 @@ fb_parse fb_config_parse(fb_config *cfg, int argc, char **argv);
  * number is seconds). 0 on success; -1 if malformed, zero or too large. */
 int fb_parse_duration(const char *s, uint64_t *ns);
 
+/* Whether the config sweeps (any list has more than one value). */
+bool fb_config_is_sweep(const fb_config *cfg);
+
+/* "uniform", "zipf:0.99", "partitioned" */
+void fb_dist_format(char *buf, size_t len, const fb_dist *d);
+
 /* Print a duration compactly: 10ms, 1.5s, 250us. */
 void fb_format_duration(char *buf, size_t len, uint64_t ns);
 
@@ -106,6 +142,7 @@ typedef struct fb_config_visitor {
 	void (*string)(void *ctx, const char *key, const char *v);
 	void (*strings)(void *ctx, const char *key, const char *const *v, int n);
 	void (*boolean)(void *ctx, const char *key, bool v);
+	void (*numbers)(void *ctx, const char *key, const double *v, int n);
 } fb_config_visitor;
 
 void fb_config_visit(const fb_config *cfg, const fb_config_visitor *v, void *ctx);

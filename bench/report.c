@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <json-c/json.h>
+#include <math.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -83,7 +84,7 @@ void fb_report_open(fb_report *rp, const fb_config *cfg)
 	} else {
 		fprintf(rp->csv,
 		        "t_s,mode,ops,ops_per_s,writes,accepted,rejected_stale,reads_refused,"
-		        "stale_accepted,faults\n");
+		        "stale_accepted,faults,threads,fence,dist,pause_rate\n");
 	}
 	rp->tty = isatty(STDERR_FILENO);
 	rp->progress = !cfg->quiet && (cfg->progress == FB_PROGRESS_ALWAYS ||
@@ -93,26 +94,30 @@ void fb_report_open(fb_report *rp, const fb_config *cfg)
 void fb_report_tick(void *ctx, const fb_sample *s)
 {
 	fb_report *rp = ctx;
-	const fb_config *cfg = rp->cfg;
+	const fb_config *cfg = rp->cfg, *row = rp->row ? rp->row : rp->cfg;
 	double dt = s->t_s - rp->last.t_s;
 	double rate = dt > 0 ? (double)(s->ops - rp->last.ops) / dt : 0;
 	if (rp->csv) {
 		for (int d = 0; d < FB_DISCIPLINES; d++) {
 			if (!(cfg->modes & (1u << d)))
 				continue;
-			fprintf(rp->csv, "%.3f,%s,%llu,%.0f,%llu,%llu,%llu,%llu,%llu,%llu\n",
+			char dist[64];
+			fb_dist_format(dist, sizeof dist, &row->dist);
+			fprintf(rp->csv,
+			        "%.3f,%s,%llu,%.0f,%llu,%llu,%llu,%llu,%llu,%llu,%u,%s,%s,%g\n",
 			        s->t_s, fb_discipline_key((fb_discipline)d),
 			        (unsigned long long)s->ops, rate, (unsigned long long)s->writes[d],
 			        (unsigned long long)s->accepted[d],
 			        (unsigned long long)s->rejected[d],
 			        (unsigned long long)s->reads_refused[d],
 			        (unsigned long long)s->store_stale[d],
-			        (unsigned long long)s->faults);
+			        (unsigned long long)s->faults, row->threads,
+			        fb_fence_source_name(row->fence), dist, row->pause_rate);
 		}
 		fflush(rp->csv);
 	}
 	if (rp->progress) {
-		char line[256];
+		char line[320];
 		int n = snprintf(line, sizeof line, "[%5.1fs/%s] %s ops/s", s->t_s,
 		                 D(cfg->duration_ns), G(rate));
 		if (cfg->modes & (1u << FB_UNFENCED))
@@ -122,7 +127,11 @@ void fb_report_tick(void *ctx, const fb_sample *s)
 		if (cfg->modes & (1u << FB_FENCED))
 			n += snprintf(line + n, sizeof line - (size_t)n, "  fenced rejected %s",
 			              G(s->rejected[FB_FENCED] + s->reads_refused[FB_FENCED]));
-		snprintf(line + n, sizeof line - (size_t)n, "  faults %s", G(s->faults));
+		n += snprintf(line + n, sizeof line - (size_t)n, "  faults %s", G(s->faults));
+		/* locktorture's starvation flag: the slowest thread below half the fastest */
+		double fair = s->ops_max ? (double)s->ops_min / (double)s->ops_max : 1.0;
+		snprintf(line + n, sizeof line - (size_t)n, "  fairness %.2f%s", fair,
+		         fair < 0.5 ? " ???" : "");
 		if (rp->tty)
 			fprintf(stderr, "\r%-100s", line);
 		else
@@ -172,6 +181,11 @@ void fb_report_header(FILE *out, const fb_config *cfg)
 	        cfg->op == FB_OP_RMW ? "rmw" : "debit", (unsigned long long)cfg->seed);
 }
 
+static double throughput(const fb_results *res)
+{
+	return res->elapsed_s > 0 ? (double)res->ops / res->elapsed_s : 0;
+}
+
 static double fairness(const fb_results *res)
 {
 	uint64_t lo = UINT64_MAX, hi = 0;
@@ -197,7 +211,7 @@ static uint64_t stale_attempts(const fb_results *res)
 }
 
 /* The verdict's exit code: 1 if a fenced discipline failed. */
-static int verdict_code(const fb_results *res)
+int fb_report_verdict(const fb_results *res)
 {
 	const fb_mode_result *f = &res->mode[FB_FENCED], *w = &res->mode[FB_WRITE_FENCED],
 	                     *u = &res->mode[FB_UNFENCED];
@@ -253,11 +267,14 @@ static long long g_zombie(const fb_mode_result *m, fb_discipline d)
 	return (long long)m->zombie_writes;
 }
 
-static void lat(FILE *out, const char *name, const fb_hist *h)
+/* One latency line: the --percentiles and the max. */
+static void lat(FILE *out, const fb_config *cfg, const char *name, const fb_hist *h)
 {
-	fprintf(out, "  %s p50 %s  p99 %s  p99.9 %s  max %s", name, D(fb_hist_quantile(h, 0.5)),
-	        D(fb_hist_quantile(h, 0.99)), D(fb_hist_quantile(h, 0.999)),
-	        D(fb_hist_quantile(h, 1.0)));
+	fprintf(out, "  %-8s", name);
+	for (uint32_t i = 0; i < cfg->n_percentiles; i++)
+		fprintf(out, " p%g %s ", cfg->percentiles[i],
+		        D(fb_hist_quantile(h, cfg->percentiles[i] / 100)));
+	fprintf(out, " max %s\n", D(fb_hist_quantile(h, 1.0)));
 }
 
 /* The faults and what each did: the vacuity proof. */
@@ -389,17 +406,24 @@ int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
 			fprintf(out, " %13s", res->mode[d].checker_agrees ? "yes" : "NO");
 	fprintf(out, "\n\n");
 	print_faults(out, res);
-	double tput = res->elapsed_s > 0 ? (double)res->ops / res->elapsed_s : 0;
+	double tput = throughput(res);
+	fprintf(out, "ops %s in %.2fs: %s ops/s", G(res->ops), res->elapsed_s, G(tput));
+	if (res->floor_ops_s > 0)
+		fprintf(out, " = %.2f x the floor pipeline's %s ops/s (%s fence, %u threads)",
+		        tput / res->floor_ops_s, G(res->floor_ops_s),
+		        fb_fence_source_name(cfg->fence), cfg->threads);
 	fprintf(out,
-	        "ops %s in %.2fs: %s ops/s  contended %s  cas retries/op %.3f  fairness %.2f%s\n",
-	        G(res->ops), res->elapsed_s, G(tput), G(res->contended),
-	        res->ops ? (double)res->cas_retries / (double)res->ops : 0.0, fairness(res),
-	        fairness(res) < 0.5 ? " ???" : "");
-	fprintf(out, "latency (1 cycle in %u):", cfg->sample);
-	lat(out, "cycle", &res->cycle);
-	fprintf(out, "\n%24s", "");
-	lat(out, "acquire", &res->acquire);
-	fprintf(out, "\n\n");
+	        "\ncontention: %s acquires found the lease held, %.3f CAS retries/op, %s fences "
+	        "minted and never used; fairness %.2f%s\n",
+	        G(res->contended), res->ops ? (double)res->cas_retries / (double)res->ops : 0.0,
+	        G(res->wasted_fences), fairness(res),
+	        fairness(res) < 0.5 ? " ??? (starvation)" : "");
+	fprintf(out, "latency, 1 cycle in %u timed (%s samples):\n", cfg->sample,
+	        G(res->cycle.count));
+	lat(out, cfg, "cycle", &res->cycle);
+	lat(out, cfg, "acquire", &res->acquire);
+	lat(out, cfg, "write", &res->write);
+	fprintf(out, "\n");
 
 	for (int d = 0; d < FB_DISCIPLINES; d++) {
 		const fb_mode_result *m = &res->mode[d];
@@ -455,7 +479,7 @@ int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
 	 * decided it, and every parameter (as the command that replays it). */
 	char replay[1024];
 	fb_config_replay(cfg, replay, sizeof replay);
-	int code = verdict_code(res);
+	int code = fb_report_verdict(res);
 	fprintf(out, "\n%s:", code ? "FAIL !!!" : vacuous ? "VACUOUS" : "PASS");
 	for (int d = 0; d < FB_DISCIPLINES; d++) {
 		const fb_mode_result *m = &res->mode[d];
@@ -494,6 +518,13 @@ static void v_bool(void *ctx, const char *k, bool v)
 {
 	json_object_object_add(ctx, k, json_object_new_boolean(v));
 }
+static void v_nums(void *ctx, const char *k, const double *v, int n)
+{
+	json_object *a = json_object_new_array();
+	for (int i = 0; i < n; i++)
+		json_object_array_add(a, json_object_new_double(v[i]));
+	json_object_object_add(ctx, k, a);
+}
 
 static json_object *j_u(uint64_t v)
 {
@@ -505,7 +536,7 @@ static json_object *j_i(int64_t v)
 	return json_object_new_int64(v);
 }
 
-static json_object *j_hist(const fb_hist *h)
+static json_object *j_hist(const fb_config *cfg, const fb_hist *h)
 {
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "p50", j_u(fb_hist_quantile(h, 0.5)));
@@ -515,6 +546,20 @@ static json_object *j_hist(const fb_hist *h)
 	json_object_object_add(o, "p9999", j_u(fb_hist_quantile(h, 0.9999)));
 	json_object_object_add(o, "max", j_u(fb_hist_quantile(h, 1.0)));
 	json_object_object_add(o, "samples", j_u(h->count));
+	for (uint32_t i = 0; i < cfg->n_percentiles; i++) {
+		/* --percentiles beyond the fixed ones: p99.5 is "p995" */
+		char key[32], num[24];
+		snprintf(num, sizeof num, "%g", cfg->percentiles[i]);
+		size_t o_ = 0;
+		key[o_++] = 'p';
+		for (char *c = num; *c && o_ + 1 < sizeof key; c++)
+			if (*c != '.')
+				key[o_++] = *c;
+		key[o_] = 0;
+		if (!json_object_object_get_ex(o, key, NULL))
+			json_object_object_add(o, key,
+			                       j_u(fb_hist_quantile(h, cfg->percentiles[i] / 100)));
+	}
 	return o;
 }
 
@@ -583,9 +628,9 @@ static json_object *j_mode(const fb_results *res, fb_discipline d)
 	json_object_object_add(o, "throughput_ops_s", json_object_new_double(tput));
 	json_object_object_add(o, "cas_retries", j_u(res->cas_retries));
 	json_object *lat = json_object_new_object();
-	json_object_object_add(lat, "acquire", j_hist(&res->acquire));
-	json_object_object_add(lat, "write", j_hist(&res->write));
-	json_object_object_add(lat, "cycle", j_hist(&res->cycle));
+	json_object_object_add(lat, "acquire", j_hist(res->cfg, &res->acquire));
+	json_object_object_add(lat, "write", j_hist(res->cfg, &res->write));
+	json_object_object_add(lat, "cycle", j_hist(res->cfg, &res->cycle));
 	json_object_object_add(o, "latency_ns", lat);
 	json_object *pt = json_object_new_array();
 	for (uint32_t i = 0; i < cfg->threads; i++)
@@ -615,23 +660,30 @@ static json_object *j_mode(const fb_results *res, fb_discipline d)
 	return o;
 }
 
-static json_object *j_document(const fb_report *rp, const fb_results *res, int exit_code)
+/* schema, tool, version, kind, when, the configuration and the machine */
+static json_object *j_header(const fb_report *rp, const char *kind, bool interrupted, int sig,
+                             const char *clock_name)
 {
-	const fb_config *cfg = res->cfg;
 	json_object *doc = json_object_new_object();
 	json_object_object_add(doc, "schema", j_u(FB_SCHEMA));
 	json_object_object_add(doc, "tool", json_object_new_string("fencebench"));
 	json_object_object_add(doc, "version", json_object_new_string(FB_VERSION));
-	json_object_object_add(doc, "interrupted", json_object_new_boolean(res->interrupted));
-	if (res->interrupted)
-		json_object_object_add(doc, "signal", j_u((uint64_t)res->signal));
+	json_object_object_add(doc, "kind", json_object_new_string(kind));
+	json_object_object_add(doc, "interrupted", json_object_new_boolean(interrupted));
+	if (interrupted)
+		json_object_object_add(doc, "signal", j_u((uint64_t)sig));
 	json_object_object_add(doc, "started_at", json_object_new_string(rp->started_at));
-	json_object_object_add(doc, "elapsed_s", json_object_new_double(res->elapsed_s));
 	json_object *c = json_object_new_object();
-	fb_config_visitor vis = {v_num, v_int, v_str, v_strs, v_bool};
-	fb_config_visit(cfg, &vis, c);
+	fb_config_visitor vis = {v_num, v_int, v_str, v_strs, v_bool, v_nums};
+	fb_config_visit(rp->cfg, &vis, c);
 	json_object_object_add(doc, "config", c);
-	json_object_object_add(doc, "machine", j_machine(res->clock_name));
+	json_object_object_add(doc, "machine", j_machine(clock_name));
+	return doc;
+}
+
+/* Run-wide numbers: contention, the faults' vacuity proof, the floor. */
+static json_object *j_run(const fb_results *res)
+{
 	json_object *run = json_object_new_object();
 	json_object_object_add(run, "ops", j_u(res->ops));
 	json_object_object_add(run, "wasted_fences", j_u(res->wasted_fences));
@@ -657,24 +709,121 @@ static json_object *j_document(const fb_report *rp, const fb_results *res, int e
 	json_object_object_add(run, "delayed_writes_delivered", j_u(res->delayed));
 	json_object_object_add(run, "crashes", j_u(res->crashes));
 	json_object_object_add(run, "crash_takeovers", j_u(res->crash_takeovers));
-	json_object_object_add(run, "crash_takeover_latency_ns", j_hist(&res->takeover));
+	json_object_object_add(run, "crash_takeover_latency_ns", j_hist(res->cfg, &res->takeover));
 	json_object_object_add(run, "renew_extended", j_u(res->renew_ok));
 	json_object_object_add(run, "renew_believed", j_u(res->renew_believed));
 	json_object_object_add(run, "check_abandoned", j_u(res->abandoned));
 	json_object_object_add(run, "plan_recorded", j_u(res->plan_recorded));
 	json_object_object_add(run, "plan_slipped", j_u(res->plan_slipped));
-	json_object_object_add(doc, "run", run);
+	if (res->floor_ops_s > 0) {
+		json_object_object_add(run, "floor_pipeline_ops_s",
+		                       json_object_new_double(res->floor_ops_s));
+		json_object_object_add(run, "floor_ratio",
+		                       json_object_new_double(throughput(res) / res->floor_ops_s));
+	}
+	return run;
+}
+
+static json_object *j_modes(const fb_results *res)
+{
 	json_object *modes = json_object_new_object();
 	for (int d = 0; d < FB_DISCIPLINES; d++)
 		if (res->mode[d].on)
 			json_object_object_add(modes, fb_discipline_key((fb_discipline)d),
 			                       j_mode(res, (fb_discipline)d));
-	json_object_object_add(doc, "modes", modes);
+	return modes;
+}
+
+static void j_footer(json_object *doc, const fb_config *cfg, int exit_code)
+{
 	json_object_object_add(doc, "exit_code", j_u((uint64_t)exit_code));
 	char replay[1024];
 	fb_config_replay(cfg, replay, sizeof replay);
 	json_object_object_add(doc, "replay", json_object_new_string(replay));
+}
+
+static json_object *j_document(const fb_report *rp, const fb_results *res, int exit_code)
+{
+	json_object *doc = j_header(rp, "run", res->interrupted, res->signal, res->clock_name);
+	json_object_object_add(doc, "elapsed_s", json_object_new_double(res->elapsed_s));
+	json_object_object_add(doc, "run", j_run(res));
+	json_object_object_add(doc, "modes", j_modes(res));
+	j_footer(doc, rp->cfg, exit_code);
 	return doc;
+}
+
+/*
+ * HdrHistogram's "classic" percentile distribution text, which its
+ * plotting tools read: Value (here microseconds), Percentile, TotalCount,
+ * 1/(1-Percentile), reported at 5 ticks per halving of the distance to 100%.
+ */
+static int write_hdr(const char *path, const fb_hist *h)
+{
+	char tmp[4200];
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	FILE *f = fopen(tmp, "w");
+	if (!f)
+		return -1;
+	fprintf(f, "%12s %14s %10s %14s\n\n", "Value", "Percentile", "TotalCount",
+	        "1/(1-Percentile)");
+	double sum = 0, sumsq = 0;
+	uint64_t count = 0;
+	for (unsigned i = 0; i < FB_HIST_BUCKETS; i++) {
+		if (!h->b[i])
+			continue;
+		double v = (double)fb_hist_bucket_top(i) / 1e3;
+		sum += v * (double)h->b[i];
+		sumsq += v * v * (double)h->b[i];
+	}
+	double q = 0;
+	for (int half = 0; h->count && half < 40 && q < 1.0; half++) {
+		double base = 1.0 - 1.0 / (double)(1ull << half),
+		       span = 1.0 / (double)(2ull << half);
+		for (int tick = 0; tick < 5; tick++) {
+			q = base + span * tick / 5.0;
+			uint64_t v = fb_hist_quantile(h, q);
+			count = fb_hist_count_upto(h, v);
+			fprintf(f, "%12.3f %2.12f %10llu %14.2f\n", (double)v / 1e3, q,
+			        (unsigned long long)count, 1.0 / (1.0 - q));
+			if (count >= h->count) {
+				q = 1.0;
+				break;
+			}
+		}
+	}
+	if (h->count)
+		fprintf(f, "%12.3f %2.12f %10llu\n", (double)h->max / 1e3, 1.0,
+		        (unsigned long long)h->count);
+	double mean = h->count ? sum / (double)h->count : 0;
+	double var = h->count ? sumsq / (double)h->count - mean * mean : 0;
+	fprintf(f, "#[Mean    = %12.3f, StdDeviation   = %12.3f]\n", mean, var > 0 ? sqrt(var) : 0);
+	fprintf(f, "#[Max     = %12.3f, Total count    = %12llu]\n", (double)h->max / 1e3,
+	        (unsigned long long)h->count);
+	fprintf(f, "#[Buckets = %12d, SubBuckets     = %12d]\n", FB_HIST_BUCKETS,
+	        1 << FB_HIST_SUB_BITS);
+	int bad = ferror(f);
+	if (fclose(f) || bad || rename(tmp, path)) {
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+int fb_report_hdr(const char *prefix, const fb_results *res)
+{
+	static const char *const names[] = {"acquire", "write", "cycle"};
+	const fb_hist *h[] = {&res->acquire, &res->write, &res->cycle};
+	for (int i = 0; i < 3; i++) {
+		char path[4096];
+		snprintf(path, sizeof path, "%s.%s.hdr", prefix, names[i]);
+		if (write_hdr(path, h[i])) {
+			fprintf(stderr,
+			        "fencebench: --hdr-file: cannot write '%s': errno=%d (%s)\n", path,
+			        errno, strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
 }
 
 /* Write text to tmp, flush it to disk, rename over path. */
@@ -702,10 +851,10 @@ fail:
 	return -1;
 }
 
-int fb_report_write(fb_report *rp, const fb_results *res, int exit_code)
+/* Write the document where it goes and finish the CSV. */
+static int emit(fb_report *rp, json_object *doc)
 {
 	int rc = 0;
-	json_object *doc = j_document(rp, res, exit_code);
 	const char *text = json_object_to_json_string_ext(
 	        doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
 	if (rp->cfg->json_path && write_atomically(rp->cfg->json_path, rp->user_json_tmp, text))
@@ -733,6 +882,73 @@ int fb_report_write(fb_report *rp, const fb_results *res, int exit_code)
 	}
 	json_object_put(doc);
 	return rc;
+}
+
+void fb_report_sweep_line(FILE *out, const fb_config *row, const fb_results *res, bool first)
+{
+	if (first)
+		fprintf(out, "%7s %-8s %-12s %7s %12s %7s %10s %10s %10s %14s %6s\n", "threads",
+		        "fence", "dist", "pause/s", "ops/s", "x floor", "cycle p99", "fenced",
+		        "wf lost", "unfenced stale", "agree");
+	char dist[64], fr[16] = "-";
+	fb_dist_format(dist, sizeof dist, &row->dist);
+	if (res->floor_ops_s > 0)
+		snprintf(fr, sizeof fr, "%.2f", throughput(res) / res->floor_ops_s);
+	const fb_mode_result *f = &res->mode[FB_FENCED], *w = &res->mode[FB_WRITE_FENCED],
+	                     *u = &res->mode[FB_UNFENCED];
+	bool agree = (!f->on || f->checker_agrees) && (!w->on || w->checker_agrees) &&
+	             (!u->on || u->checker_agrees);
+	fprintf(out, "%7u %-8s %-12s %7g %12s %7s %10s %10s %10s %14s %6s\n", row->threads,
+	        fb_fence_source_name(row->fence), dist,
+	        fb_config_fault(row, FB_FAULT_PAUSE) ? row->pause_rate : 0.0, G(throughput(res)),
+	        fr, D(fb_hist_quantile(&res->cycle, 0.99)),
+	        !f->on                                 ? "-"
+	        : f->stale_accepted || f->lost_updates ? "VIOLATED"
+	                                               : "safe",
+	        w->on ? G(w->lost_updates) : "-", u->on ? G(u->stale_accepted) : "-",
+	        agree ? "yes" : "NO");
+	fflush(out);
+}
+
+void fb_report_row_begin(fb_report *rp, const fb_config *row)
+{
+	rp->row = row;
+	memset(&rp->last, 0, sizeof rp->last);
+}
+
+int fb_report_write(fb_report *rp, const fb_results *res, int exit_code)
+{
+	return emit(rp, j_document(rp, res, exit_code));
+}
+
+void fb_report_add_row(fb_report *rp, const fb_config *row, const fb_results *res)
+{
+	json_object *o = json_object_new_object();
+	char dist[64];
+	fb_dist_format(dist, sizeof dist, &row->dist);
+	json_object_object_add(o, "threads", j_u(row->threads));
+	json_object_object_add(o, "fence",
+	                       json_object_new_string(fb_fence_source_name(row->fence)));
+	json_object_object_add(o, "dist", json_object_new_string(dist));
+	json_object_object_add(o, "pause_rate", json_object_new_double(row->pause_rate));
+	json_object_object_add(o, "elapsed_s", json_object_new_double(res->elapsed_s));
+	json_object_object_add(o, "run", j_run(res));
+	json_object_object_add(o, "modes", j_modes(res));
+	if (!rp->rows)
+		rp->rows = json_object_new_array();
+	json_object_array_add(rp->rows, o);
+	if (!rp->clock_name)
+		rp->clock_name = res->clock_name;
+}
+
+int fb_report_write_sweep(fb_report *rp, int exit_code, bool interrupted, int sig)
+{
+	json_object *doc = j_header(rp, "sweep", interrupted, sig,
+	                            rp->clock_name ? rp->clock_name : "unknown");
+	json_object_object_add(doc, "rows", rp->rows ? rp->rows : json_object_new_array());
+	rp->rows = NULL;
+	j_footer(doc, rp->cfg, exit_code);
+	return emit(rp, doc);
 }
 
 void fb_report_abandon(const fb_report *rp)

@@ -24,6 +24,9 @@ typedef struct fb_report {
 	char dir_error[512];
 	bool progress, tty;
 	fb_sample last;
+	const fb_config *row;     /* the run under way (a sweep's row) */
+	struct json_object *rows; /* a sweep's finished rows */
+	const char *clock_name;
 } fb_report;
 
 /* Name the results and open the CSV's temporary file. If the directory
@@ -37,12 +40,27 @@ void fb_report_tick(void *ctx, const fb_sample *s);
 /* The header line: version and every parameter. */
 void fb_report_header(FILE *out, const fb_config *cfg);
 
+/* 1 if a fenced discipline failed or a checker disagreed, else 0. */
+int fb_report_verdict(const fb_results *res);
+
+/* One line per run of a sweep (with the column heads before the first). */
+void fb_report_sweep_line(FILE *out, const fb_config *row, const fb_results *res, bool first);
+
 /* The table and the verdict; returns the verdict's exit code (0 or 1). */
 int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res);
 
 /* Write the JSON (results dir and --json) and finish the CSV. 0, or -1 with
  * a message printed and no partial file left. */
 int fb_report_write(fb_report *rp, const fb_results *res, int exit_code);
+
+/* A sweep: each run begins a row (CSV columns, progress), each finished
+ * run is added as a row, then the document is written. */
+void fb_report_row_begin(fb_report *rp, const fb_config *row);
+void fb_report_add_row(fb_report *rp, const fb_config *row, const fb_results *res);
+int fb_report_write_sweep(fb_report *rp, int exit_code, bool interrupted, int sig);
+
+/* --hdr-file: PREFIX.acquire.hdr, .write.hdr, .cycle.hdr. 0 or -1. */
+int fb_report_hdr(const char *prefix, const fb_results *res);
 
 /* Remove temporary files: async-signal-safe (unlink only). */
 void fb_report_abandon(const fb_report *rp);

@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -34,6 +36,8 @@ typedef struct fb_run_state {
 	fb_delay_line *delay;
 	fb_plan_log *log;
 	fb_plan plan;
+	double *zipf_cdf;     /* --dist zipf: cumulative weights of keys 0..k */
+	_Atomic int counting; /* 0 while warming up: throughput and latency not counted */
 	fb_discipline active[FB_DISCIPLINES];
 	int nactive;
 	fb_worker *workers;
@@ -53,6 +57,39 @@ typedef struct fb_run_state {
 	fb_first_corruption first;
 	fb_counter plan_slipped;
 } fb_run_state;
+
+/* The key of a cycle, per --dist. */
+static uint32_t pick_key(fb_run_state *r, fb_worker *w, fb_prng *rng)
+{
+	const fb_config *cfg = r->cfg;
+	switch (cfg->dist.kind) {
+	case FB_DIST_ZIPF: {
+		/* inverse transform: the first key whose cumulative weight
+		 * reaches a uniform draw */
+		double u = fb_prng_unit(rng);
+		uint32_t lo = 0, hi = cfg->keys - 1;
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+			if (r->zipf_cdf[mid] < u)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		return lo;
+	}
+	case FB_DIST_PARTITIONED: {
+		/* worker i owns keys [i * keys / threads, (i + 1) * keys / threads);
+		 * with more workers than keys, workers share key i % keys */
+		uint64_t i = w->id - 1u, lo = i * cfg->keys / cfg->threads,
+		         hi = (i + 1) * cfg->keys / cfg->threads;
+		if (hi == lo)
+			return (uint32_t)(i % cfg->keys);
+		return (uint32_t)(lo + fb_prng_below(rng, (uint32_t)(hi - lo)));
+	}
+	default:
+		return fb_prng_below(rng, cfg->keys);
+	}
+}
 
 /* An accepted write on its way to the checker. */
 typedef struct pending_commit {
@@ -335,15 +372,29 @@ static void *worker_main(void *arg)
 	const fb_plan_entry *plan = NULL;
 	size_t planned = r->plan.n ? fb_plan_for(&r->plan, w->id, &plan) : 0;
 	int any_phase = -1;
+	bool counting = cfg->warmup_ns == 0;
 	while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
 		atomic_store_explicit(&port->cycle, ++n, memory_order_relaxed);
 		if (planned)
 			replay_plan(w, &plan, &planned, n, &any_phase);
 		if (any_phase == FB_PHASE_IDLE)
 			fb_pause_now(port, false);
+		if (!counting && atomic_load_explicit(&r->counting, memory_order_relaxed)) {
+			/* Warm-up over: start the performance counts afresh. The
+			 * correctness counts cover the whole run: the checker must see
+			 * every write. */
+			counting = true;
+			fb_counter_reset(&w->ops);
+			fb_counter_reset(&w->acquired);
+			fb_counter_reset(&w->contended);
+			ls = (fb_lease_stats){0};
+			fb_hist_init(&w->acquire);
+			fb_hist_init(&w->write);
+			fb_hist_init(&w->cycle);
+		}
 		bool timed = n % cfg->sample == 0;
 		uint64_t t0 = timed ? fb_clock_now(r->fast) : 0;
-		uint32_t key = fb_prng_below(&rng, cfg->keys);
+		uint32_t key = pick_key(r, w, &rng);
 		fb_port_phase(port, FB_PHASE_ACQUIRING);
 		if (any_phase == FB_PHASE_ACQUIRING)
 			fb_pause_now(port, false);
@@ -532,9 +583,15 @@ static void sample(fb_run_state *r, uint64_t t0, fb_sample *s)
 {
 	memset(s, 0, sizeof *s);
 	s->t_s = (double)(fb_clock_now(r->fast) - t0) / 1e9;
+	s->ops_min = UINT64_MAX;
 	for (uint32_t i = 0; i < r->started; i++) {
 		fb_worker *w = &r->workers[i];
-		s->ops += fb_counter_get(&w->ops);
+		uint64_t ops = fb_counter_get(&w->ops);
+		s->ops += ops;
+		if (atomic_load_explicit(&w->port.phase, memory_order_relaxed) != FB_PHASE_DEAD) {
+			s->ops_min = ops < s->ops_min ? ops : s->ops_min;
+			s->ops_max = ops > s->ops_max ? ops : s->ops_max;
+		}
 		for (int f = 0; f < FB_FAULTS; f++)
 			s->faults += fb_counter_get(&w->port.taken[f]);
 		for (int d = 0; d < FB_DISCIPLINES; d++) {
@@ -712,6 +769,7 @@ static void destroy(fb_run_state *r)
 	fb_plan_free(&r->plan);
 	free(r->traps);
 	free(r->crashes);
+	free(r->zipf_cdf);
 	free(r->workers);
 	pthread_mutex_destroy(&r->gate_mu);
 	pthread_cond_destroy(&r->gate_cv);
@@ -771,6 +829,16 @@ static fb_err setup(fb_run_state *r, fb_results *res)
 		atomic_init(&r->crashes[k].fence, 0);
 		atomic_init(&r->crashes[k].at, 0);
 	}
+	if (cfg->dist.kind == FB_DIST_ZIPF) {
+		if (!(r->zipf_cdf = malloc(cfg->keys * sizeof *r->zipf_cdf)))
+			return oom(r);
+		double sum = 0;
+		for (uint32_t k = 0; k < cfg->keys; k++)
+			r->zipf_cdf[k] = sum += pow(k + 1.0, -cfg->dist.s);
+		for (uint32_t k = 0; k < cfg->keys; k++)
+			r->zipf_cdf[k] /= sum;
+		r->zipf_cdf[cfg->keys - 1] = 1.0;
+	}
 	if (cfg->plan_out_path) {
 		/* room for twice the expected faults, and then some */
 		double total = 0;
@@ -823,8 +891,28 @@ static fb_err start_workers(fb_run_state *r)
 		fb_hist_init(&w->write);
 		fb_hist_init(&w->cycle);
 		fb_hist_init(&w->takeover);
+		if (cfg->pin || cfg->n_cpus) {
+			/* --cpus: the set; --pin: one CPU each, round robin */
+			cpu_set_t set;
+			CPU_ZERO(&set);
+			long online = sysconf(_SC_NPROCESSORS_ONLN);
+			uint32_t n =
+			        cfg->n_cpus ? cfg->n_cpus : (uint32_t)(online > 0 ? online : 1);
+			for (uint32_t c = 0; c < n; c++)
+				if (!cfg->pin || c == i % n)
+					CPU_SET(cfg->n_cpus ? cfg->cpus[c] : c, &set);
+			pthread_attr_setaffinity_np(&attr, sizeof set, &set);
+		}
 		pthread_t tid;
 		int e = pthread_create(&tid, &attr, worker_main, w);
+		if (e == EINVAL && (cfg->pin || cfg->n_cpus)) {
+			fprintf(stderr,
+			        "fencebench: --cpus: worker %u cannot run on the CPUs given: "
+			        "pthread_create failed, errno=%d (%s)\n",
+			        i + 1, e, strerror(e));
+			err = FB_EINVAL;
+			break;
+		}
 		if (e) {
 			fprintf(stderr,
 			        "fencebench: cannot start worker thread %u of %u: pthread_create "
@@ -891,21 +979,27 @@ fb_err fb_run(const fb_config *cfg, fb_tick_fn tick, void *ctx, fb_results *res)
 	atomic_init(&r.exhausted, 0);
 	atomic_init(&r.service_steps, 0);
 	atomic_init(&r.first_claimed, 0);
+	atomic_init(&r.counting, cfg->warmup_ns == 0);
 	memset(res, 0, sizeof *res);
 	res->cfg = cfg;
 	fb_err err = setup(&r, res);
-	if (err)
+	if (err) {
+		fb_results_free(res);
 		return err;
+	}
 	res->clock_name = r.clock->name;
 
 	fb_fault_port **ports = calloc(cfg->threads, sizeof *ports);
-	if (!ports)
+	if (!ports) {
+		fb_results_free(res);
 		return oom(&r);
+	}
 	if (fb_delay_start(deliver, &r, &r.delay) != FB_OK) {
 		fprintf(stderr, "fencebench: cannot start the delay line's thread: errno=%d (%s)\n",
 		        errno, strerror(errno));
 		free(ports);
 		destroy(&r);
+		fb_results_free(res);
 		return FB_ESYS;
 	}
 	fb_injector *inj = NULL;
@@ -919,13 +1013,22 @@ fb_err fb_run(const fb_config *cfg, fb_tick_fn tick, void *ctx, fb_results *res)
 		fb_delay_stop(r.delay);
 		free(ports);
 		destroy(&r);
+		fb_results_free(res);
 		return err;
 	}
 
-	uint64_t t0 = fb_clock_now(r.fast), end = t0 + cfg->duration_ns;
 	r.first.t0 = fb_clock_now(r.clock);
 	open_gate(&r, 1);
-	for (uint64_t next = t0 + 1000000000u;; next += 1000000000u) {
+	if (cfg->warmup_ns) {
+		int sig = wait_until(&r, fb_clock_now(r.fast) + cfg->warmup_ns);
+		if (sig) {
+			res->interrupted = true;
+			res->signal = sig;
+		}
+	}
+	atomic_store_explicit(&r.counting, 1, memory_order_relaxed);
+	uint64_t t0 = fb_clock_now(r.fast), end = res->interrupted ? t0 : t0 + cfg->duration_ns;
+	for (uint64_t next = t0 + 1000000000u; !res->interrupted; next += 1000000000u) {
 		uint64_t until = next < end ? next : end;
 		int sig = wait_until(&r, until);
 		if (sig) {
@@ -988,4 +1091,7 @@ void fb_results_free(fb_results *res)
 	free(res->per_thread_ops);
 	free(res->dead);
 	free(res->keys);
+	res->per_thread_ops = NULL;
+	res->dead = NULL;
+	res->keys = NULL;
 }

@@ -96,6 +96,7 @@ typedef struct fb_first_corruption {
 typedef struct fb_sample {
 	double t_s;
 	uint64_t ops, faults;
+	uint64_t ops_min, ops_max; /* per live worker: fairness */
 	uint64_t writes[FB_DISCIPLINES], accepted[FB_DISCIPLINES], rejected[FB_DISCIPLINES],
 	        reads_refused[FB_DISCIPLINES], store_stale[FB_DISCIPLINES];
 } fb_sample;
@@ -119,6 +120,7 @@ typedef struct fb_results {
 	fb_mode_result mode[FB_DISCIPLINES];
 	fb_key_result *keys;
 	fb_first_corruption first;
+	double floor_ops_s; /* the matching floor pipeline's throughput, 0: not measured */
 } fb_results;
 
 /* Called once a second from the main thread with the cumulative sample. */

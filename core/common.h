@@ -61,6 +61,11 @@ static inline void fb_counter_add(fb_counter *c, uint64_t n)
 	                      memory_order_relaxed);
 }
 
+static inline void fb_counter_reset(fb_counter *c)
+{
+	atomic_store_explicit(c, 0, memory_order_relaxed);
+}
+
 static inline uint64_t fb_counter_get(fb_counter *c)
 {
 	return atomic_load_explicit(c, memory_order_relaxed);

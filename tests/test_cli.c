@@ -302,7 +302,7 @@ static void test_bad_input_exits_2_naming_option_and_value(void **state)
 	        {{"--delay", "9ms-1ms"}, "--delay: '9ms-1ms'"},
 	        {{"--skew-drift", "1.5"}, "--skew-drift: '1.5'"},
 	        {{"--check-lease", "maybe"}, "--check-lease: 'maybe'"},
-	        {{"--fence", "random"}, "--fence: 'random'"},
+	        {{"--fence", "random"}, "--fence: unknown name 'random'"},
 	        {{"--seed", "x1"}, "--seed: 'x1'"},
 	        {{"--bogus-option"}, "unknown option '--bogus-option'"},
 	        {{"-d"}, "'-d' needs a value"},
