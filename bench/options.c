@@ -86,7 +86,7 @@ static const opt opts[] = {
         {"seed", 0, "N", K_U64, OFF(seed), 0, 0, UINT64_MAX, NULL, 0, "seed", 0, true,
          "seed of every random choice (default 1; always printed)", 0},
         {"faults", 0, "LIST", K_BITS, OFF(faults), 0, 0, 0, NAMES(fb_fault_names), "faults", 0,
-         true, "faults to inject: pause,skew,delay,crash,renew (default pause)", 0},
+         true, "faults to inject: pause,skew,delay,crash,renew,retry (default pause)", 0},
         {"fault-at", 0, "WHERE", K_ENUM, OFF(fault_at), 0, 0, 0, NAMES(fb_fault_at_names),
          "fault_at", 0, true,
          "where pauses strike: any (a signal anywhere), after-read, after-check, takeover (the "
@@ -113,6 +113,13 @@ static const opt opts[] = {
          NEED_FAULT(FB_FAULT_CRASH)},
         {"renew-rate", 0, "R", K_RATE, OFF(renew_rate), 0, 0, 1000000, NULL, 0, "renew_rate", 0,
          true, "late heartbeats per second (default 20)", NEED_FAULT(FB_FAULT_RENEW)},
+        {"retry-rate", 0, "R", K_RATE, OFF(retry_rate), 0, 0, 1000000, NULL, 0, "retry_rate", 0,
+         true, "lost acknowledgements per second: the write is sent again (default 20)",
+         NEED_FAULT(FB_FAULT_RETRY)},
+        {"bug", 0, "NAME", K_ENUM, OFF(bug), 0, 0, 0, NAMES(fb_bug_names), "bug", 0, true,
+         "plant a bug to prove the checkers catch it: ge-store, two-step, ignore-expiry, "
+         "blind-release, trust-client, unregistered-reads, batch-fences (default none)",
+         0},
         {"check-lease", 0, "HOW", K_ENUM, OFF(check_lease), 0, 0, 0, NAMES(fb_check_lease_names),
          "check_lease", 0, true,
          "check before writing: none (default), is-held (ask the lease service), local (own clock "
@@ -186,6 +193,8 @@ void fb_config_defaults(fb_config *cfg)
 	        .delay_rate = 20,
 	        .crash_rate = 2,
 	        .renew_rate = 20,
+	        .retry_rate = 20,
+	        .bug = FB_BUG_NONE,
 	        .check_lease = FB_CHECK_NONE,
 	        .lease_clock = FB_LEASE_CLOCK_MONOTONIC,
 	        .steps = 200000,
@@ -662,6 +671,26 @@ fb_parse fb_config_parse(fb_config *cfg, int argc, char **argv)
 	return FB_PARSE_RUN;
 }
 
+double fb_config_rate(const fb_config *cfg, fb_fault f)
+{
+	switch (f) {
+	case FB_FAULT_PAUSE:
+		return cfg->pause_rate;
+	case FB_FAULT_SKEW:
+		return cfg->skew_rate;
+	case FB_FAULT_DELAY:
+		return cfg->delay_rate;
+	case FB_FAULT_CRASH:
+		return cfg->crash_rate;
+	case FB_FAULT_RENEW:
+		return cfg->renew_rate;
+	case FB_FAULT_RETRY:
+		return cfg->retry_rate;
+	default:
+		return 0;
+	}
+}
+
 bool fb_config_is_sweep(const fb_config *cfg)
 {
 	return cfg->n_threads > 1 || cfg->n_pause_rate > 1 || cfg->n_dist > 1 ||
@@ -711,7 +740,7 @@ static bool value_text(const fb_config *cfg, const opt *o, char *v, size_t len)
 	}
 	case K_ENUM:
 		snprintf(v, len, "%s", o->names[*(const int *)f]);
-		return true;
+		return o->off != OFF(bug) || cfg->bug != FB_BUG_NONE; /* no bug: not replayed */
 	case K_BITS: {
 		uint32_t m = *(const uint32_t *)f;
 		v[0] = 0;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "lease.h"
+#include "bug.h"
 #include "fault.h"
 #include "store.h"
 
@@ -70,6 +71,8 @@ typedef struct fb_config {
 	uint64_t delay_min_ns, delay_max_ns;
 	double crash_rate;
 	double renew_rate;
+	double retry_rate;
+	fb_bug bug; /* a planted bug (tests of the checkers), or FB_BUG_NONE */
 	fb_check_lease check_lease;
 	fb_lease_clock_kind lease_clock;
 	uint64_t work_min_ns, work_max_ns; /* time a holder works between read and write */
@@ -99,14 +102,13 @@ typedef struct fb_config {
 	int64_t amount;
 } fb_config;
 
+/* Fault f's rate per second as configured (selected or not). */
+double fb_config_rate(const fb_config *cfg, fb_fault f);
+
 /* Whether fault f is selected and has a rate above zero. */
 static inline bool fb_config_fault(const fb_config *cfg, fb_fault f)
 {
-	static const size_t rate_of[FB_FAULTS] = {
-	        offsetof(fb_config, pause_rate), offsetof(fb_config, skew_rate),
-	        offsetof(fb_config, delay_rate), offsetof(fb_config, crash_rate),
-	        offsetof(fb_config, renew_rate)};
-	return (cfg->faults & (1u << f)) && *(const double *)((const char *)cfg + rate_of[f]) > 0;
+	return (cfg->faults & (1u << f)) && fb_config_rate(cfg, f) > 0;
 }
 
 typedef enum fb_parse {

@@ -143,6 +143,10 @@ void fb_report_tick(void *ctx, const fb_sample *s)
 
 void fb_report_header(FILE *out, const fb_config *cfg)
 {
+	if (cfg->bug != FB_BUG_NONE)
+		fprintf(out,
+		        "!!! PLANTED BUG %s: %s. This run tests the checkers, not the design.\n",
+		        fb_bug_names[cfg->bug], fb_bug_what[cfg->bug]);
 	fprintf(out, "fencebench %s  %u threads  %s  %u keys  ttl %s  ", FB_VERSION, cfg->threads,
 	        D(cfg->duration_ns), cfg->keys, D(cfg->ttl_ns));
 	bool any = false;
@@ -221,6 +225,8 @@ int fb_report_verdict(const fb_results *res)
 		return 1;
 	if (u->on && !u->checker_agrees)
 		return 1;
+	if (res->lease.duplicates || res->lease.inversions || res->lease.overlaps)
+		return 1; /* the lease table broke its own promises */
 	return 0;
 }
 
@@ -406,6 +412,17 @@ int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
 			fprintf(out, " %13s", res->mode[d].checker_agrees ? "yes" : "NO");
 	fprintf(out, "\n\n");
 	print_faults(out, res);
+	const fb_witness_counts *lw = &res->lease;
+	if (lw->duplicates || lw->inversions || lw->overlaps)
+		fprintf(out,
+		        "lease: VIOLATED !!! %s fences handed out twice, %s out of acquisition "
+		        "order, "
+		        "%s acquired while the previous lease was live\n",
+		        G(lw->duplicates), G(lw->inversions), G(lw->overlaps));
+	else
+		fprintf(out,
+		        "lease: kept its promises (no fence twice, none out of acquisition order, "
+		        "no two live holders)\n");
 	double tput = throughput(res);
 	fprintf(out, "ops %s in %.2fs: %s ops/s", G(res->ops), res->elapsed_s, G(tput));
 	if (res->floor_ops_s > 0)
@@ -715,6 +732,11 @@ static json_object *j_run(const fb_results *res)
 	json_object_object_add(run, "check_abandoned", j_u(res->abandoned));
 	json_object_object_add(run, "plan_recorded", j_u(res->plan_recorded));
 	json_object_object_add(run, "plan_slipped", j_u(res->plan_slipped));
+	json_object *lo = json_object_new_object();
+	json_object_object_add(lo, "duplicate_fences", j_u(res->lease.duplicates));
+	json_object_object_add(lo, "out_of_order_fences", j_u(res->lease.inversions));
+	json_object_object_add(lo, "overlapping_leases", j_u(res->lease.overlaps));
+	json_object_object_add(run, "lease_violations", lo);
 	if (res->floor_ops_s > 0) {
 		json_object_object_add(run, "floor_pipeline_ops_s",
 		                       json_object_new_double(res->floor_ops_s));

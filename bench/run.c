@@ -16,6 +16,7 @@
 
 #include "delay.h"
 #include "prng.h"
+#include "witness.h"
 
 /* Where a worker that crashed left its lease, for the taker to time itself. */
 typedef struct crash_slot {
@@ -31,6 +32,7 @@ typedef struct fb_run_state {
 	fb_lease_table *leases;
 	fb_store *store[FB_DISCIPLINES];
 	fb_checker *checker[FB_DISCIPLINES];
+	fb_witness *witness;
 	fb_pause_trap *traps;
 	crash_slot *crashes;
 	fb_delay_line *delay;
@@ -416,6 +418,7 @@ static void *worker_main(void *arg)
 			break;
 		}
 		fb_counter_add(&w->acquired, 1);
+		fb_witness_acquired(r->witness, key, l.fence, l.expires_at, &w->witness);
 		uint64_t steps =
 		        stepping ? atomic_load_explicit(&r->service_steps, memory_order_relaxed)
 		                 : 0;
@@ -469,6 +472,12 @@ static void *worker_main(void *arg)
 			fb_counter_add(&w->abandoned, 1);
 
 		armed = fb_port_armed(port);
+		bool resend = false;
+		if (armed && FB_ARM_FAULT(armed) == FB_FAULT_RETRY) {
+			record(w, FB_FAULT_RETRY, FB_AT_AFTER_CHECK, 0, 0);
+			fb_port_take(port, FB_FAULT_RETRY, 0);
+			resend = true;
+		}
 		uint64_t delay = 0;
 		if (armed && FB_ARM_FAULT(armed) == FB_FAULT_DELAY) {
 			delay = atomic_load_explicit(&port->arg_ns, memory_order_relaxed);
@@ -480,7 +489,7 @@ static void *worker_main(void *arg)
 		uint8_t outcome[FB_DISCIPLINES] = {0};
 		uint64_t stale_newer = 0; /* the fence a stale write went behind */
 		int64_t erased = 0;       /* ... and the debits it erased */
-		pending_commit todo[FB_DISCIPLINES];
+		pending_commit todo[2 * FB_DISCIPLINES];
 		int ntodo = 0;
 		for (int i = 0; checked && i < r->nactive; i++) {
 			fb_discipline d = r->active[(first + i) % r->nactive];
@@ -515,27 +524,37 @@ static void *worker_main(void *arg)
 				}
 				/* no memory to hold it: it goes out on time instead */
 			}
-			bool ok = rmw ? fb_store_write(r->store[d], key, value, l.fence, &res)
-			              : fb_store_debit(r->store[d], key, value, l.fence, &res);
-			if (!ok) {
-				fb_counter_add(&mc->rejected, 1);
-				outcome[d] = FB_OUT_REJECTED;
-				stale = true;
-				continue;
+			/* A lost acknowledgement (retry fault) sends the write twice:
+			 * same value, same fence. A correct fenced store refuses the
+			 * second copy: an equal token is stale. */
+			for (int copy = 0; copy <= (int)resend; copy++) {
+				if (copy)
+					fb_counter_add(&mc->writes, 1);
+				bool ok =
+				        rmw ? fb_store_write(r->store[d], key, value, l.fence, &res)
+				            : fb_store_debit(r->store[d], key, value, l.fence,
+				                             &res);
+				if (!ok) {
+					fb_counter_add(&mc->rejected, 1);
+					outcome[d] = FB_OUT_REJECTED;
+					stale = true;
+					continue;
+				}
+				fb_counter_add(&mc->accepted, 1);
+				outcome[d] = FB_OUT_ACCEPTED;
+				if (res.stale) {
+					fb_counter_add(&mc->store_stale, 1);
+					outcome[d] = FB_OUT_STALE;
+					stale_newer = res.highest;
+					erased = (rmw ? bal[d] : res.before) - res.before;
+					stale = true;
+				}
+				todo[ntodo++] =
+				        (pending_commit){d, res.version, rmw ? bal[d] : res.before,
+				                         res.before, res.balance};
 			}
-			fb_counter_add(&mc->accepted, 1);
-			outcome[d] = FB_OUT_ACCEPTED;
-			if (res.stale) {
-				fb_counter_add(&mc->store_stale, 1);
-				outcome[d] = FB_OUT_STALE;
-				stale_newer = res.highest;
-				erased = (rmw ? bal[d] : res.before) - res.before;
-				stale = true;
-			}
-			todo[ntodo++] = (pending_commit){d, res.version, rmw ? bal[d] : res.before,
-			                                 res.before, res.balance};
 		}
-		if (delay)
+		if (delay || resend)
 			fb_port_done(port);
 		if (stale_newer)
 			note_first(w, key, &l, stale_newer, outcome, erased, first);
@@ -543,6 +562,7 @@ static void *worker_main(void *arg)
 		if (!tw)
 			tw = t2;
 		/* A failed compare-and-delete means another worker took the lease. */
+		fb_witness_releasing(r->witness, key, l.fence);
 		bool taken_over = !fb_lease_release(r->leases, key, w->id, l.fence);
 		if (stepping &&
 		    atomic_load_explicit(&r->service_steps, memory_order_relaxed) != steps)
@@ -660,6 +680,9 @@ static void sum_workers(fb_run_state *r, fb_results *res)
 		res->renew_ok += fb_counter_get(&w->renew_ok);
 		res->renew_believed += fb_counter_get(&w->renew_believed);
 		res->crash_takeovers += fb_counter_get(&w->crash_takeovers);
+		res->lease.duplicates += w->witness.duplicates;
+		res->lease.inversions += w->witness.inversions;
+		res->lease.overlaps += w->witness.overlaps;
 		res->pause_hit += fb_counter_get(&w->port.hit);
 		res->pause_at_point += fb_counter_get(&w->port.at_point);
 		res->pause_trapped += fb_counter_get(&w->port.trapped);
@@ -765,6 +788,7 @@ static void destroy(fb_run_state *r)
 		fb_checker_destroy(r->checker[d]);
 	}
 	fb_lease_table_destroy(r->leases);
+	fb_witness_destroy(r->witness);
 	fb_plan_log_destroy(r->log);
 	fb_plan_free(&r->plan);
 	free(r->traps);
@@ -799,8 +823,11 @@ static fb_err setup(fb_run_state *r, fb_results *res)
 	                      .ttl_ns = cfg->ttl_ns,
 	                      .source = cfg->fence,
 	                      .first_fence = cfg->first_fence,
-	                      .clock = r->clock};
-	if (fb_lease_table_create(&lc, &r->leases) != FB_OK)
+	                      .clock = r->clock,
+	                      .bug = cfg->bug,
+	                      .between = fb_pause_armed_here};
+	if (fb_lease_table_create(&lc, &r->leases) != FB_OK ||
+	    fb_witness_create(cfg->keys, cfg->ttl_ns, &r->witness) != FB_OK)
 		return oom(r);
 	for (int d = 0; d < FB_DISCIPLINES; d++) {
 		if (!(cfg->modes & (1u << d)))
@@ -811,6 +838,7 @@ static fb_err setup(fb_run_state *r, fb_results *res)
 		    fb_checker_create(cfg->keys, cfg->threads, cfg->initial_balance,
 		                      &r->checker[d]))
 			return oom(r);
+		fb_store_plant(r->store[d], cfg->bug);
 	}
 	r->workers = aligned_alloc(FB_PAD_LINE, (size_t)cfg->threads * sizeof *r->workers);
 	res->per_thread_ops = calloc(cfg->threads, sizeof *res->per_thread_ops);
@@ -946,14 +974,10 @@ static fb_err start_injector(fb_run_state *r, fb_fault_port **ports, fb_injector
 	        .log = r->log,
 	        .plan = r->plan.n ? &r->plan : NULL,
 	};
-	static const size_t rate_of[FB_FAULTS] = {
-	        offsetof(fb_config, pause_rate), offsetof(fb_config, skew_rate),
-	        offsetof(fb_config, delay_rate), offsetof(fb_config, crash_rate),
-	        offsetof(fb_config, renew_rate)};
 	double total = 0;
 	for (int f = 0; f < FB_FAULTS; f++) {
 		if (fb_config_fault(cfg, (fb_fault)f))
-			ic.rate[f] = *(const double *)((const char *)cfg + rate_of[f]);
+			ic.rate[f] = fb_config_rate(cfg, (fb_fault)f);
 		total += ic.rate[f];
 	}
 	if ((total <= 0 && !ic.plan) || !r->started)

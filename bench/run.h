@@ -14,6 +14,7 @@
 #include "hist.h"
 #include "inject.h"
 #include "options.h"
+#include "witness.h"
 
 typedef struct fb_mode_counters {
 	fb_counter writes, accepted, rejected, reads_refused, store_stale, zombie;
@@ -33,6 +34,7 @@ typedef struct fb_worker {
 	fb_counter crash_takeovers;
 	fb_mode_counters m[FB_DISCIPLINES];
 	fb_hist acquire, write, cycle, takeover;
+	fb_witness_counts witness; /* read only after the join */
 } fb_worker;
 
 /* Totals of one discipline, after the run. */
@@ -120,7 +122,8 @@ typedef struct fb_results {
 	fb_mode_result mode[FB_DISCIPLINES];
 	fb_key_result *keys;
 	fb_first_corruption first;
-	double floor_ops_s; /* the matching floor pipeline's throughput, 0: not measured */
+	fb_witness_counts lease; /* the lease witness's violations */
+	double floor_ops_s;      /* the matching floor pipeline's throughput, 0: not measured */
 } fb_results;
 
 /* Called once a second from the main thread with the cumulative sample. */

@@ -16,6 +16,8 @@
  */
 #include "sim.h"
 
+#include "witness.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -62,6 +64,8 @@ typedef struct sim_worker {
 	bool stale;     /* this cycle met a stale verdict */
 	bool delaying;  /* this cycle's writes go in flight */
 	bool arm_delay; /* the next cycle's writes will */
+	bool arm_retry; /* the next cycle's writes lose their acknowledgement */
+	bool retrying;  /* this cycle's writes are sent twice */
 	bool arm_renew; /* the next after-read point stalls, then renews */
 	uint8_t arm_at; /* 1 + fb_fault_at of an armed pause; 0: none */
 	uint32_t key;
@@ -115,6 +119,8 @@ typedef struct sim {
 	uint64_t now, step;
 	uint64_t ttl, pause_lo, pause_hi, delay_lo, delay_hi, skew_ns;
 	fb_clock_manual vclock;
+	fb_witness *witness; /* the lease's own promises, checked as in run.c */
+	fb_witness_counts lease;
 	fb_clock_skewed service; /* the realtime lease clock that skew steps */
 	const fb_clock *lease_clock;
 	fb_lease_table *leases;
@@ -656,6 +662,14 @@ static void after_check(sim *s, sim_worker *w, uint64_t *nap)
 	w->pc = PC_WRITE;
 	w->i = 0;
 	next_write(s, w);
+	if (w->pc == PC_WRITE && w->arm_retry) {
+		fb_sim_fault *f = &s->res->fault[FB_FAULT_RETRY];
+		w->arm_retry = false;
+		w->retrying = true;
+		f->injected++;
+		f->hit++;
+		w->faults |= BIT(FB_FAULT_RETRY);
+	}
 	if (w->pc == PC_WRITE && w->arm_delay) {
 		fb_sim_fault *f = &s->res->fault[FB_FAULT_DELAY];
 		w->arm_delay = false;
@@ -699,7 +713,9 @@ static fb_err op_acquire(sim *s, sim_worker *w, uint64_t *nap)
 		return FB_OK;
 	}
 	s->res->acquired++;
+	fb_witness_acquired(s->witness, w->key, l.fence, l.expires_at, &s->lease);
 	w->lease = l;
+	w->retrying = false;
 	w->holding = true;
 	w->faults = 0;
 	w->stale = false;
@@ -835,6 +851,14 @@ static fb_err op_write(sim *s, sim_worker *w)
 		if (apply_write(s, w->key, d, w->lease.fence, w->bal[d], w->lease.expires_at))
 			w->stale = true;
 		h_end(s);
+		if (w->retrying) {
+			/* the acknowledgement was lost: the same write again */
+			h_op(s, w, "resend", w->key, w->lease.fence);
+			if (apply_write(s, w->key, d, w->lease.fence, w->bal[d],
+			                w->lease.expires_at))
+				w->stale = true;
+			h_end(s);
+		}
 	}
 	w->i++;
 	next_write(s, w);
@@ -848,6 +872,7 @@ static fb_err op_write(sim *s, sim_worker *w)
  */
 static void op_release(sim *s, sim_worker *w)
 {
+	fb_witness_releasing(s->witness, w->key, w->lease.fence);
 	bool ok = fb_lease_release(s->leases, w->key, w->id, w->lease.fence);
 	h_op(s, w, "release", w->key, w->lease.fence);
 	h_str(s, ok ? " ok" : " taken-over");
@@ -1075,6 +1100,16 @@ static void inject_delay(sim *s, fb_prng *p)
 	h_end(s);
 }
 
+static void inject_retry(sim *s, fb_prng *p)
+{
+	sim_worker *w = pick(s, p, AIM_DELAY, false);
+	if (!w)
+		return;
+	w->arm_retry = true;
+	h_fault(s, w, "retry armed");
+	h_end(s);
+}
+
 static void inject_renew(sim *s, fb_prng *p)
 {
 	sim_worker *w = pick(s, p, AIM_RENEW, false);
@@ -1139,6 +1174,9 @@ static void fire_faults(sim *s)
 				break;
 			case FB_FAULT_RENEW:
 				inject_renew(s, p);
+				break;
+			case FB_FAULT_RETRY:
+				inject_retry(s, p);
 				break;
 			case FB_FAULTS:
 				break;
@@ -1234,7 +1272,9 @@ static void summarize(sim *s)
 	}
 	const fb_sim_mode *f = &res->mode[FB_FENCED], *w = &res->mode[FB_WRITE_FENCED],
 	                  *u = &res->mode[FB_UNFENCED];
-	res->violation = (f->on && (f->stale_accepted || f->lost_updates || !f->checker_agrees)) ||
+	res->lease = s->lease;
+	res->violation = s->lease.duplicates || s->lease.inversions || s->lease.overlaps ||
+	                 (f->on && (f->stale_accepted || f->lost_updates || !f->checker_agrees)) ||
 	                 (w->on && (w->stale_accepted || !w->checker_agrees)) ||
 	                 (u->on && !u->checker_agrees);
 	res->corrupted =
@@ -1257,6 +1297,7 @@ static void destroy(sim *s)
 		fb_checker_destroy(s->checker[d]);
 	}
 	fb_lease_table_destroy(s->leases);
+	fb_witness_destroy(s->witness);
 	free(s->w);
 	free(s->run);
 	free(s->runpos);
@@ -1308,8 +1349,11 @@ static fb_err setup(sim *s, const fb_config *cfg, uint64_t seed)
 	                      .ttl_ns = cfg->ttl_ns,
 	                      .source = cfg->fence,
 	                      .first_fence = cfg->first_fence,
-	                      .clock = s->lease_clock};
+	                      .clock = s->lease_clock,
+	                      .bug = cfg->bug};
 	fb_err e = fb_lease_table_create(&lc, &s->leases);
+	if (!e)
+		e = fb_witness_create(cfg->keys, cfg->ttl_ns, &s->witness);
 	if (e)
 		return e;
 	for (int d = 0; d < FB_DISCIPLINES; d++) {
@@ -1321,6 +1365,7 @@ static fb_err setup(sim *s, const fb_config *cfg, uint64_t seed)
 		    (e = fb_checker_create(cfg->keys, cfg->threads, cfg->initial_balance,
 		                           &s->checker[d])))
 			return e;
+		fb_store_plant(s->store[d], cfg->bug);
 	}
 	s->w = calloc(s->n, sizeof *s->w);
 	s->run = calloc(s->n, sizeof *s->run);
@@ -1354,8 +1399,8 @@ static fb_err setup(sim *s, const fb_config *cfg, uint64_t seed)
 		run_add(s, i);
 	}
 	fb_prng_init(&s->sched, seed, STREAM_SCHED);
-	const double rate[FB_FAULTS] = {cfg->pause_rate, cfg->skew_rate, cfg->delay_rate,
-	                                cfg->crash_rate, cfg->renew_rate};
+	const double rate[FB_FAULTS] = {cfg->pause_rate, cfg->skew_rate,  cfg->delay_rate,
+	                                cfg->crash_rate, cfg->renew_rate, cfg->retry_rate};
 	for (int f = 0; f < FB_FAULTS; f++) {
 		fb_prng_init(&s->fp[f], seed, STREAM_FAULT + (uint64_t)f);
 		if (!fb_config_fault(cfg, (fb_fault)f))
@@ -1462,8 +1507,8 @@ static void print_header(FILE *out, const fb_config *user)
 	fprintf(out, "  op %s  fence %s  dist %s  check %s  lease clock %s\n",
 	        cfg->op == FB_OP_RMW ? "rmw" : "debit", fb_fence_source_name(cfg->fence), a,
 	        fb_check_lease_names[cfg->check_lease], fb_lease_clock_names[cfg->lease_clock]);
-	const double rate[FB_FAULTS] = {cfg->pause_rate, cfg->skew_rate, cfg->delay_rate,
-	                                cfg->crash_rate, cfg->renew_rate};
+	const double rate[FB_FAULTS] = {cfg->pause_rate, cfg->skew_rate,  cfg->delay_rate,
+	                                cfg->crash_rate, cfg->renew_rate, cfg->retry_rate};
 	fprintf(out, "faults (per virtual second):");
 	bool any = false;
 	for (int f = 0; f < FB_FAULTS; f++) {
@@ -1627,6 +1672,12 @@ static void print_summary(FILE *out, const fb_config *cfg, const fb_sim_result *
 			fprintf(out, " %13s", r->mode[d].checker_agrees ? "yes" : "NO");
 	fprintf(out, "\n");
 	print_faults(out, cfg, r);
+	if (r->lease.duplicates || r->lease.inversions || r->lease.overlaps)
+		fprintf(out,
+		        "lease: VIOLATED !!! %llu fences handed out twice, %llu out of acquisition "
+		        "order, %llu acquired while the previous lease was live\n",
+		        (unsigned long long)r->lease.duplicates, (unsigned long long)r->lease.inversions,
+		        (unsigned long long)r->lease.overlaps);
 	char vt[32];
 	fb_format_duration(vt, sizeof vt, r->virtual_ns ? r->virtual_ns : 1);
 	fprintf(out,

@@ -16,6 +16,7 @@
 #include "common.h"
 #include "fault.h"
 #include "options.h"
+#include "witness.h"
 #include "store.h"
 
 /* One discipline's totals over a seed (the numbers of DESIGN section 3). */
@@ -64,7 +65,8 @@ typedef struct fb_sim_result {
 	uint64_t crash_latency_max_ns, crash_latency_sum_ns;
 	uint64_t crash_pending;        /* dead workers' leases still held at the end */
 	uint64_t crash_pending_age_ns; /* ... the oldest of them, since its crash */
-	bool violation;                /* a fenced discipline failed, or a checker disagreed */
+	fb_witness_counts lease;       /* the lease witness's violations */
+	bool violation; /* a fenced discipline failed, a checker disagreed, or the lease broke */
 	bool corrupted; /* write-fenced or unfenced accepted a stale write or lost updates */
 	bool vacuous;   /* no stale operation was attempted at all */
 } fb_sim_result;

@@ -16,3 +16,19 @@ const char *fb_strerror(fb_err e)
 	}
 	return "unknown error";
 }
+
+#include "bug.h"
+
+const char *const fb_bug_names[FB_BUGS] = {
+        "none",          "ge-store",     "two-step",           "ignore-expiry",
+        "blind-release", "trust-client", "unregistered-reads", "batch-fences"};
+
+const char *const fb_bug_what[FB_BUGS] = {
+        "no planted bug",
+        "the store accepts a token equal to the last accepted one (>= instead of >)",
+        "the lease table mints the fence in a second step after taking the slot",
+        "acquire takes a lease that is still live",
+        "release frees the slot without checking owner and fence",
+        "the fenced store trusts the client's is_held() and checks no fence",
+        "the fenced store forgets to register the tokens of reads",
+        "each thread takes fences from the global counter in batches of 64"};

@@ -17,6 +17,8 @@ struct fb_lease_table {
 	fb_fence_source source;
 	uint64_t ttl_ns;
 	const fb_clock *clock;
+	fb_bug bug;
+	void (*between)(void);
 	/* The global source's counter, alone on its pair of lines: every
 	 * acquire in global mode writes it. */
 	alignas(FB_PAD_LINE) _Atomic uint64_t next_fence;
@@ -64,6 +66,8 @@ fb_err fb_lease_table_create(const fb_lease_config *cfg, fb_lease_table **out)
 	t->source = cfg->source;
 	t->ttl_ns = cfg->ttl_ns;
 	t->clock = cfg->clock;
+	t->bug = cfg->bug;
+	t->between = cfg->between;
 	atomic_init(&t->next_fence, cfg->first_fence);
 	/* A per-key slot starts one below the first fence so its first acquire
 	 * mints exactly first_fence; a global one starts at 0, below anything
@@ -83,9 +87,79 @@ void fb_lease_table_destroy(fb_lease_table *t)
 	free(t);
 }
 
+/*
+ * PLANTED BUGS. Each breaks one promise of the table on purpose, for the
+ * tests to prove the checkers notice. None is reachable without --bug.
+ */
+
+/* Fences handed out in batches: each thread takes 64 from the counter at a
+ * time, so two threads' fences interleave out of order. */
+static _Thread_local uint64_t batch_next, batch_end;
+
+static uint64_t bug_mint(fb_lease_table *t, uint64_t prev)
+{
+	if (t->bug == FB_BUG_BATCH_FENCES) {
+		if (batch_next == batch_end) {
+			batch_next =
+			        atomic_fetch_add_explicit(&t->next_fence, 64, memory_order_relaxed);
+			batch_end = batch_next + 64;
+		}
+		return batch_next++;
+	}
+	if (t->source == FB_FENCE_PER_KEY)
+		return prev + 1;
+	return atomic_fetch_add_explicit(&t->next_fence, 1, memory_order_relaxed);
+}
+
+static fb_acquire bug_acquire(fb_lease_table *t, uint32_t key, uint16_t owner, fb_lease *out,
+                              fb_lease_stats *st)
+{
+	fb_lease_slot *s = &t->slots[key];
+	fb_u128 cur = atomic_load_explicit(&s->word, memory_order_acquire);
+	for (;;) {
+		uint64_t now = fb_clock_now(t->clock);
+		if (t->bug != FB_BUG_IGNORE_EXPIRY && word_owner(cur) != 0 && cur.hi > now) {
+			*out = word_lease(cur);
+			return FB_HELD;
+		}
+		uint64_t prev = word_fence(cur);
+		if (t->bug == FB_BUG_TWO_STEP) {
+			/* Step one takes the slot under the old fence... */
+			fb_u128 mine = word_make(prev, owner, now + t->ttl_ns);
+			if (!atomic_compare_exchange_strong_explicit(&s->word, &cur, mine,
+			                                             memory_order_acq_rel,
+			                                             memory_order_acquire)) {
+				st->cas_retries++;
+				continue;
+			}
+			if (t->between)
+				t->between();
+			/* ...step two mints, and trusts the slot to still be ours. */
+			uint64_t fence = bug_mint(t, prev);
+			fb_u128 next = word_make(fence, owner, now + t->ttl_ns);
+			atomic_compare_exchange_strong_explicit(
+			        &s->word, &mine, next, memory_order_acq_rel, memory_order_acquire);
+			*out = word_lease(next);
+			return FB_ACQUIRED;
+		}
+		uint64_t fence = bug_mint(t, prev);
+		if (fence > FB_FENCE_MAX)
+			return FB_EXHAUSTED;
+		fb_u128 next = word_make(fence, owner, now + t->ttl_ns);
+		if (atomic_compare_exchange_strong_explicit(
+		            &s->word, &cur, next, memory_order_acq_rel, memory_order_acquire)) {
+			*out = word_lease(next);
+			return FB_ACQUIRED;
+		}
+		st->cas_retries++;
+	}
+}
+
 fb_acquire fb_lease_acquire(fb_lease_table *t, uint32_t key, uint16_t owner, fb_lease *out,
                             fb_lease_stats *st)
 {
+	if (t->bug != FB_BUG_NONE && t->bug != FB_BUG_BLIND_RELEASE)
+		return bug_acquire(t, key, owner, out, st);
 	fb_lease_slot *s = &t->slots[key];
 	/* acquire: the global source's argument below needs the CAS that
 	 * installed this word to happen-before our mint. */
@@ -133,6 +207,14 @@ bool fb_lease_release(fb_lease_table *t, uint32_t key, uint16_t owner, uint64_t 
 {
 	fb_lease_slot *s = &t->slots[key];
 	fb_u128 cur = atomic_load_explicit(&s->word, memory_order_relaxed);
+	if (t->bug == FB_BUG_BLIND_RELEASE) { /* PLANTED: frees whoever holds it */
+		while (word_owner(cur) != 0)
+			if (atomic_compare_exchange_weak_explicit(
+			            &s->word, &cur, word_make(word_fence(cur), 0, 0),
+			            memory_order_release, memory_order_relaxed))
+				return true;
+		return false;
+	}
 	while (word_owner(cur) == owner && word_fence(cur) == fence) {
 		/* release: whatever the holder did under the lease is ordered
 		 * before the next acquire that sees the slot free. */

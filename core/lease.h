@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "bug.h"
 #include "clock.h"
 #include "common.h"
 
@@ -27,6 +28,10 @@ typedef struct fb_lease_config {
 	fb_fence_source source;
 	uint64_t first_fence;  /* 1 in production, 33 in Kleppmann's diagram */
 	const fb_clock *clock; /* the lease service's clock */
+	fb_bug bug;            /* FB_BUG_NONE, or a planted lease bug */
+	/* two-step only: called between taking the slot and minting the fence,
+	 * where a fault can strike (the trap of DESIGN section 2) */
+	void (*between)(void);
 } fb_lease_config;
 
 /* One lease as the slot held it. owner 0: the slot is free. */

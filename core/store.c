@@ -28,6 +28,7 @@ struct fb_store {
 	fb_record *rec;
 	uint32_t keys;
 	fb_discipline d;
+	fb_bug bug;
 };
 
 static const char *const names[FB_DISCIPLINES] = {"fenced", "write-fenced", "unfenced"};
@@ -77,6 +78,7 @@ fb_err fb_store_create(fb_discipline d, uint32_t keys, int64_t initial_balance, 
 	}
 	s->keys = keys;
 	s->d = d;
+	s->bug = FB_BUG_NONE;
 	for (uint32_t k = 0; k < keys; k++) {
 		/* "written" starts true: no fence has been seen or written, and a
 		 * first write must still carry token > 0. */
@@ -94,6 +96,13 @@ void fb_store_destroy(fb_store *s)
 		return;
 	free(s->rec);
 	free(s);
+}
+
+void fb_store_plant(fb_store *s, fb_bug bug)
+{
+	if (bug == FB_BUG_GE_STORE || bug == FB_BUG_TRUST_CLIENT ||
+	    bug == FB_BUG_UNREGISTERED_READS)
+		s->bug = bug;
 }
 
 fb_discipline fb_store_discipline(const fb_store *s)
@@ -124,7 +133,11 @@ bool fb_store_read(fb_store *s, uint32_t key, uint64_t token, fb_store_result *r
 	for (;;) {
 		result_from(r, cur, token);
 		uint64_t high = hi_fence(cur.hi);
-		if (s->d != FB_FENCED || token == high) {
+		/* PLANTED (trust-client, unregistered-reads): the read is served
+		 * and registers nothing */
+		bool planted = s->bug == FB_BUG_TRUST_CLIENT ||
+		               (s->bug == FB_BUG_UNREGISTERED_READS && token >= high);
+		if (s->d != FB_FENCED || token == high || planted) {
 			r->ok = true;
 			return true;
 		}
@@ -145,9 +158,13 @@ bool fb_store_read(fb_store *s, uint32_t key, uint64_t token, fb_store_result *r
 }
 
 /* The whole decision of the three disciplines, in one place. */
-static bool admits(fb_discipline d, uint64_t hi, uint64_t token)
+static bool admits(fb_discipline d, fb_bug bug, uint64_t hi, uint64_t token)
 {
 	uint64_t high = hi_fence(hi);
+	if (d != FB_UNFENCED && bug == FB_BUG_GE_STORE) /* PLANTED: >= instead of > */
+		return token >= high;
+	if (d == FB_FENCED && bug == FB_BUG_TRUST_CLIENT) /* PLANTED: no check at all */
+		return true;
 	switch (d) {
 	case FB_FENCED:
 		return token > high || (token == high && !hi_written(hi));
@@ -185,7 +202,7 @@ static bool apply(fb_store *s, uint32_t key, bool is_debit, int64_t value, uint6
 	for (;;) {
 		result_from(r, cur, token);
 		uint64_t high = hi_fence(cur.hi);
-		if (!admits(s->d, cur.hi, token)) {
+		if (!admits(s->d, s->bug, cur.hi, token)) {
 			r->ok = false;
 			r->stale = true;
 			return false;
@@ -226,12 +243,14 @@ bool fb_store_debit(fb_store *s, uint32_t key, int64_t amount, uint64_t token, f
 
 int64_t fb_store_balance(fb_store *s, uint32_t key)
 {
-	return (int64_t)atomic_load_explicit(&s->rec[key].word, memory_order_acquire).lo;
+	fb_u128 w = atomic_load_explicit(&s->rec[key].word, memory_order_acquire);
+	return (int64_t)w.lo;
 }
 
 uint64_t fb_store_highest(fb_store *s, uint32_t key)
 {
-	return hi_fence(atomic_load_explicit(&s->rec[key].word, memory_order_acquire).hi);
+	fb_u128 w = atomic_load_explicit(&s->rec[key].word, memory_order_acquire);
+	return hi_fence(w.hi);
 }
 
 uint64_t fb_store_last_fence(fb_store *s, uint32_t key)

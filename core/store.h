@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "bug.h"
 #include "common.h"
 
 typedef enum fb_discipline {
@@ -44,6 +45,10 @@ typedef struct fb_store fb_store;
  * stale = false): no lease table can mint one. */
 fb_err fb_store_create(fb_discipline d, uint32_t keys, int64_t initial_balance, fb_store **out);
 void fb_store_destroy(fb_store *s);
+
+/* Plant a store bug (FB_BUG_GE_STORE, _TRUST_CLIENT, _UNREGISTERED_READS);
+ * others are ignored. Before any operation only. */
+void fb_store_plant(fb_store *s, fb_bug bug);
 fb_discipline fb_store_discipline(const fb_store *s);
 
 /* fenced: refused if token < highest seen, otherwise registers token.

@@ -16,6 +16,8 @@ typedef enum fb_fault {
 	FB_FAULT_CRASH, /* the holder dies holding the lease; the TTL must free it */
 	FB_FAULT_RENEW, /* a late heartbeat: the renewal races the expiry and the
 	                   client believes it extended a lease already taken */
+	FB_FAULT_RETRY, /* a write's acknowledgement is lost: the client sends the
+	                   same write again, with the same fence (contract 5) */
 	FB_FAULTS
 } fb_fault;
 

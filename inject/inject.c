@@ -97,6 +97,16 @@ void fb_pause_trapped(fb_fault_port *p, uint32_t key, uint64_t fence, const fb_c
 	fb_pause_now(p, true);
 }
 
+void fb_pause_armed_here(void)
+{
+	fb_fault_port *p = self;
+	if (!p)
+		return;
+	uint32_t a = fb_port_armed(p);
+	if (a && FB_ARM_FAULT(a) == FB_FAULT_PAUSE)
+		fb_pause_now(p, true);
+}
+
 static void on_pause(int sig)
 {
 	(void)sig;
@@ -223,6 +233,9 @@ static void inject(fb_injector *inj, fb_fault f)
 		break;
 	case FB_FAULT_CRASH:
 		inj->crashes++;
+		break;
+	case FB_FAULT_RETRY: /* taken at the write */
+		at = FB_AT_AFTER_CHECK;
 		break;
 	default:
 		break;

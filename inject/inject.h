@@ -136,6 +136,10 @@ static inline void fb_pause_point(fb_fault_port *p, uint32_t key, uint64_t fence
 		fb_pause_trapped(p, key, fence, clk);
 }
 
+/* Take the pause armed on the calling worker's port now, wherever it is
+ * aimed (the planted two-step bug's window between its two steps). */
+void fb_pause_armed_here(void);
+
 /* Install the SIGUSR1 handler (once per process). */
 fb_err fb_pause_install(void);
 

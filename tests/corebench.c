@@ -175,7 +175,11 @@ int main(int argc, char **argv)
 	atomic_init(&c.record, ((fb_u128){UINT64_C(1) << 62, 0}));
 	fb_err e = FB_OK;
 	for (int src = 0; src < 2 && e == FB_OK; src++) {
-		fb_lease_config cfg = {1, CB_TTL_NS, (fb_fence_source)src, 1, c.fast};
+		fb_lease_config cfg = {.keys = 1,
+		                       .ttl_ns = CB_TTL_NS,
+		                       .source = (fb_fence_source)src,
+		                       .first_fence = 1,
+		                       .clock = c.fast};
 		e = fb_lease_table_create(&cfg, &c.lease[src]);
 		if (e == FB_OK)
 			e = fb_store_create(FB_FENCED, 1, INT64_C(1) << 62, &c.store[src]);

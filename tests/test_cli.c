@@ -248,6 +248,10 @@ static void test_short_run_shows_fenced_safe_and_unfenced_corrupted(void **state
 		check_eq(json_object_array_length(get(doc, path)), 16, "one ops count per thread");
 	}
 	check(num(doc, "modes.fenced.ops") > 0, "workers completed cycles");
+	check_eq(num(doc, "run.lease_violations.duplicate_fences") +
+	                 num(doc, "run.lease_violations.out_of_order_fences") +
+	                 num(doc, "run.lease_violations.overlapping_leases"),
+	         0, "a correct lease table breaks none of its promises");
 	check(num(doc, "modes.fenced.faults.pause") > 0, "pauses were injected");
 	check_eq(num(doc, "modes.fenced.stale_accepted"), 0, "fenced stale_accepted");
 	check_eq(num(doc, "modes.fenced.lost_updates"), 0, "fenced lost_updates");
@@ -526,6 +530,50 @@ static void test_crashed_holders_leases_are_taken_over_within_a_ttl(void **state
 	free(dir);
 }
 
+/*
+ * The checkers' own proof (locktorture's lock_busted): each planted bug must
+ * end the run with exit 1 and the violation that names it counted.
+ */
+static void test_each_planted_bug_is_caught(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *bug, *extra[6], *counter;
+	} cases[] = {
+	        {"ge-store", {"--faults", "retry"}, "modes.fenced.stale_accepted"},
+	        {"two-step",
+	         {"--fault-at", "after-read"},
+	         "run.lease_violations.out_of_order_fences"},
+	        {"ignore-expiry", {NULL}, "run.lease_violations.overlapping_leases"},
+	        {"blind-release", {NULL}, "run.lease_violations.overlapping_leases"},
+	        {"trust-client",
+	         {"--check-lease", "is-held", "--fault-at", "after-check"},
+	         "modes.fenced.stale_accepted"},
+	        {"unregistered-reads",
+	         {"--fault-at", "takeover", "--pause-rate", "200"},
+	         "modes.fenced.lost_updates"},
+	        {"batch-fences", {NULL}, "run.lease_violations.out_of_order_fences"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		const char *args[16] = {"-t", "16", "-d", "2s", "--bug", cases[i].bug};
+		int n = 6;
+		for (int k = 0; k < 6 && cases[i].extra[k]; k++)
+			args[n++] = cases[i].extra[k];
+		proc p;
+		char *dir;
+		json_object *doc = run_json(args, 1, &p, &dir);
+		check(num(doc, cases[i].counter) > 0,
+		      "planted bug %s must be caught by %s, which counted 0:\n%s", cases[i].bug,
+		      cases[i].counter, p.stdout_text);
+		check(strstr(p.stdout_text, "PLANTED BUG"), "a planted bug is announced");
+		check(strstr(p.stdout_text, "FAIL !!!"), "the verdict fails for %s", cases[i].bug);
+		json_object_put(doc);
+		release(&p);
+		rmtree(dir);
+		free(dir);
+	}
+}
+
 static void test_a_run_where_no_stale_write_was_attempted_says_vacuous(void **state)
 {
 	(void)state;
@@ -607,6 +655,7 @@ int main(void)
 	        cmocka_unit_test(test_crashed_holders_leases_are_taken_over_within_a_ttl),
 	        cmocka_unit_test(test_a_fault_plan_written_is_replayed),
 	        cmocka_unit_test(test_a_run_where_no_stale_write_was_attempted_says_vacuous),
+	        cmocka_unit_test(test_each_planted_bug_is_caught),
 	};
 	return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }

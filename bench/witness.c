@@ -1,0 +1,99 @@
+#include "witness.h"
+
+#include <stdlib.h>
+
+/*
+ * Per key one 16-byte word: lo = fence << 1 | released, hi = expires_at of
+ * the newest lease reported. Acquisition time is expires_at - ttl (the
+ * table sets expiry at the acquire), on the lease service's clock.
+ */
+/*
+ * Acquisition times come from rdtsc on different cores, and rdtsc is not
+ * ordered with the loads around it: two acquires in slot order can read
+ * times a few nanoseconds out of order. A real inversion (the trap) is a
+ * fault long, a TTL or more; anything within this slack is the clock's.
+ */
+#define SLACK_NS 50000
+
+typedef struct wkey {
+	alignas(FB_PAD_LINE) fb_atomic_u128 word;
+} wkey;
+
+struct fb_witness {
+	wkey *k;
+	uint32_t keys;
+	uint64_t ttl;
+};
+
+fb_err fb_witness_create(uint32_t keys, uint64_t ttl_ns, fb_witness **out)
+{
+	fb_witness *w = malloc(sizeof *w);
+	if (!w)
+		return FB_ENOMEM;
+	w->k = aligned_alloc(FB_PAD_LINE, (size_t)keys * sizeof *w->k);
+	if (!w->k) {
+		free(w);
+		return FB_ENOMEM;
+	}
+	for (uint32_t i = 0; i < keys; i++)
+		atomic_init(&w->k[i].word, ((fb_u128){1, 0})); /* fence 0, released */
+	w->keys = keys;
+	w->ttl = ttl_ns;
+	*out = w;
+	return FB_OK;
+}
+
+void fb_witness_destroy(fb_witness *w)
+{
+	if (!w)
+		return;
+	free(w->k);
+	free(w);
+}
+
+void fb_witness_acquired(fb_witness *w, uint32_t key, uint64_t fence, uint64_t expires_at,
+                         fb_witness_counts *c)
+{
+	fb_atomic_u128 *word = &w->k[key].word;
+	uint64_t at = expires_at - w->ttl;
+	/* acquire: pairs with the release of the reports before this one */
+	fb_u128 cur = atomic_load_explicit(word, memory_order_acquire);
+	for (;;) {
+		uint64_t f = cur.lo >> 1, cur_at = cur.hi - w->ttl;
+		bool released = cur.lo & 1;
+		if (fence == f) {
+			c->duplicates++;
+			return;
+		}
+		if (fence < f) {
+			/* A late report of an older lease: it must have begun no
+			 * later than the newer one did. */
+			if (f && at > cur_at + SLACK_NS)
+				c->inversions++;
+			return;
+		}
+		if (f && at + SLACK_NS < cur_at) {
+			c->inversions++; /* a newer fence for an older acquisition */
+		} else if (f && !released && at < cur.hi) {
+			c->overlaps++; /* the previous lease was live and still held */
+		}
+		fb_u128 next = {fence << 1, expires_at};
+		/* acq_rel: this report is the newest; later reports compare with it */
+		if (atomic_compare_exchange_weak_explicit(word, &cur, next, memory_order_acq_rel,
+		                                          memory_order_acquire))
+			return;
+	}
+}
+
+void fb_witness_releasing(fb_witness *w, uint32_t key, uint64_t fence)
+{
+	fb_atomic_u128 *word = &w->k[key].word;
+	fb_u128 cur = atomic_load_explicit(word, memory_order_relaxed);
+	while ((cur.lo >> 1) == fence && !(cur.lo & 1)) {
+		fb_u128 next = {cur.lo | 1, cur.hi};
+		/* release: ordered before the table's release of the slot */
+		if (atomic_compare_exchange_weak_explicit(word, &cur, next, memory_order_release,
+		                                          memory_order_relaxed))
+			return;
+	}
+}

@@ -1,0 +1,25 @@
+/*
+ * Planted bugs: deliberately broken variants of the lease table and the
+ * store, selectable at run time (--bug), so the tests can prove the
+ * checkers catch what they claim to catch (locktorture's lock_busted).
+ * Never on unless asked for, and announced loudly when it is.
+ */
+#ifndef FB_BUG_H
+#define FB_BUG_H
+
+typedef enum fb_bug {
+	FB_BUG_NONE,
+	FB_BUG_GE_STORE,           /* store: >= instead of > (an equal token passes) */
+	FB_BUG_TWO_STEP,           /* lease: the fence minted in a second step after the acquire */
+	FB_BUG_IGNORE_EXPIRY,      /* lease: acquire takes a lease that is still live */
+	FB_BUG_BLIND_RELEASE,      /* lease: release without the owner/fence check */
+	FB_BUG_TRUST_CLIENT,       /* store: fenced trusts the client's is_held(), checks nothing */
+	FB_BUG_UNREGISTERED_READS, /* store: fenced forgets to register reads */
+	FB_BUG_BATCH_FENCES,       /* lease: fences pre-allocated per thread in batches */
+	FB_BUGS
+} fb_bug;
+
+extern const char *const fb_bug_names[FB_BUGS];
+extern const char *const fb_bug_what[FB_BUGS];
+
+#endif
