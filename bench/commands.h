@@ -6,7 +6,9 @@
 #ifndef FB_COMMANDS_H
 #define FB_COMMANDS_H
 
+#include "compare.h"
 #include "floor.h"
+#include "plot.h"
 #include "scenario.h"
 
 typedef struct fb_command {
@@ -15,7 +17,11 @@ typedef struct fb_command {
 	const char *summary;
 } fb_command;
 
-#define FB_COMMANDS {"scenario", fb_scenario_main, "a scripted timeline on a manual clock"}, \
-	{"floor", fb_floor_main, "the raw primitives' throughput: the machine's limit"},
+#define FB_COMMANDS                                                                                \
+	{"scenario", fb_scenario_main, "a scripted timeline on a manual clock"},                   \
+	        {"floor", fb_floor_main, "the raw primitives' throughput: the machine's limit"},   \
+	        {"plot", fb_plot_main, "SVG charts of a run or sweep document (gnuplot)"},         \
+	        {"compare", fb_compare_main,                                                       \
+	         "two runs or two sweeps side by side with B/A ratios"},
 
 #endif

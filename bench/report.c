@@ -726,6 +726,8 @@ static json_object *j_run(const fb_results *res)
 	json_object_object_add(run, "delayed_writes_delivered", j_u(res->delayed));
 	json_object_object_add(run, "crashes", j_u(res->crashes));
 	json_object_object_add(run, "crash_takeovers", j_u(res->crash_takeovers));
+	json_object_object_add(run, "crash_pending", j_u(res->crash_pending));
+	json_object_object_add(run, "crash_pending_age_ns", j_u(res->crash_pending_age_ns));
 	json_object_object_add(run, "crash_takeover_latency_ns", j_hist(res->cfg, &res->takeover));
 	json_object_object_add(run, "renew_extended", j_u(res->renew_ok));
 	json_object_object_add(run, "renew_believed", j_u(res->renew_believed));

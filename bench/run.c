@@ -1075,6 +1075,17 @@ fb_err fb_run(const fb_config *cfg, fb_tick_fn tick, void *ctx, fb_results *res)
 	for (uint32_t i = 0; i < r.started; i++)
 		pthread_join(r.workers[i].port.tid, NULL);
 	res->elapsed_s = (double)(fb_clock_now(r.fast) - t0) / 1e9;
+	/* A worker that died in the last TTL may still hold its lease: that
+	 * is liveness not yet due, not a failure; its age says which. */
+	uint64_t end_t = fb_clock_now(r.fast);
+	for (uint32_t k = 0; k < cfg->keys; k++)
+		if (atomic_load_explicit(&r.crashes[k].fence, memory_order_acquire)) {
+			uint64_t at = atomic_load_explicit(&r.crashes[k].at, memory_order_relaxed);
+			uint64_t age = end_t > at ? end_t - at : 0;
+			res->crash_pending++;
+			if (age > res->crash_pending_age_ns)
+				res->crash_pending_age_ns = age;
+		}
 	/* Writes still in flight land now, late, before anything is counted. */
 	fb_delay_stop(r.delay);
 	fb_hist_init(&res->acquire);

@@ -114,6 +114,8 @@ typedef struct fb_results {
 	uint64_t injector_missed, service_steps;
 	uint64_t abandoned, renew_ok, renew_believed;
 	uint64_t crashes, crash_takeovers, delayed;
+	uint64_t crash_pending;        /* dead workers' leases not yet taken over at the end */
+	uint64_t crash_pending_age_ns; /* ... the oldest of them, since its crash */
 	uint64_t plan_recorded, plan_dropped, plan_slipped;
 	fb_fault_result fault[FB_FAULTS];
 	uint64_t *per_thread_ops;

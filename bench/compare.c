@@ -1,0 +1,636 @@
+#define _GNU_SOURCE
+#include "compare.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const fb_doc_discipline_key[FB_DOC_DISCIPLINES] = {"fenced", "write_fenced",
+                                                               "unfenced"};
+const char *const fb_doc_discipline_name[FB_DOC_DISCIPLINES] = {"fenced", "write-fenced",
+                                                                "unfenced"};
+
+/* ---- reading documents ---- */
+
+/* The whole file, NUL-terminated; NULL with errno set on failure. */
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	size_t cap = 1 << 16, n = 0;
+	char *buf = malloc(cap);
+	while (buf) {
+		if (n + 1 >= cap) {
+			char *more = realloc(buf, cap * 2);
+			if (!more) {
+				free(buf);
+				buf = NULL;
+				errno = ENOMEM;
+				break;
+			}
+			buf = more;
+			cap *= 2;
+		}
+		size_t r = fread(buf + n, 1, cap - n - 1, f);
+		n += r;
+		if (r == 0) {
+			if (ferror(f)) {
+				int e = errno;
+				free(buf);
+				buf = NULL;
+				errno = e ? e : EIO;
+			}
+			break;
+		}
+	}
+	fclose(f);
+	if (buf) {
+		buf[n] = 0;
+		*len = n;
+	}
+	return buf;
+}
+
+/* json-c prints a value compactly; used in messages and config values. */
+static const char *compact(json_object *o)
+{
+	return o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+	                                                     JSON_C_TO_STRING_NOSLASHESCAPE)
+	         : "missing";
+}
+
+/* Parse text as one JSON value with nothing but whitespace after it. */
+static json_object *parse(const char *path, const char *text, size_t n, char *why, size_t len)
+{
+	if (n > INT_MAX) {
+		snprintf(why, len, "%s: too large to be a fencebench document (%zu bytes)", path,
+		         n);
+		return NULL;
+	}
+	json_tokener *tok = json_tokener_new();
+	if (!tok) {
+		snprintf(why, len, "%s: json_tokener_new failed", path);
+		return NULL;
+	}
+	json_object *doc = json_tokener_parse_ex(tok, text, (int)n);
+	enum json_tokener_error e = json_tokener_get_error(tok);
+	size_t end = json_tokener_get_parse_end(tok);
+	json_tokener_free(tok);
+	if (!doc || e != json_tokener_success) {
+		json_object_put(doc);
+		if (e == json_tokener_continue || e == json_tokener_success)
+			snprintf(why, len, "%s: malformed JSON (it ends before the document does)",
+			         path);
+		else
+			snprintf(why, len, "%s: malformed JSON (%s, near byte %zu)", path,
+			         json_tokener_error_desc(e), end);
+		return NULL;
+	}
+	for (size_t i = end; i < n; i++)
+		if (!strchr(" \t\r\n", text[i])) {
+			json_object_put(doc);
+			snprintf(why, len, "%s: malformed JSON (trailing data at byte %zu)", path,
+			         i);
+			return NULL;
+		}
+	return doc;
+}
+
+json_object *fb_doc_load(const char *path, fb_doc_kind *kind, char *why, size_t len)
+{
+	size_t n = 0;
+	char *text = slurp(path, &n);
+	if (!text) {
+		snprintf(why, len, "%s: cannot read: errno=%d (%s)", path, errno, strerror(errno));
+		return NULL;
+	}
+	json_object *doc = parse(path, text, n, why, len);
+	free(text);
+	if (!doc)
+		return NULL;
+	if (!json_object_is_type(doc, json_type_object)) {
+		snprintf(why, len, "%s: not a fencebench document (the top level is not an object)",
+		         path);
+		goto refuse;
+	}
+	const char *tool = fb_doc_string(doc, "tool");
+	if (!tool || strcmp(tool, "fencebench") != 0) {
+		snprintf(why, len,
+		         "%s: not a fencebench document (\"tool\" is %s, expected \"fencebench\")",
+		         path, compact(fb_doc_get(doc, "tool")));
+		goto refuse;
+	}
+	json_object *schema = fb_doc_get(doc, "schema");
+	if (!schema || !json_object_is_type(schema, json_type_int) ||
+	    json_object_get_int64(schema) != FB_DOC_SCHEMA) {
+		snprintf(why, len, "%s: \"schema\" is %s; this fencebench reads schema %d only",
+		         path, compact(schema), FB_DOC_SCHEMA);
+		goto refuse;
+	}
+	const char *k = fb_doc_string(doc, "kind");
+	json_object *rows = fb_doc_get(doc, "rows"), *modes = fb_doc_get(doc, "modes");
+	/* Documents written before "kind" existed are told apart by shape. */
+	if (k ? strcmp(k, "sweep") == 0 : rows != NULL) {
+		if (!rows || !json_object_is_type(rows, json_type_array)) {
+			snprintf(why, len, "%s: a sweep without a \"rows\" array", path);
+			goto refuse;
+		}
+		*kind = FB_DOC_SWEEP;
+	} else if (k ? strcmp(k, "run") == 0 : modes != NULL) {
+		if (!modes || !json_object_is_type(modes, json_type_object)) {
+			snprintf(why, len, "%s: a run without a \"modes\" object", path);
+			goto refuse;
+		}
+		*kind = FB_DOC_RUN;
+	} else {
+		snprintf(why, len, "%s: \"kind\" is %s, neither a run nor a sweep", path,
+		         compact(fb_doc_get(doc, "kind")));
+		goto refuse;
+	}
+	return doc;
+refuse:
+	json_object_put(doc);
+	return NULL;
+}
+
+json_object *fb_doc_get(json_object *o, const char *path)
+{
+	char key[128];
+	while (o && *path) {
+		size_t n = strcspn(path, ".");
+		if (n >= sizeof key || !json_object_is_type(o, json_type_object))
+			return NULL;
+		memcpy(key, path, n);
+		key[n] = 0;
+		json_object *next = NULL;
+		if (!json_object_object_get_ex(o, key, &next))
+			return NULL;
+		o = next;
+		path += n + (path[n] == '.');
+	}
+	return o;
+}
+
+bool fb_doc_number(json_object *o, const char *path, double *v)
+{
+	json_object *x = fb_doc_get(o, path);
+	if (!x ||
+	    !(json_object_is_type(x, json_type_int) || json_object_is_type(x, json_type_double)))
+		return false;
+	*v = json_object_get_double(x);
+	return true;
+}
+
+const char *fb_doc_string(json_object *o, const char *path)
+{
+	json_object *x = fb_doc_get(o, path);
+	return x && json_object_is_type(x, json_type_string) ? json_object_get_string(x) : NULL;
+}
+
+/* ---- formatting ---- */
+
+/* 1234567.4 -> "1,234,567" */
+static const char *grouped(char *buf, size_t len, double v)
+{
+	char raw[48];
+	snprintf(raw, sizeof raw, "%.0f", fabs(v));
+	size_t n = strlen(raw), o = 0;
+	if (v <= -0.5 && o + 1 < len)
+		buf[o++] = '-';
+	for (size_t i = 0; i < n && o + 2 < len; i++) {
+		if (i && (n - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = raw[i];
+	}
+	buf[o] = 0;
+	return buf;
+}
+
+/* ns -> "311 ns", "1.25 us", "48.1 ms", "2.50 s" */
+static const char *duration(char *buf, size_t len, double ns)
+{
+	static const struct {
+		double ns;
+		const char *unit;
+	} units[] = {{1e9, "s"}, {1e6, "ms"}, {1e3, "us"}};
+	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+		if (ns >= units[i].ns) {
+			double v = ns / units[i].ns;
+			snprintf(buf, len,
+			         v >= 100  ? "%.0f %s"
+			         : v >= 10 ? "%.1f %s"
+			                   : "%.2f %s",
+			         v, units[i].unit);
+			return buf;
+		}
+	snprintf(buf, len, "%.0f ns", ns);
+	return buf;
+}
+
+/* B/A as "0.82x"; "-" when either is missing or both are zero, "inf" when
+ * only A is. */
+static const char *ratio(char *buf, size_t len, bool ha, double a, bool hb, double b)
+{
+	if (!ha || !hb || (a == 0 && b == 0))
+		snprintf(buf, len, "-");
+	else if (a == 0)
+		snprintf(buf, len, "inf");
+	else {
+		double r = b / a;
+		double m = fabs(r);
+		snprintf(buf, len,
+		         m == 0     ? "%.2fx"
+		         : m < 0.01 ? "%.4fx"
+		         : m < 10   ? "%.2fx"
+		         : m < 100  ? "%.1fx"
+		                    : "%.0fx",
+		         r);
+	}
+	return buf;
+}
+
+typedef enum value_kind { V_COUNT, V_NS, V_FRAC, V_PER_OP } value_kind;
+
+static const char *value(char *buf, size_t len, value_kind k, bool have, double v)
+{
+	if (!have)
+		snprintf(buf, len, "-");
+	else if (k == V_COUNT)
+		grouped(buf, len, v);
+	else if (k == V_NS)
+		duration(buf, len, v);
+	else if (k == V_FRAC)
+		snprintf(buf, len, "%.2f", v);
+	else
+		snprintf(buf, len, v == 0 ? "0" : fabs(v) < 0.01 ? "%.5f" : "%.3f", v);
+	return buf;
+}
+
+#define LABEL_W 24
+#define VALUE_W 16
+#define RATIO_W 9
+
+static void line(const char *label, value_kind k, bool ha, double a, bool hb, double b)
+{
+	char va[48], vb[48], r[32];
+	printf("  %-*s %*s %*s %*s\n", LABEL_W - 2, label, VALUE_W, value(va, sizeof va, k, ha, a),
+	       VALUE_W, value(vb, sizeof vb, k, hb, b), RATIO_W, ratio(r, sizeof r, ha, a, hb, b));
+}
+
+/* The same number read from two objects. */
+static void line_at(const char *label, value_kind k, json_object *a, json_object *b,
+                    const char *path)
+{
+	double va = 0, vb = 0;
+	bool ha = fb_doc_number(a, path, &va), hb = fb_doc_number(b, path, &vb);
+	line(label, k, ha, va, hb, vb);
+}
+
+/* A config value as a person reads it: lists joined by commas. */
+static void show(char *buf, size_t len, json_object *v)
+{
+	if (!v) {
+		snprintf(buf, len, "(absent)");
+	} else if (json_object_is_type(v, json_type_string)) {
+		snprintf(buf, len, "%s", json_object_get_string(v));
+	} else if (json_object_is_type(v, json_type_double) ||
+	           json_object_is_type(v, json_type_int)) {
+		snprintf(buf, len, "%.15g", json_object_get_double(v));
+	} else if (json_object_is_type(v, json_type_array)) {
+		size_t o = 0;
+		buf[0] = 0;
+		for (size_t i = 0; i < json_object_array_length(v) && o + 1 < len; i++) {
+			char one[128];
+			show(one, sizeof one, json_object_array_get_idx(v, i));
+			int w = snprintf(buf + o, len - o, "%s%s", i ? "," : "", one);
+			o = w < 0 ? len : o + (size_t)w >= len ? len - 1 : o + (size_t)w;
+		}
+	} else if (json_object_is_type(v, json_type_null)) {
+		snprintf(buf, len, "-");
+	} else {
+		snprintf(buf, len, "%s", compact(v));
+	}
+}
+
+static bool same(json_object *a, json_object *b)
+{
+	if (!a || !b)
+		return a == b;
+	bool na = json_object_is_type(a, json_type_int) || json_object_is_type(a, json_type_double);
+	bool nb = json_object_is_type(b, json_type_int) || json_object_is_type(b, json_type_double);
+	if (na && nb)
+		return json_object_get_double(a) == json_object_get_double(b);
+	return strcmp(compact(a), compact(b)) == 0;
+}
+
+/* Every key of section (config, machine) whose value differs, A's keys in
+ * A's order, then those only B has. */
+static void differences(const char *title, json_object *a, json_object *b)
+{
+	json_object *sa = fb_doc_get(a, title), *sb = fb_doc_get(b, title);
+	int n = 0;
+	char va[512], vb[512], head[64];
+	for (int pass = 0; pass < 2; pass++) {
+		json_object *from = pass ? sb : sa, *other = pass ? sa : sb;
+		if (!from || !json_object_is_type(from, json_type_object))
+			continue;
+		json_object_object_foreach(from, key, v)
+		{
+			json_object *w = NULL;
+			bool in_other = other && json_object_object_get_ex(other, key, &w);
+			if (pass && in_other)
+				continue; /* shown in the first pass */
+			json_object *x = pass ? NULL : v, *y = pass ? v : (in_other ? w : NULL);
+			if (!pass && in_other && same(v, w))
+				continue;
+			if (!n++) {
+				snprintf(head, sizeof head, "%s differences", title);
+				printf("\n%-*s %*s %*s\n", LABEL_W, head, VALUE_W, "A", VALUE_W,
+				       "B");
+			}
+			show(va, sizeof va, x);
+			show(vb, sizeof vb, y);
+			printf("  %-*s %*s %*s\n", LABEL_W - 2, key, VALUE_W, va, VALUE_W, vb);
+		}
+	}
+	if (!n)
+		printf("\n%s: the same\n", title);
+}
+
+/* "A: path  run of 2026-...  fencebench 0.3.0  AMD EPYC, 2 cores" */
+static void header(const char *tag, const char *path, json_object *doc, fb_doc_kind kind)
+{
+	const char *at = fb_doc_string(doc, "started_at"), *ver = fb_doc_string(doc, "version"),
+	           *cpu = fb_doc_string(doc, "machine.cpu");
+	double cores = 0;
+	printf("%s: %s  %s", tag, path, kind == FB_DOC_RUN ? "run" : "sweep");
+	if (kind == FB_DOC_SWEEP) {
+		json_object *rows = fb_doc_get(doc, "rows");
+		printf(" of %zu rows", json_object_array_length(rows));
+	}
+	if (at)
+		printf(" started %s", at);
+	if (ver)
+		printf("  fencebench %s", ver);
+	if (cpu)
+		printf("  %s", cpu);
+	if (fb_doc_number(doc, "machine.cores", &cores))
+		printf(", %.0f cores", cores);
+	json_object *intr = fb_doc_get(doc, "interrupted");
+	if (intr && json_object_get_boolean(intr))
+		printf("  INTERRUPTED");
+	printf("\n");
+}
+
+/* ---- two runs ---- */
+
+/* CAS retries per op: a run-wide count, repeated in every mode. */
+static bool cas_per_op(json_object *doc, double *v)
+{
+	double retries = 0, ops = 0;
+	for (int d = 0; d < FB_DOC_DISCIPLINES; d++) {
+		json_object *m = fb_doc_get(fb_doc_get(doc, "modes"), fb_doc_discipline_key[d]);
+		if (m && fb_doc_number(m, "cas_retries", &retries) &&
+		    (fb_doc_number(doc, "run.ops", &ops) || fb_doc_number(m, "ops", &ops))) {
+			*v = ops > 0 ? retries / ops : 0;
+			return true;
+		}
+	}
+	return false;
+}
+
+static void compare_runs(json_object *a, json_object *b)
+{
+	static const struct {
+		const char *label, *path;
+		value_kind kind;
+		bool fenced_only;
+	} rows[] = {
+	        {"throughput (ops/s)", "throughput_ops_s", V_COUNT, false},
+	        {"writes accepted", "accepted", V_COUNT, false},
+	        {"rejected as stale", "rejected_stale", V_COUNT, false},
+	        {"reads refused", "reads_refused", V_COUNT, true},
+	        {"stale accepted", "stale_accepted", V_COUNT, false},
+	        {"lost updates", "lost_updates", V_COUNT, false},
+	        {"zombie writes", "zombie_writes", V_COUNT, false},
+	        {"cycle p50", "latency_ns.cycle.p50", V_NS, false},
+	        {"cycle p99", "latency_ns.cycle.p99", V_NS, false},
+	        {"cycle p99.9", "latency_ns.cycle.p999", V_NS, false},
+	};
+	printf("\n%-*s %*s %*s %*s\n", LABEL_W, "", VALUE_W, "A", VALUE_W, "B", RATIO_W, "B/A");
+	for (int d = 0; d < FB_DOC_DISCIPLINES; d++) {
+		json_object *ma = fb_doc_get(fb_doc_get(a, "modes"), fb_doc_discipline_key[d]);
+		json_object *mb = fb_doc_get(fb_doc_get(b, "modes"), fb_doc_discipline_key[d]);
+		if (!ma && !mb)
+			continue;
+		printf("%s%s\n", fb_doc_discipline_name[d],
+		       !ma   ? " (only in B)"
+		       : !mb ? " (only in A)"
+		             : "");
+		for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+			if (!rows[i].fenced_only || d == 0)
+				line_at(rows[i].label, rows[i].kind, ma, mb, rows[i].path);
+	}
+	printf("run-wide\n");
+	line_at("elapsed (s)", V_FRAC, a, b, "elapsed_s");
+	line_at("fairness (min/max)", V_FRAC, a, b, "run.fairness");
+	double ca = 0, cb = 0;
+	bool ha = cas_per_op(a, &ca), hb = cas_per_op(b, &cb);
+	line("cas retries per op", V_PER_OP, ha, ca, hb, cb);
+	double fa = 0, fb = 0;
+	ha = fb_doc_number(a, "run.floor_ratio", &fa);
+	hb = fb_doc_number(b, "run.floor_ratio", &fb);
+	if (ha || hb)
+		line("throughput / floor", V_FRAC, ha, fa, hb, fb);
+	else
+		printf("  %-*s %*s\n", LABEL_W - 2, "throughput / floor", VALUE_W * 2 + 1,
+		       "not measured");
+}
+
+/* ---- two sweeps ---- */
+
+typedef struct row_key {
+	double threads, pause_rate;
+	const char *fence, *dist;
+} row_key;
+
+static row_key key_of(json_object *row)
+{
+	row_key k = {0, 0, fb_doc_string(row, "fence"), fb_doc_string(row, "dist")};
+	fb_doc_number(row, "threads", &k.threads);
+	fb_doc_number(row, "pause_rate", &k.pause_rate);
+	if (!k.fence)
+		k.fence = "-";
+	if (!k.dist)
+		k.dist = "-";
+	return k;
+}
+
+static bool key_eq(row_key x, row_key y)
+{
+	return x.threads == y.threads && fabs(x.pause_rate - y.pause_rate) < 1e-9 &&
+	       strcmp(x.fence, y.fence) == 0 && strcmp(x.dist, y.dist) == 0;
+}
+
+static void print_key(row_key k)
+{
+	printf("%7.0f  %-8s %-12s %8g", k.threads, k.fence, k.dist, k.pause_rate);
+}
+
+static void print_unmatched(const char *which, row_key k)
+{
+	printf("only in %s: threads %g, fence %s, dist %s, pause rate %g/s\n", which, k.threads,
+	       k.fence, k.dist, k.pause_rate);
+}
+
+static void compare_sweeps(json_object *a, json_object *b)
+{
+	json_object *ra = fb_doc_get(a, "rows"), *rb = fb_doc_get(b, "rows");
+	size_t na = json_object_array_length(ra), nb = json_object_array_length(rb);
+	bool *used = calloc(nb ? nb : 1, sizeof *used);
+	bool *matched = calloc(na ? na : 1, sizeof *matched);
+	double logsum[FB_DOC_DISCIPLINES] = {0};
+	int nlog[FB_DOC_DISCIPLINES] = {0};
+	size_t n = 0;
+	if (!used || !matched) {
+		fprintf(stderr, "fencebench compare: out of memory\n");
+		goto out;
+	}
+	printf("\nthroughput B/A, rows matched by (threads, fence, dist, pause rate)\n");
+	printf("%7s  %-8s %-12s %8s", "threads", "fence", "dist", "pause/s");
+	for (int d = 0; d < FB_DOC_DISCIPLINES; d++)
+		printf(" %13s", fb_doc_discipline_name[d]);
+	printf("\n");
+	for (size_t i = 0; i < na; i++) {
+		json_object *x = json_object_array_get_idx(ra, i);
+		row_key k = key_of(x);
+		size_t j = 0;
+		while (j < nb && (used[j] || !key_eq(k, key_of(json_object_array_get_idx(rb, j)))))
+			j++;
+		if (j == nb)
+			continue;
+		used[j] = matched[i] = true;
+		n++;
+		json_object *y = json_object_array_get_idx(rb, j);
+		print_key(k);
+		for (int d = 0; d < FB_DOC_DISCIPLINES; d++) {
+			char path[64], r[32];
+			snprintf(path, sizeof path, "modes.%s.throughput_ops_s",
+			         fb_doc_discipline_key[d]);
+			double va = 0, vb = 0;
+			bool ha = fb_doc_number(x, path, &va), hb = fb_doc_number(y, path, &vb);
+			printf(" %13s", ratio(r, sizeof r, ha, va, hb, vb));
+			if (ha && hb && va > 0 && vb > 0) {
+				logsum[d] += log(vb / va);
+				nlog[d]++;
+			}
+		}
+		printf("\n");
+	}
+	if (n > 1) {
+		printf("%-39s", "geometric mean");
+		for (int d = 0; d < FB_DOC_DISCIPLINES; d++) {
+			char r[32];
+			double g = nlog[d] ? exp(logsum[d] / nlog[d]) : 0;
+			printf(" %13s", ratio(r, sizeof r, nlog[d] > 0, 1, nlog[d] > 0, g));
+		}
+		printf("\n");
+	}
+	printf("\nmatched %zu of A's %zu rows and B's %zu\n", n, na, nb);
+	for (size_t i = 0; i < na; i++)
+		if (!matched[i])
+			print_unmatched("A", key_of(json_object_array_get_idx(ra, i)));
+	for (size_t j = 0; j < nb; j++)
+		if (!used[j])
+			print_unmatched("B", key_of(json_object_array_get_idx(rb, j)));
+out:
+	free(used);
+	free(matched);
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+	        "usage: fencebench compare A.json B.json\n"
+	        "\n"
+	        "Two fencebench documents side by side with B/A ratios: two runs (per\n"
+	        "discipline throughput, writes, stale accepted, lost updates, zombie writes,\n"
+	        "cycle latency; fairness, CAS retries per op, the floor ratio) or two sweeps\n"
+	        "(throughput ratio per discipline for each row matched by threads, fence,\n"
+	        "dist and pause rate), then every configuration key whose value differs.\n"
+	        "Exit 2 for an unreadable or malformed file, a schema other than %d, a\n"
+	        "document of another tool, or a run compared with a sweep.\n",
+	        FB_DOC_SCHEMA);
+}
+
+int fb_compare_main(int argc, char **argv)
+{
+	const char *file[2] = {NULL, NULL};
+	int nfile = 0;
+	bool dashdash = false;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!dashdash && (!strcmp(a, "-h") || !strcmp(a, "--help"))) {
+			usage(stdout);
+			return 0;
+		}
+		if (!dashdash && !strcmp(a, "--")) {
+			dashdash = true;
+		} else if (!dashdash && a[0] == '-' && a[1]) {
+			fprintf(stderr, "fencebench compare: unknown option '%s' (see --help)\n",
+			        a);
+			return 2;
+		} else if (nfile < 2) {
+			file[nfile++] = a;
+		} else {
+			fprintf(stderr,
+			        "fencebench compare: '%s': expected exactly two documents, A and "
+			        "B\n",
+			        a);
+			return 2;
+		}
+	}
+	if (nfile != 2) {
+		fprintf(stderr, "fencebench compare: expected two documents: fencebench compare "
+		                "A.json B.json\n");
+		return 2;
+	}
+	char why[512];
+	fb_doc_kind ka, kb;
+	json_object *a = fb_doc_load(file[0], &ka, why, sizeof why), *b = NULL;
+	if (a)
+		b = fb_doc_load(file[1], &kb, why, sizeof why);
+	if (!a || !b) {
+		fprintf(stderr, "fencebench compare: %s\n", why);
+		json_object_put(a);
+		return 2;
+	}
+	int code = 0;
+	if (ka != kb) {
+		fprintf(stderr,
+		        "fencebench compare: %s is a %s and %s a %s; compare two runs or two "
+		        "sweeps\n",
+		        file[0], ka == FB_DOC_RUN ? "run" : "sweep", file[1],
+		        kb == FB_DOC_RUN ? "run" : "sweep");
+		code = 2;
+		goto out;
+	}
+	header("A", file[0], a, ka);
+	header("B", file[1], b, kb);
+	if (ka == FB_DOC_RUN)
+		compare_runs(a, b);
+	else
+		compare_sweeps(a, b);
+	differences("config", a, b);
+	differences("machine", a, b);
+	fflush(stdout);
+out:
+	json_object_put(a);
+	json_object_put(b);
+	return code;
+}

@@ -1,0 +1,567 @@
+/*
+ * `fencebench compare` and `fencebench plot`, run as the real binary (FB_BIN)
+ * on the documents under tests/data/ (real runs and sweeps, trimmed of their
+ * per-key and per-thread arrays): compare prints B/A ratios and refuses what
+ * it cannot read with exit 2 and one line; plot writes the SVG charts that
+ * apply (skipped when gnuplot is not installed) and exits 3 with the
+ * apt-get line when gnuplot is missing.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fbtest.h"
+
+extern char **environ;
+
+typedef struct result {
+	int code;
+	char *out, *err;
+} result;
+
+static const char *bin(void)
+{
+	const char *b = getenv("FB_BIN");
+	return b ? b : "./fencebench";
+}
+
+/* A fixture under tests/data/ (FB_TESTS names tests/). */
+static const char *data(const char *name)
+{
+	static char path[4][512];
+	static int next;
+	const char *t = getenv("FB_TESTS");
+	char *p = path[next++ % 4];
+	snprintf(p, sizeof path[0], "%s/data/%s", t ? t : "tests", name);
+	return p;
+}
+
+static char *slurp(int fd)
+{
+	size_t cap = 4096, len = 0;
+	char *buf = malloc(cap);
+	check(buf != NULL, "malloc failed");
+	for (;;) {
+		if (len + 1 >= cap) {
+			buf = realloc(buf, cap *= 2);
+			check(buf != NULL, "realloc failed");
+		}
+		ssize_t r = read(fd, buf + len, cap - len - 1);
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
+	buf[len] = 0;
+	close(fd);
+	return buf;
+}
+
+/* Run FB_BIN with args (NULL-terminated) in env (NULL: ours). */
+static result run_env(const char *const *args, char *const *env)
+{
+	int o[2], e[2];
+	check(pipe(o) == 0 && pipe(e) == 0, "pipe failed: %s", strerror(errno));
+	const char *argv[32];
+	int n = 0;
+	argv[n++] = bin();
+	for (; args[n - 1] && n < 31; n++)
+		argv[n] = args[n - 1];
+	argv[n] = NULL;
+	pid_t pid = fork();
+	check(pid >= 0, "fork failed: %s", strerror(errno));
+	if (pid == 0) {
+		dup2(o[1], 1);
+		dup2(e[1], 2);
+		close(o[0]);
+		close(e[0]);
+		execve(argv[0], (char *const *)argv, env ? env : environ);
+		_exit(127);
+	}
+	close(o[1]);
+	close(e[1]);
+	result r;
+	r.out = slurp(o[0]);
+	r.err = slurp(e[0]);
+	int st;
+	waitpid(pid, &st, 0);
+	r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	check(r.code != 127, "could not exec %s (set FB_BIN)", argv[0]);
+	return r;
+}
+
+static result run(const char *const *args)
+{
+	return run_env(args, NULL);
+}
+
+static void release(result *r)
+{
+	free(r->out);
+	free(r->err);
+}
+
+static char *tmpdir(void)
+{
+	char *d = strdup("/tmp/fbplot-XXXXXX");
+	check(d && mkdtemp(d) != NULL, "mkdtemp failed: %s", strerror(errno));
+	return d;
+}
+
+/* Names in dir (not . or ..), sorted, one per line. */
+static void listdir(const char *dir, char *buf, size_t len)
+{
+	struct dirent **names;
+	int n = scandir(dir, &names, NULL, alphasort);
+	buf[0] = 0;
+	for (int i = 0; i < n; i++) {
+		if (strcmp(names[i]->d_name, ".") && strcmp(names[i]->d_name, ".."))
+			snprintf(buf + strlen(buf), len - strlen(buf), "%s\n", names[i]->d_name);
+		free(names[i]);
+	}
+	if (n >= 0)
+		free(names);
+}
+
+static void rmtree(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	char path[1024];
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		unlink(path);
+	}
+	closedir(d);
+	rmdir(dir);
+}
+
+/* The line of text that contains what, copied into line; false if none. */
+static bool line_with(const char *text, const char *what, char *line, size_t len)
+{
+	const char *at = strstr(text, what);
+	if (!at)
+		return false;
+	const char *start = at, *end = strchr(at, '\n');
+	while (start > text && start[-1] != '\n')
+		start--;
+	size_t n = end ? (size_t)(end - start) : strlen(start);
+	snprintf(line, len, "%.*s", (int)(n < len ? n : len - 1), start);
+	return true;
+}
+
+static size_t count(const char *text, const char *what)
+{
+	size_t n = 0;
+	for (const char *p = text; (p = strstr(p, what)); p += strlen(what))
+		n++;
+	return n;
+}
+
+/* fixture with one change (set is called on the parsed document), written
+ * to dir/name; returns the path. */
+static const char *variant(const char *dir, const char *fixture, const char *name,
+                           void (*set)(json_object *doc))
+{
+	static char path[512];
+	json_object *doc = json_object_from_file(data(fixture));
+	check(doc != NULL, "fixture %s did not parse", data(fixture));
+	set(doc);
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	check(json_object_to_file_ext(path, doc, JSON_C_TO_STRING_PRETTY) == 0, "cannot write %s",
+	      path);
+	json_object_put(doc);
+	return path;
+}
+
+/* The whole file, NUL-terminated. */
+static char *read_text(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	check(f != NULL, "%s was not written: %s", path, strerror(errno));
+	char *text = slurp(dup(fileno(f)));
+	fclose(f);
+	return text;
+}
+
+static bool gnuplot_installed(void)
+{
+	const char *path = getenv("PATH");
+	char dir[4096], file[4200];
+	snprintf(dir, sizeof dir, "%s", path ? path : "/usr/bin:/bin");
+	for (char *save, *d = strtok_r(dir, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+		snprintf(file, sizeof file, "%s/gnuplot", d);
+		if (access(file, X_OK) == 0)
+			return true;
+	}
+	return false;
+}
+
+#define NEED_GNUPLOT()                                                                             \
+	do {                                                                                       \
+		if (!gnuplot_installed()) {                                                        \
+			fprintf(stderr, "gnuplot is not installed: skipped (apt-get install "      \
+			                "gnuplot-nox to run it)\n");                               \
+			skip();                                                                    \
+		}                                                                                  \
+	} while (0)
+
+/* ---- compare ---- */
+
+static void test_compare_two_runs_prints_ratios_per_discipline(void **state)
+{
+	(void)state;
+	const char *args[] = {"compare", data("run-a.json"), data("run-b.json"), NULL};
+	result r = run(args);
+	check_eq(r.code, 0, "exit code of compare on two runs");
+	check(r.err[0] == 0, "nothing on stderr, got:\n%s", r.err);
+	/* A 1,812,994 ops/s (8 threads, global fence), B 317,242 (per-key,
+	 * seed 7): 0.17x */
+	char line[256];
+	check(line_with(r.out, "throughput (ops/s)", line, sizeof line), "a throughput line:\n%s",
+	      r.out);
+	check(strstr(line, "1,812,994") && strstr(line, "317,242") && strstr(line, "0.17x"),
+	      "throughput A, B with thousands separators and B/A as 0.17x: '%s'", line);
+	check_eq(count(r.out, "throughput (ops/s)"), 3,
+	         "a throughput line for each of the three disciplines");
+	check_eq(count(r.out, "lost updates"), 3, "a lost updates line per discipline");
+	check_eq(count(r.out, "cycle p99.9"), 3, "a cycle p99.9 line per discipline");
+	check(line_with(r.out, "reads refused", line, sizeof line) && strstr(line, "0.00x"),
+	      "fenced reads refused 1 -> 0 is 0.00x: '%s'", line);
+	check(line_with(r.out, "fairness", line, sizeof line), "a fairness line:\n%s", r.out);
+	check(strstr(r.out, "cas retries per op"), "CAS retries per op:\n%s", r.out);
+	check(line_with(r.out, "throughput / floor", line, sizeof line) &&
+	              strstr(line, "not measured"),
+	      "the floor ratio is absent from both documents and says so: '%s'", line);
+	check(strstr(r.out, "config differences"), "the config differences:\n%s", r.out);
+	check(line_with(r.out, "  fence ", line, sizeof line) && strstr(line, "global") &&
+	              strstr(line, "per-key"),
+	      "fence differs: global against per-key: '%s'", line);
+	check(line_with(r.out, "  seed ", line, sizeof line) && strstr(line, "1") &&
+	              strstr(line, "7"),
+	      "seed differs: 1 against 7: '%s'", line);
+	check(!strstr(r.out, "  keys "), "keys are the same in both and not listed:\n%s", r.out);
+	release(&r);
+}
+
+static void add_run_floor(json_object *doc)
+{
+	json_object *run;
+	json_object_object_get_ex(doc, "run", &run);
+	json_object_object_add(run, "floor_pipeline_ops_s", json_object_new_double(3e6));
+	json_object_object_add(run, "floor_ratio", json_object_new_double(0.6));
+}
+
+static void test_compare_floor_ratio_when_present(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	char a[512];
+	snprintf(a, sizeof a, "%s", data("run-a.json"));
+	const char *b = variant(dir, "run-a.json", "floor.json", add_run_floor);
+	const char *args[] = {"compare", a, b, NULL};
+	result r = run(args);
+	check_eq(r.code, 0, "exit code of compare with a floor in B only");
+	char line[256];
+	check(line_with(r.out, "throughput / floor", line, sizeof line), "a floor ratio line:\n%s",
+	      r.out);
+	check(strstr(line, "0.60") && strstr(line, " - "), "A has no floor ('-'), B 0.60: '%s'",
+	      line);
+	release(&r);
+	rmtree(dir);
+	free(dir);
+}
+
+static void test_compare_two_sweeps_matches_rows(void **state)
+{
+	(void)state;
+	const char *args[] = {"compare", data("sweep-threads.json"), data("sweep-threads.json"),
+	                      NULL};
+	result r = run(args);
+	check_eq(r.code, 0, "exit code of compare on two sweeps");
+	check(strstr(r.out, "matched 6 of A's 6 rows and B's 6"), "every row matched:\n%s", r.out);
+	char line[256];
+	check(line_with(r.out, "      4  per-key  uniform", line, sizeof line),
+	      "a line for the row threads 4, per-key, uniform:\n%s", r.out);
+	check_eq(count(line, "1.00x"), 3, "the same document: 1.00x for every discipline");
+	check_eq(count(r.out, "1.00x"), 6 * 3 + 3, "6 rows and the geometric mean, 3 each");
+	release(&r);
+
+	const char *other[] = {"compare", data("sweep-threads.json"), data("sweep-pause.json"),
+	                       NULL};
+	r = run(other);
+	check_eq(r.code, 0, "exit code of compare on sweeps with no row in common");
+	check(strstr(r.out, "matched 0 of A's 6 rows and B's 4"), "no row matched:\n%s", r.out);
+	check_eq(count(r.out, "only in A: "), 6, "A's six rows listed as unmatched");
+	check(strstr(r.out, "only in B: threads 8, fence global, dist uniform, pause rate 400/s"),
+	      "B's rows listed with their keys:\n%s", r.out);
+	check(line_with(r.out, "pause_rate", line, sizeof line) && strstr(line, "0,20,100,400"),
+	      "the swept pause rates differ: '%s'", line);
+	release(&r);
+}
+
+static void set_schema_2(json_object *doc)
+{
+	json_object_object_add(doc, "schema", json_object_new_int(2));
+}
+
+static void set_tool_fio(json_object *doc)
+{
+	json_object_object_add(doc, "tool", json_object_new_string("fio"));
+}
+
+/* Exit 2 with one line on stderr naming the file and containing reason. */
+static void refused(result *r, const char *file, const char *reason, const char *what)
+{
+	check_eq(r->code, 2, what);
+	check(r->out[0] == 0, "%s: nothing on stdout, got:\n%s", what, r->out);
+	check_eq(count(r->err, "\n"), 1, "one line on stderr");
+	check(strstr(r->err, file), "%s: stderr names %s: %s", what, file, r->err);
+	check(strstr(r->err, reason), "%s: stderr says '%s': %s", what, reason, r->err);
+}
+
+static void test_compare_refuses_schema_2_and_another_tool(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	const char *s2 = variant(dir, "run-a.json", "schema2.json", set_schema_2);
+	const char *args[] = {"compare", data("run-a.json"), s2, NULL};
+	result r = run(args);
+	refused(&r, "schema2.json", "\"schema\" is 2; this fencebench reads schema 1",
+	        "compare with a schema-2 document exits 2");
+	release(&r);
+
+	const char *fio = variant(dir, "run-a.json", "fio.json", set_tool_fio);
+	const char *args2[] = {"compare", fio, data("run-a.json"), NULL};
+	r = run(args2);
+	refused(&r, "fio.json", "not a fencebench document (\"tool\" is \"fio\"",
+	        "compare with another tool's document exits 2");
+	release(&r);
+	rmtree(dir);
+	free(dir);
+}
+
+static void test_compare_refuses_run_against_sweep(void **state)
+{
+	(void)state;
+	const char *args[] = {"compare", data("run-a.json"), data("sweep-threads.json"), NULL};
+	result r = run(args);
+	refused(&r, "run-a.json", "is a run and", "compare of a run with a sweep exits 2");
+	check(strstr(r.err, "sweep-threads.json a sweep"), "both kinds named: %s", r.err);
+	release(&r);
+}
+
+static void test_malformed_json_exits_2_naming_the_file(void **state)
+{
+	(void)state;
+	char *dir = tmpdir(), path[512];
+	snprintf(path, sizeof path, "%s/broken.json", dir);
+	FILE *f = fopen(path, "w");
+	check(f != NULL, "cannot create %s", path);
+	fputs("{\"schema\": 1, \"tool\": \"fencebench\", \"modes\": {", f);
+	fclose(f);
+	const char *cmp[] = {"compare", path, data("run-a.json"), NULL};
+	result r = run(cmp);
+	refused(&r, "broken.json", "malformed JSON", "compare of a truncated document exits 2");
+	release(&r);
+	const char *plt[] = {"plot", path, "-o", dir, NULL};
+	r = run(plt);
+	refused(&r, "broken.json", "malformed JSON", "plot of a truncated document exits 2");
+	release(&r);
+	const char *missing[] = {"compare", data("run-a.json"), "/nonexistent/x.json", NULL};
+	r = run(missing);
+	refused(&r, "/nonexistent/x.json", "cannot read", "compare of a missing file exits 2");
+	release(&r);
+	rmtree(dir);
+	free(dir);
+}
+
+static void test_compare_usage_errors_exit_2(void **state)
+{
+	(void)state;
+	const char *one[] = {"compare", data("run-a.json"), NULL};
+	result r = run(one);
+	check_eq(r.code, 2, "compare with one document exits 2");
+	check(strstr(r.err, "two documents"), "says two are needed: %s", r.err);
+	release(&r);
+	const char *opt[] = {"compare", "--bogus", data("run-a.json"), data("run-a.json"), NULL};
+	r = run(opt);
+	check_eq(r.code, 2, "compare with an unknown option exits 2");
+	check(strstr(r.err, "--bogus"), "names the option: %s", r.err);
+	release(&r);
+}
+
+/* ---- plot ---- */
+
+/* path exists, is not empty and is an SVG document. */
+static void check_svg(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	check(f != NULL, "%s was not written: %s", path, strerror(errno));
+	char head[4096];
+	size_t n = fread(head, 1, sizeof head - 1, f);
+	head[n] = 0;
+	fclose(f);
+	check(n > 0, "%s is empty", path);
+	check(strstr(head, "<svg") != NULL, "%s has no <svg element in its first %zu bytes", path,
+	      n);
+}
+
+static void test_plot_threads_sweep_writes_throughput_p99_and_latency(void **state)
+{
+	(void)state;
+	NEED_GNUPLOT();
+	char *dir = tmpdir(), listing[1024], path[600];
+	const char *args[] = {"plot", data("sweep-threads.json"), "-o", dir, NULL};
+	result r = run(args);
+	check_eq(r.code, 0, "exit code of plot on a sweep over threads");
+	static const char *const charts[] = {"throughput", "cycle-p99", "latency"};
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(path, sizeof path, "%s/sweep-threads-%s.svg", dir, charts[i]);
+		check(strstr(r.out, path), "stdout lists %s:\n%s", path, r.out);
+		check_svg(path);
+	}
+	check(strstr(r.err, "skipped corruption: the sweep has one pause rate"),
+	      "the corruption chart is skipped with a note: %s", r.err);
+	listdir(dir, listing, sizeof listing);
+	check(!strcmp(listing, "sweep-threads-cycle-p99.svg\nsweep-threads-latency.svg\n"
+	                       "sweep-threads-throughput.svg\n"),
+	      "exactly the three charts, no temporary file left:\n%s", listing);
+	snprintf(path, sizeof path, "%s/sweep-threads-throughput.svg", dir);
+	char *svg = read_text(path);
+	check(strstr(svg, "Throughput against worker threads"), "the chart says what it shows");
+	check(strstr(svg, "write-fenced, fence per-key"), "a line per discipline and fence");
+	check(!strstr(svg, "floor"), "no floor drawn when the rows carry none");
+	free(svg);
+	release(&r);
+	rmtree(dir);
+	free(dir);
+}
+
+static void add_floor(json_object *doc)
+{
+	json_object *rows;
+	json_object_object_get_ex(doc, "rows", &rows);
+	for (size_t i = 0; i < json_object_array_length(rows); i++) {
+		json_object *run;
+		json_object_object_get_ex(json_object_array_get_idx(rows, i), "run", &run);
+		json_object_object_add(run, "floor_pipeline_ops_s", json_object_new_double(4e6));
+		json_object_object_add(run, "floor_ratio", json_object_new_double(0.4));
+	}
+}
+
+static void test_plot_draws_the_floor_when_rows_carry_it(void **state)
+{
+	(void)state;
+	NEED_GNUPLOT();
+	char *dir = tmpdir(), path[600];
+	const char *doc = variant(dir, "sweep-threads.json", "floored.json", add_floor);
+	const char *args[] = {"plot", doc, NULL};
+	result r = run(args);
+	check_eq(r.code, 0, "exit code of plot on a sweep with a floor");
+	snprintf(path, sizeof path, "%s/floored-throughput.svg", dir);
+	check(strstr(r.out, path), "the chart goes next to the document by default:\n%s", r.out);
+	char *svg = read_text(path);
+	check(strstr(svg, "floor: raw CAS pipeline"), "the floor is in the legend");
+	check(strstr(svg, "stroke-dasharray"), "the floor is dashed");
+	free(svg);
+	release(&r);
+	rmtree(dir);
+	free(dir);
+}
+
+static void test_plot_pause_sweep_writes_corruption(void **state)
+{
+	(void)state;
+	NEED_GNUPLOT();
+	char *dir = tmpdir(), path[600];
+	const char *args[] = {"plot", data("sweep-pause.json"), "-o", dir, NULL};
+	result r = run(args);
+	check_eq(r.code, 0, "exit code of plot on a sweep over pause rates");
+	snprintf(path, sizeof path, "%s/sweep-pause-corruption.svg", dir);
+	check(strstr(r.out, path), "stdout lists %s:\n%s", path, r.out);
+	check_svg(path);
+	snprintf(path, sizeof path, "%s/sweep-pause-latency.svg", dir);
+	check_svg(path);
+	check(strstr(r.err, "skipped throughput: the sweep has one thread count"),
+	      "throughput is skipped with a note: %s", r.err);
+	release(&r);
+	rmtree(dir);
+	free(dir);
+}
+
+static void test_plot_run_writes_the_latency_spectrum_only(void **state)
+{
+	(void)state;
+	NEED_GNUPLOT();
+	char *dir = tmpdir(), listing[512], path[600];
+	const char *args[] = {"plot", data("run-a.json"), "-o", dir, NULL};
+	result r = run(args);
+	check_eq(r.code, 0, "exit code of plot on a single run");
+	snprintf(path, sizeof path, "%s/run-a-latency.svg", dir);
+	check_svg(path);
+	listdir(dir, listing, sizeof listing);
+	check(!strcmp(listing, "run-a-latency.svg\n"), "only the spectrum applies:\n%s", listing);
+	check_eq(count(r.err, "skipped"), 3, "three charts skipped, each with a note");
+	release(&r);
+	rmtree(dir);
+	free(dir);
+}
+
+static void test_plot_without_gnuplot_exits_3_with_the_apt_line(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	char *env[] = {"PATH=/nonexistent-fencebench-test", NULL};
+	const char *args[] = {"plot", data("sweep-threads.json"), "-o", dir, NULL};
+	result r = run_env(args, env);
+	check_eq(r.code, 3, "plot with no gnuplot on PATH exits 3");
+	check_eq(count(r.err, "\n"), 1, "one line on stderr");
+	check(strstr(r.err, "apt-get install gnuplot-nox"), "says how to install it: %s", r.err);
+	check(r.out[0] == 0, "no chart listed: %s", r.out);
+	release(&r);
+	rmtree(dir);
+	free(dir);
+}
+
+static void test_plot_refuses_schema_2(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	const char *s2 = variant(dir, "run-a.json", "schema2.json", set_schema_2);
+	const char *args[] = {"plot", s2, NULL};
+	result r = run(args);
+	refused(&r, "schema2.json", "schema 1", "plot of a schema-2 document exits 2");
+	release(&r);
+	rmtree(dir);
+	free(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_compare_two_runs_prints_ratios_per_discipline),
+	        cmocka_unit_test(test_compare_floor_ratio_when_present),
+	        cmocka_unit_test(test_compare_two_sweeps_matches_rows),
+	        cmocka_unit_test(test_compare_refuses_schema_2_and_another_tool),
+	        cmocka_unit_test(test_compare_refuses_run_against_sweep),
+	        cmocka_unit_test(test_malformed_json_exits_2_naming_the_file),
+	        cmocka_unit_test(test_compare_usage_errors_exit_2),
+	        cmocka_unit_test(test_plot_threads_sweep_writes_throughput_p99_and_latency),
+	        cmocka_unit_test(test_plot_draws_the_floor_when_rows_carry_it),
+	        cmocka_unit_test(test_plot_pause_sweep_writes_corruption),
+	        cmocka_unit_test(test_plot_run_writes_the_latency_spectrum_only),
+	        cmocka_unit_test(test_plot_without_gnuplot_exits_3_with_the_apt_line),
+	        cmocka_unit_test(test_plot_refuses_schema_2),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
