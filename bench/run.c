@@ -575,8 +575,8 @@ static void *worker_main(void *arg)
 		if (!tw)
 			tw = t2;
 		/* A failed compare-and-delete means another worker took the lease. */
-		fb_witness_releasing(r->witness, key, l.fence);
-		bool taken_over = !fb_lease_release(r->leases, key, w->id, l.fence);
+		fb_witness_releasing(r->witness, key, l.fence, l.expires_at);
+		bool taken_over = !fb_lease_release_lease(r->leases, key, &l);
 		if (stepping &&
 		    atomic_load_explicit(&r->service_steps, memory_order_relaxed) != steps)
 			atomic_fetch_or_explicit(&port->faulted, 1u << FB_FAULT_SKEW,

@@ -872,7 +872,7 @@ static fb_err op_write(sim *s, sim_worker *w)
  */
 static void op_release(sim *s, sim_worker *w)
 {
-	fb_witness_releasing(s->witness, w->key, w->lease.fence);
+	fb_witness_releasing(s->witness, w->key, w->lease.fence, w->lease.expires_at);
 	bool ok = fb_lease_release(s->leases, w->key, w->id, w->lease.fence);
 	h_op(s, w, "release", w->key, w->lease.fence);
 	h_str(s, ok ? " ok" : " taken-over");
@@ -1676,7 +1676,8 @@ static void print_summary(FILE *out, const fb_config *cfg, const fb_sim_result *
 		fprintf(out,
 		        "lease: VIOLATED !!! %llu fences handed out twice, %llu out of acquisition "
 		        "order, %llu acquired while the previous lease was live\n",
-		        (unsigned long long)r->lease.duplicates, (unsigned long long)r->lease.inversions,
+		        (unsigned long long)r->lease.duplicates,
+		        (unsigned long long)r->lease.inversions,
 		        (unsigned long long)r->lease.overlaps);
 	char vt[32];
 	fb_format_duration(vt, sizeof vt, r->virtual_ns ? r->virtual_ns : 1);

@@ -85,10 +85,11 @@ void fb_witness_acquired(fb_witness *w, uint32_t key, uint64_t fence, uint64_t e
 	}
 }
 
-void fb_witness_releasing(fb_witness *w, uint32_t key, uint64_t fence)
+void fb_witness_releasing(fb_witness *w, uint32_t key, uint64_t fence, uint64_t expires_at)
 {
 	fb_atomic_u128 *word = &w->k[key].word;
-	fb_u128 cur = atomic_load_explicit(word, memory_order_relaxed);
+	/* most likely still our own report: try it without a (locked) load */
+	fb_u128 cur = {fence << 1, expires_at};
 	while ((cur.lo >> 1) == fence && !(cur.lo & 1)) {
 		fb_u128 next = {cur.lo | 1, cur.hi};
 		/* release: ordered before the table's release of the slot */

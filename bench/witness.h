@@ -39,6 +39,6 @@ void fb_witness_acquired(fb_witness *w, uint32_t key, uint64_t fence, uint64_t e
 
 /* Its holder is about to release it: call before the table's release, so
  * the next acquire can never see the slot free and the witness not told. */
-void fb_witness_releasing(fb_witness *w, uint32_t key, uint64_t fence);
+void fb_witness_releasing(fb_witness *w, uint32_t key, uint64_t fence, uint64_t expires_at);
 
 #endif

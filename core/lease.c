@@ -203,10 +203,30 @@ fb_acquire fb_lease_acquire(fb_lease_table *t, uint32_t key, uint16_t owner, fb_
 	}
 }
 
+static bool release_from(fb_lease_table *t, fb_lease_slot *s, fb_u128 cur, uint16_t owner,
+                         uint64_t fence);
+
 bool fb_lease_release(fb_lease_table *t, uint32_t key, uint16_t owner, uint64_t fence)
 {
 	fb_lease_slot *s = &t->slots[key];
 	fb_u128 cur = atomic_load_explicit(&s->word, memory_order_relaxed);
+	return release_from(t, s, cur, owner, fence);
+}
+
+/* Release by a holder that knows its whole lease: try the CAS from that word
+ * straight away. A 16-byte load costs a locked cmpxchg16b here (libatomic on
+ * this CPU), as much as the CAS itself; the guess is right unless the lease
+ * was renewed or taken. */
+bool fb_lease_release_lease(fb_lease_table *t, uint32_t key, const fb_lease *l)
+{
+	fb_lease_slot *s = &t->slots[key];
+	fb_u128 cur = word_make(l->fence, l->owner, l->expires_at);
+	return release_from(t, s, cur, l->owner, l->fence);
+}
+
+static bool release_from(fb_lease_table *t, fb_lease_slot *s, fb_u128 cur, uint16_t owner,
+                         uint64_t fence)
+{
 	if (t->bug == FB_BUG_BLIND_RELEASE) { /* PLANTED: frees whoever holds it */
 		while (word_owner(cur) != 0)
 			if (atomic_compare_exchange_weak_explicit(

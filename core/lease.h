@@ -67,6 +67,10 @@ fb_acquire fb_lease_acquire(fb_lease_table *t, uint32_t key, uint16_t owner, fb_
  * A late release by an old holder never frees a newer holder's lease. */
 bool fb_lease_release(fb_lease_table *t, uint32_t key, uint16_t owner, uint64_t fence);
 
+/* The same, by a holder passing the lease its acquire returned: the CAS is
+ * tried from that word first, without a load. */
+bool fb_lease_release_lease(fb_lease_table *t, uint32_t key, const fb_lease *l);
+
 /* True only while the slot carries owner's lease and it has not expired. */
 bool fb_lease_is_held(fb_lease_table *t, uint32_t key, uint16_t owner);
 

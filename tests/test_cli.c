@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -405,6 +406,41 @@ static void interrupt_with(int sig, int want_code)
 	free(dir);
 }
 
+/* A signal at any moment of start-up: valid JSON or none, never a partial
+ * or temporary file. No waiting: the signal goes as soon as the child exists,
+ * and again a little later each round, as the child's start-up progresses. */
+static void test_signal_during_start_up_leaves_valid_json_or_none(void **state)
+{
+	(void)state;
+	for (int round = 0; round < 12; round++) {
+		char *dir = tmpdir();
+		proc p;
+		const char *args[] = {"-t", "8", "-d", "1h", "-q", "-o", dir, NULL};
+		start(&p, args, 0);
+		/* spin a growing number of yields: no clock, no sleep */
+		for (int i = 0; i < round * round * 50; i++)
+			sched_yield();
+		kill(p.pid, round % 2 ? SIGTERM : SIGINT);
+		int code = finish(&p);
+		check(code == 130 || code == 143 || code == 128 + SIGINT || code == 128 + SIGTERM,
+		      "round %d: exit %d after a signal at start-up", round, code);
+		char names[1024], path[600];
+		listdir(dir, names, sizeof names);
+		check(!strstr(names, ".tmp"), "round %d: no temporary file left:\n%s", round,
+		      names);
+		if (find_suffix(dir, ".json", path, sizeof path)) {
+			json_object *doc = json_object_from_file(path);
+			check(doc != NULL, "round %d: a JSON written must parse: %s", round, path);
+			check(json_object_get_boolean(get(doc, "interrupted")),
+			      "marked interrupted");
+			json_object_put(doc);
+		}
+		release(&p);
+		rmtree(dir);
+		free(dir);
+	}
+}
+
 static void test_sigint_leaves_valid_json_marked_interrupted(void **state)
 {
 	(void)state;
@@ -654,6 +690,7 @@ int main(void)
 	        cmocka_unit_test(test_bad_input_exits_2_naming_option_and_value),
 	        cmocka_unit_test(test_help_lists_every_option_and_version_prints),
 	        cmocka_unit_test(test_unwritable_results_dir_is_exit_3_with_summary),
+	        cmocka_unit_test(test_signal_during_start_up_leaves_valid_json_or_none),
 	        cmocka_unit_test(test_sigint_leaves_valid_json_marked_interrupted),
 	        cmocka_unit_test(test_sigterm_leaves_valid_json_marked_interrupted),
 	        cmocka_unit_test(test_too_many_threads_is_a_clear_error),
