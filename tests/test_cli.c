@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -35,8 +36,37 @@ static const char *bin(void)
 	return b ? b : "./fencebench";
 }
 
+enum { FS_NONE, FS_FULL, FS_READ_ONLY };
+
+/* In the child, before exec: a private mount namespace with a tiny tmpfs at
+ * dir, filled up (FS_FULL) or read-only (FS_READ_ONLY). Exit 77 if this
+ * machine does not allow it (the test then skips). */
+static void child_fs(const char *dir, int fs)
+{
+	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    mount("none", dir, "tmpfs", fs == FS_READ_ONLY ? MS_RDONLY : 0, "size=16k"))
+		_exit(77);
+	if (fs == FS_FULL) {
+		char fill[512];
+		snprintf(fill, sizeof fill, "%s/filler", dir);
+		int fd = open(fill, O_CREAT | O_WRONLY, 0644);
+		char block[4096] = {0};
+		while (fd >= 0 && write(fd, block, sizeof block) > 0)
+			;
+		if (fd >= 0)
+			close(fd);
+	}
+}
+
+static void start_fs(proc *p, const char *const *args, rlim_t rlimit_as, const char *fsdir, int fs);
+
 /* Start FB_BIN with args (NULL-terminated); rlimit_as > 0 caps its memory. */
 static void start(proc *p, const char *const *args, rlim_t rlimit_as)
+{
+	start_fs(p, args, rlimit_as, NULL, FS_NONE);
+}
+
+static void start_fs(proc *p, const char *const *args, rlim_t rlimit_as, const char *fsdir, int fs)
 {
 	int o[2], e[2];
 	check(pipe(o) == 0 && pipe(e) == 0, "pipe failed: %s", strerror(errno));
@@ -57,6 +87,8 @@ static void start(proc *p, const char *const *args, rlim_t rlimit_as)
 			struct rlimit rl = {rlimit_as, rlimit_as};
 			setrlimit(RLIMIT_AS, &rl);
 		}
+		if (fs != FS_NONE)
+			child_fs(fsdir, fs);
 		execv(argv[0], (char *const *)argv);
 		_exit(127);
 	}
@@ -371,6 +403,46 @@ static void test_unwritable_results_dir_is_exit_3_with_summary(void **state)
 	release(&p);
 	rmtree(dir);
 	free(dir);
+}
+
+/* A full or read-only results directory: exit 3, the summary still printed,
+ * the directory named. (The tmpfs lives in the child's mount namespace and
+ * is gone with it: what the run left there cannot be inspected here; the
+ * unwritable-directory test covers that.) Needs a mount namespace (root);
+ * skips without one. */
+static void results_dir_fs(int fs)
+{
+	char *dir = tmpdir();
+	proc p;
+	const char *args[] = {"-t", "4", "-d", "300ms", "-q", "-o", dir, NULL};
+	start_fs(&p, args, 0, dir, fs);
+	int code = finish(&p);
+	if (code == 77) {
+		release(&p);
+		rmtree(dir);
+		free(dir);
+		skip(); /* no mount namespace here */
+	}
+	const char *what = fs == FS_FULL ? "full" : "read-only";
+	check_eq(code, 3, what);
+	check(strstr(p.stdout_text, "stale accepted"), "%s directory: the summary is printed:\n%s",
+	      what, p.stdout_text);
+	check(strstr(p.stderr_text, dir), "%s directory: stderr names it: %s", what, p.stderr_text);
+	release(&p);
+	rmtree(dir); /* the tmpfs went with the child's namespace: this is the real dir */
+	free(dir);
+}
+
+static void test_full_results_dir_is_exit_3_with_summary(void **state)
+{
+	(void)state;
+	results_dir_fs(FS_FULL);
+}
+
+static void test_read_only_results_dir_is_exit_3_with_summary(void **state)
+{
+	(void)state;
+	results_dir_fs(FS_READ_ONLY);
 }
 
 /* Start a long run, wait for its first progress line, signal it. */
@@ -690,6 +762,8 @@ int main(void)
 	        cmocka_unit_test(test_bad_input_exits_2_naming_option_and_value),
 	        cmocka_unit_test(test_help_lists_every_option_and_version_prints),
 	        cmocka_unit_test(test_unwritable_results_dir_is_exit_3_with_summary),
+	        cmocka_unit_test(test_full_results_dir_is_exit_3_with_summary),
+	        cmocka_unit_test(test_read_only_results_dir_is_exit_3_with_summary),
 	        cmocka_unit_test(test_signal_during_start_up_leaves_valid_json_or_none),
 	        cmocka_unit_test(test_sigint_leaves_valid_json_marked_interrupted),
 	        cmocka_unit_test(test_sigterm_leaves_valid_json_marked_interrupted),
