@@ -65,7 +65,7 @@ MAN        := build/fencebench.1
 
 ALL_OBJ := $(patsubst %.c,$(B)/%.o,$(CORE_SRC) $(BENCH_SRC) bench/main.c $(TEST_SRC) $(TOOLS_SRC))
 
-.PHONY: all test run install uninstall clean bench man
+.PHONY: all test run install uninstall clean bench man soak seeds
 .DELETE_ON_ERROR:
 
 ifneq ($(DEPS_OK),yes)
@@ -115,6 +115,18 @@ test: all
 run: all
 	./fencebench
 
+# The soak: every fault, 64 threads, SOAK_SECONDS (default 60); flat RSS.
+SOAK_SECONDS ?= 60
+soak: all
+	./scripts/soak.sh $(abspath $(BIN)) $(SOAK_SECONDS) build/soak
+
+# A deterministic safety search: SEEDS seeds with every fault, stopping at the
+# first fenced violation (CI runs it).
+SEEDS ?= 1..200
+seeds: all
+	$(BIN) --deterministic --seeds $(SEEDS) --steps 100000 \
+	  --faults pause,skew,delay,crash,renew,retry --lease-clock realtime --check-lease local
+
 # Single-thread cost of the core cycle beside the raw atomic floor.
 bench: all
 	$(COREBENCH)
@@ -142,5 +154,82 @@ endif
 
 clean:
 	rm -rf build fencebench
+
+# ---- fuzzing: libFuzzer harnesses, built with clang -------------------------
+#
+#   make fuzz                    build tests/fuzz/fuzz_*.c and run each for
+#                                FUZZ_SECONDS (default 30)
+#   make fuzz FUZZ_SECONDS=10    CI's short run
+#   make fuzz-build              build only
+#
+# Each harness links only the sources it drives, all under ASan and UBSan,
+# into build/fuzz/. It runs on build/fuzz/corpus-NAME, seeded from
+# tests/fuzz/corpus/NAME (what it finds stays out of the tree), with
+# tests/fuzz/fuzz_NAME.dict. A crash, leak, UB report, input slower than
+# 10 s or RSS above 2 GB fails the target and leaves the input as
+# build/fuzz/fuzz_NAME-crash-* (replay: build/fuzz/fuzz_NAME FILE).
+# libFuzzer's runtime is Debian's libclang-rt-14-dev, which clang only
+# recommends.
+
+CLANG        ?= clang
+FUZZ_SECONDS ?= 30
+FZ           := build/fuzz
+FUZZ_NAMES   := duration options scenario plan
+FUZZ_CFLAGS  := -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 $(WARN) $(ARCH) -pthread \
+                -fsanitize=address,undefined -fno-sanitize-recover=all \
+                -fno-omit-frame-pointer -MMD -MP -Icore -Iinject -Ibench $(CFLAGS_JSON)
+FUZZ_SRC_duration := bench/options.c inject/fault.c core/common.c
+FUZZ_SRC_options  := bench/options.c inject/fault.c core/common.c
+FUZZ_SRC_scenario := bench/scenario_parse.c bench/scenario.c core/common.c core/clock.c \
+                     core/lease.c core/store.c
+FUZZ_SRC_plan     := inject/plan.c inject/fault.c
+fuzz_objs = $(patsubst %.c,$(FZ)/%.o,tests/fuzz/fuzz_$(1).c $(FUZZ_SRC_$(1)))
+FUZZ_BINS := $(patsubst %,$(FZ)/fuzz_%,$(FUZZ_NAMES))
+FUZZ_OBJ  := $(sort $(foreach n,$(FUZZ_NAMES),$(call fuzz_objs,$(n))))
+
+.PHONY: fuzz fuzz-build
+
+fuzz-build: $(FUZZ_BINS)
+
+# Rebuild when the compiler or flags change; check once that clang can
+# link a libFuzzer binary at all.
+$(FZ)/.flags: fuzz-force
+	@mkdir -p $(FZ)
+	@echo '$(CLANG) $(FUZZ_CFLAGS)' | cmp -s - $@ || { \
+	  echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { (void)d; (void)n; return 0; }' \
+	    | $(CLANG) -x c - -fsanitize=fuzzer,address,undefined -o $(FZ)/.check 2>/dev/null || { \
+	    echo "fencebench: make fuzz needs clang and libFuzzer:" \
+	         "apt-get install -y clang libclang-rt-14-dev" >&2; exit 1; }; \
+	  rm -f $(FZ)/.check; echo '$(CLANG) $(FUZZ_CFLAGS)' > $@; }
+fuzz-force:
+
+$(FZ)/%.o: %.c $(FZ)/.flags
+	@mkdir -p $(dir $@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(foreach n,$(FUZZ_NAMES),$(eval $(FZ)/fuzz_$(n): $(call fuzz_objs,$(n))))
+$(FUZZ_BINS):
+	$(Q)$(CLANG) -fsanitize=fuzzer,address,undefined -pthread -o $@ $^ -latomic -lm
+
+# Every harness runs even after one failed; the target fails if any did.
+fuzz: $(FUZZ_BINS)
+	@fail=0; for n in $(FUZZ_NAMES); do \
+	  mkdir -p $(FZ)/corpus-$$n && cp tests/fuzz/corpus/$$n/* $(FZ)/corpus-$$n/; \
+	  dict=; [ ! -f tests/fuzz/fuzz_$$n.dict ] || dict=-dict=tests/fuzz/fuzz_$$n.dict; \
+	  echo "== fuzz_$$n for $(FUZZ_SECONDS)s"; \
+	  if $(FZ)/fuzz_$$n -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 \
+	       -print_final_stats=1 -artifact_prefix=$(FZ)/fuzz_$$n- $$dict $(FZ)/corpus-$$n \
+	       > $(FZ)/fuzz_$$n.log 2>&1; then \
+	    awk '/^#[0-9]+.*cov:/ { cov = $$4; ft = $$6; corp = $$8 } \
+	         /number_of_executed_units/ { runs = $$2 } /average_exec_per_sec/ { eps = $$2 } \
+	         END { printf "   ok: %d runs, %d exec/s, cov %s, features %s, corpus %s\n", \
+	               runs, eps, cov, ft, corp }' $(FZ)/fuzz_$$n.log; \
+	  else \
+	    tail -n 60 $(FZ)/fuzz_$$n.log; \
+	    echo "   FAILED: fuzz_$$n (the whole log: $(FZ)/fuzz_$$n.log)"; fail=1; \
+	  fi; \
+	done; exit $$fail
+
+-include $(FUZZ_OBJ:.o=.d)
 
 -include $(ALL_OBJ:.o=.d)

@@ -594,7 +594,7 @@ static int parse_cli(floor_cli *c, int argc, char **argv)
 	                 .keys = 16,
 	                 .which = FB_FLOOR_ALL};
 	opterr = 0;
-	optind = 1;
+	optind = 0; /* 0, not 1: glibc then also forgets a half-read option cluster */
 	int ch;
 	char why[64];
 	while ((ch = getopt_long(argc, argv, ":t:d:k:h", lo, NULL)) != -1) {

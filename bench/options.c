@@ -586,7 +586,7 @@ fb_parse fb_config_parse(fb_config *cfg, int argc, char **argv)
 	*sp = 0;
 	lo[NOPTS] = (struct option){0, 0, 0, 0};
 	opterr = 0;
-	optind = 1;
+	optind = 0; /* 0, not 1: glibc then also forgets a half-read option cluster */
 	int c;
 	while ((c = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
 		if (c == '?' || c == ':') {

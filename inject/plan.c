@@ -119,11 +119,11 @@ fb_err fb_plan_read(const char *path, uint32_t threads, fb_plan *out, char *err,
 		char *p = line + strspn(line, " \t");
 		if (*p == '#' || *p == '\n' || !*p)
 			continue;
-		unsigned worker;
-		unsigned long long cycle, arg, extra;
+		/* worker wide too: %u would wrap 4294967297 to worker 1 */
+		unsigned long long worker, cycle, arg, extra;
 		char fault[32], at[32], phase[32];
 		int used = 0;
-		if (sscanf(p, "%u %llu %31s %31s %31s %llu %llu %n", &worker, &cycle, fault, at,
+		if (sscanf(p, "%llu %llu %31s %31s %31s %llu %llu %n", &worker, &cycle, fault, at,
 		           phase, &arg, &extra, &used) != 7 ||
 		    p[used]) {
 			snprintf(err, errlen,
@@ -139,7 +139,7 @@ fb_err fb_plan_read(const char *path, uint32_t threads, fb_plan *out, char *err,
 		if (fi < 0 || ai < 0 || ph < 0 || worker > threads ||
 		    (worker == 0 && !(fi == FB_FAULT_SKEW && ai == FB_SKEW_SERVICE))) {
 			snprintf(err, errlen,
-			         "%s:%u: unknown fault, place or phase, or worker %u of %u", path,
+			         "%s:%u: unknown fault, place or phase, or worker %llu of %u", path,
 			         lineno, worker, threads);
 			rc = FB_EINVAL;
 			break;

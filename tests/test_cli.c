@@ -747,6 +747,13 @@ static void test_a_fault_plan_written_is_replayed(void **state)
 	check(strstr(p.stderr_text, "plan.txt:2:"), "the error names file and line: %s",
 	      p.stderr_text);
 	release(&p);
+	/* a worker number that wraps 32 bits must not alias worker 1 (found by fuzzing) */
+	bad = fopen(plan, "w");
+	fprintf(bad, "4294967297 5 pause any - 15000000 0\n");
+	fclose(bad);
+	check_eq(run(&p, badrun), 2, "a worker number past 2^32 is bad input");
+	check(strstr(p.stderr_text, "4294967297"), "the error names the worker: %s", p.stderr_text);
+	release(&p);
 	rmtree(d1);
 	rmtree(d2);
 	rmtree(dir);
