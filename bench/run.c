@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "delay.h"
+#include "dist.h"
 #include "prng.h"
 #include "witness.h"
 
@@ -59,39 +60,6 @@ typedef struct fb_run_state {
 	fb_first_corruption first;
 	fb_counter plan_slipped;
 } fb_run_state;
-
-/* The key of a cycle, per --dist. */
-static uint32_t pick_key(fb_run_state *r, fb_worker *w, fb_prng *rng)
-{
-	const fb_config *cfg = r->cfg;
-	switch (cfg->dist.kind) {
-	case FB_DIST_ZIPF: {
-		/* inverse transform: the first key whose cumulative weight
-		 * reaches a uniform draw */
-		double u = fb_prng_unit(rng);
-		uint32_t lo = 0, hi = cfg->keys - 1;
-		while (lo < hi) {
-			uint32_t mid = lo + (hi - lo) / 2;
-			if (r->zipf_cdf[mid] < u)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		return lo;
-	}
-	case FB_DIST_PARTITIONED: {
-		/* worker i owns keys [i * keys / threads, (i + 1) * keys / threads);
-		 * with more workers than keys, workers share key i % keys */
-		uint64_t i = w->id - 1u, lo = i * cfg->keys / cfg->threads,
-		         hi = (i + 1) * cfg->keys / cfg->threads;
-		if (hi == lo)
-			return (uint32_t)(i % cfg->keys);
-		return (uint32_t)(lo + fb_prng_below(rng, (uint32_t)(hi - lo)));
-	}
-	default:
-		return fb_prng_below(rng, cfg->keys);
-	}
-}
 
 /* An accepted write on its way to the checker. */
 typedef struct pending_commit {
@@ -408,7 +376,7 @@ static void *worker_main(void *arg)
 		}
 		bool timed = n % cfg->sample == 0;
 		uint64_t t0 = timed ? fb_clock_now(r->fast) : 0;
-		uint32_t key = pick_key(r, w, &rng);
+		uint32_t key = fb_dist_pick(cfg, r->zipf_cdf, w->id, &rng);
 		fb_port_phase(port, FB_PHASE_ACQUIRING);
 		if (any_phase == FB_PHASE_ACQUIRING)
 			fb_pause_now(port, false);

@@ -16,6 +16,7 @@
  */
 #include "sim.h"
 
+#include "dist.h"
 #include "witness.h"
 
 #include <errno.h>
@@ -375,39 +376,6 @@ static fb_discipline store_at(const sim *s, const sim_worker *w, uint32_t i)
 static uint64_t own_now(sim_worker *w)
 {
 	return fb_clock_now(&w->clock.base);
-}
-
-/* The key of a cycle, per --dist, as bench/run.c picks it. */
-static uint32_t pick_key(sim *s, sim_worker *w)
-{
-	const fb_config *cfg = s->cfg;
-	switch (cfg->dist.kind) {
-	case FB_DIST_ZIPF: {
-		/* inverse transform: the first key whose cumulative weight
-		 * reaches a uniform draw */
-		double u = fb_prng_unit(&w->rng);
-		uint32_t lo = 0, hi = cfg->keys - 1;
-		while (lo < hi) {
-			uint32_t mid = lo + (hi - lo) / 2;
-			if (s->zipf_cdf[mid] < u)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		return lo;
-	}
-	case FB_DIST_PARTITIONED: {
-		/* worker i owns keys [i * keys / threads, (i + 1) * keys / threads);
-		 * with more workers than keys, workers share key i % keys */
-		uint64_t i = w->id - 1u, lo = i * cfg->keys / cfg->threads,
-		         hi = (i + 1) * cfg->keys / cfg->threads;
-		if (hi == lo)
-			return (uint32_t)(i % cfg->keys);
-		return (uint32_t)(lo + fb_prng_below(&w->rng, (uint32_t)(hi - lo)));
-	}
-	default:
-		return fb_prng_below(&w->rng, cfg->keys);
-	}
 }
 
 /* ---- stores ---- */
@@ -900,7 +868,7 @@ static fb_err worker_step(sim *s, sim_worker *w)
 	fb_err err = FB_OK;
 	switch ((sim_pc)w->pc) {
 	case PC_START:
-		w->key = pick_key(s, w);
+		w->key = fb_dist_pick(s->cfg, s->zipf_cdf, w->id, &w->rng);
 		w->fails = 0;
 		err = op_acquire(s, w, &nap);
 		break;
