@@ -1,6 +1,8 @@
 #include "checker.h"
 
 #include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 /*
@@ -177,4 +179,65 @@ uint64_t fb_checker_stale(fb_checker *c)
 	for (uint32_t i = 0; i < c->keys; i++)
 		n += atomic_load_explicit(&c->k[i].stale, memory_order_relaxed);
 	return n;
+}
+
+/* The first reason the history and the store disagree; later ones are
+ * usually consequences of it. */
+__attribute__((format(printf, 2, 3))) static void disagree(fb_check_verdict *v, const char *fmt,
+                                                           ...)
+{
+	if (!v->agrees)
+		return;
+	v->agrees = false;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(v->disagreement, sizeof v->disagreement, fmt, ap);
+	va_end(ap);
+}
+
+void fb_checker_verdict(fb_checker *c, fb_store *s, int64_t initial_balance, int64_t amount,
+                        uint64_t accepted, uint64_t store_stale, fb_check_verdict *v,
+                        fb_check_key_fn per_key, void *ctx)
+{
+	*v = (fb_check_verdict){.agrees = true};
+	fb_checker_drain(c);
+	bool fenced = fb_store_discipline(s) != FB_UNFENCED;
+	int64_t ledger_sum = 0, hist_sum = 0;
+	for (uint32_t k = 0; k < c->keys; k++) {
+		fb_check_key ck;
+		fb_checker_key(c, k, &ck);
+		int64_t bal = fb_store_balance(s, k);
+		/* What the balance is above what the accepted debits left: the
+		 * debits whose effect is missing. */
+		int64_t ledger = bal - (initial_balance - (int64_t)ck.checked * amount);
+		uint64_t last = fb_store_last_fence(s, k);
+		if (per_key)
+			per_key(ctx, k, &ck, bal, ledger, last);
+		v->checked += ck.checked;
+		v->stale_accepted += ck.stale_accepted;
+		v->chain_breaks += ck.chain_breaks;
+		ledger_sum += ledger;
+		hist_sum += ck.lost_amount;
+		if (ledger != ck.lost_amount)
+			disagree(v, "key %u: the ledger lost %lld, the history %lld", k,
+			         (long long)ledger, (long long)ck.lost_amount);
+		if (ck.balance != bal)
+			disagree(v,
+			         "key %u: the history ends at balance %lld, the store holds %lld",
+			         k, (long long)ck.balance, (long long)bal);
+		if (fenced && ck.max_fence != last)
+			disagree(v, "key %u: the history's last fence is %llu, the store's %llu", k,
+			         (unsigned long long)ck.max_fence, (unsigned long long)last);
+	}
+	v->lost_updates = ledger_sum / amount;
+	v->lost_history = hist_sum / amount;
+	if (v->checked != accepted)
+		disagree(v, "the history holds %llu accepted writes, the store reported %llu",
+		         (unsigned long long)v->checked, (unsigned long long)accepted);
+	if (v->stale_accepted != store_stale)
+		disagree(v, "the checker found %llu stale writes accepted, the store %llu",
+		         (unsigned long long)v->stale_accepted, (unsigned long long)store_stale);
+	if (v->chain_breaks)
+		disagree(v, "%llu writes did not replace the balance the previous one left",
+		         (unsigned long long)v->chain_breaks);
 }

@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "common.h"
+#include "store.h"
 
 typedef struct fb_checker fb_checker;
 
@@ -57,6 +58,32 @@ void fb_checker_drain(fb_checker *c);
 
 /* A key's tallies (exact once drained). */
 void fb_checker_key(fb_checker *c, uint32_t key, fb_check_key *out);
+
+/* The checker's verdict on one store, after every writer stopped. */
+typedef struct fb_check_verdict {
+	uint64_t checked, stale_accepted, chain_breaks;
+	int64_t lost_updates; /* ledger: (final - (initial - accepted debits)) / amount */
+	int64_t lost_history; /* the same, summed write by write from the history */
+	bool agrees;
+	char disagreement[160]; /* the first difference, when it does not */
+} fb_check_verdict;
+
+/* One key's numbers, for callers that report per key. */
+typedef void (*fb_check_key_fn)(void *ctx, uint32_t key, const fb_check_key *ck, int64_t balance,
+                                int64_t ledger, uint64_t last_fence);
+
+/*
+ * Walk to the end and compare the history with the store it watched: per
+ * key the ledger (the final balance against the accepted debits) with the
+ * history's lost amount, the history's last balance with the store's and,
+ * for the fenced disciplines, its last fence; overall the writes walked
+ * with the `accepted` the store reported, the stale ones with the store's
+ * own `store_stale`, and no chain break. Reads the store, never calls its
+ * comparison code.
+ */
+void fb_checker_verdict(fb_checker *c, fb_store *s, int64_t initial_balance, int64_t amount,
+                        uint64_t accepted, uint64_t store_stale, fb_check_verdict *v,
+                        fb_check_key_fn per_key, void *ctx);
 
 /* Sum of stale_accepted over keys, readable while the run goes on. */
 uint64_t fb_checker_stale(fb_checker *c);

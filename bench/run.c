@@ -631,19 +631,6 @@ static int wait_until(fb_run_state *r, uint64_t deadline)
 	}
 }
 
-/* The first reason the checker and the store disagree; later ones are
- * usually consequences of it. */
-__attribute__((format(printf, 2, 3))) static void disagree(fb_mode_result *m, const char *fmt, ...)
-{
-	if (!m->checker_agrees)
-		return;
-	m->checker_agrees = false;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(m->disagreement, sizeof m->disagreement, fmt, ap);
-	va_end(ap);
-}
-
 static void sum_workers(fb_run_state *r, fb_results *res)
 {
 	for (uint32_t i = 0; i < r->started; i++) {
@@ -701,6 +688,22 @@ static void sum_workers(fb_run_state *r, fb_results *res)
 	res->plan_slipped = fb_counter_get(&r->plan_slipped);
 }
 
+static void key_result(void *ctx, uint32_t k, const fb_check_key *ck, int64_t balance,
+                       int64_t ledger, uint64_t last_fence)
+{
+	struct {
+		fb_results *res;
+		fb_discipline d;
+		int64_t amount;
+	} *c = ctx;
+	fb_key_result *kr = &c->res->keys[k];
+	kr->balance[c->d] = balance;
+	kr->accepted[c->d] = ck->checked;
+	kr->stale[c->d] = ck->stale_accepted;
+	kr->lost[c->d] = ledger / c->amount;
+	kr->last_fence[c->d] = last_fence;
+}
+
 /* Walk every checker to the end and compare what it found with the store. */
 static void check_modes(fb_run_state *r, fb_results *res)
 {
@@ -708,57 +711,22 @@ static void check_modes(fb_run_state *r, fb_results *res)
 	for (int i = 0; i < r->nactive; i++) {
 		fb_discipline d = r->active[i];
 		fb_mode_result *m = &res->mode[d];
+		struct {
+			fb_results *res;
+			fb_discipline d;
+			int64_t amount;
+		} ctx = {res, d, cfg->amount};
+		fb_check_verdict v;
+		fb_checker_verdict(r->checker[d], r->store[d], cfg->initial_balance, cfg->amount,
+		                   m->accepted, m->store_stale, &v, key_result, &ctx);
 		m->on = true;
-		m->checker_agrees = true;
-		fb_checker_drain(r->checker[d]);
-		int64_t lost_ledger = 0, lost_hist = 0;
-		for (uint32_t k = 0; k < cfg->keys; k++) {
-			fb_check_key ck;
-			fb_checker_key(r->checker[d], k, &ck);
-			int64_t bal = fb_store_balance(r->store[d], k);
-			/* What the balance is above what the accepted debits left:
-			 * the debits whose effect is missing. */
-			int64_t ledger =
-			        bal - (cfg->initial_balance - (int64_t)ck.checked * cfg->amount);
-			fb_key_result *kr = &res->keys[k];
-			kr->balance[d] = bal;
-			kr->accepted[d] = ck.checked;
-			kr->stale[d] = ck.stale_accepted;
-			kr->lost[d] = ledger / cfg->amount;
-			kr->last_fence[d] = fb_store_last_fence(r->store[d], k);
-			m->checked += ck.checked;
-			m->stale_accepted += ck.stale_accepted;
-			m->chain_breaks += ck.chain_breaks;
-			lost_ledger += ledger;
-			lost_hist += ck.lost_amount;
-			if (ledger != ck.lost_amount)
-				disagree(m, "key %u: the ledger lost %lld, the history %lld", k,
-				         (long long)ledger, (long long)ck.lost_amount);
-			if (ck.balance != bal)
-				disagree(m,
-				         "key %u: the history ends at balance %lld, the store "
-				         "holds %lld",
-				         k, (long long)ck.balance, (long long)bal);
-			if (d != FB_UNFENCED && ck.max_fence != kr->last_fence[d])
-				disagree(m,
-				         "key %u: the history's last fence is %llu, the store's "
-				         "%llu",
-				         k, (unsigned long long)ck.max_fence,
-				         (unsigned long long)kr->last_fence[d]);
-		}
-		m->lost_updates = lost_ledger / cfg->amount;
-		m->lost_history = lost_hist / cfg->amount;
-		if (m->checked != m->accepted)
-			disagree(m,
-			         "the history holds %llu accepted writes, the store reported %llu",
-			         (unsigned long long)m->checked, (unsigned long long)m->accepted);
-		if (m->stale_accepted != m->store_stale)
-			disagree(m, "the checker found %llu stale writes accepted, the store %llu",
-			         (unsigned long long)m->stale_accepted,
-			         (unsigned long long)m->store_stale);
-		if (m->chain_breaks)
-			disagree(m, "%llu writes did not replace the balance the previous one left",
-			         (unsigned long long)m->chain_breaks);
+		m->checked = v.checked;
+		m->stale_accepted = v.stale_accepted;
+		m->chain_breaks = v.chain_breaks;
+		m->lost_updates = v.lost_updates;
+		m->lost_history = v.lost_history;
+		m->checker_agrees = v.agrees;
+		memcpy(m->disagreement, v.disagreement, sizeof m->disagreement);
 	}
 }
 

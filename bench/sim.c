@@ -1168,19 +1168,6 @@ static uint64_t next_event(const sim *s)
 
 /* ---- setup, the loop, the verdict ---- */
 
-__attribute__((format(printf, 2, 3))) static void disagree(fb_sim_mode *m, const char *fmt, ...);
-
-static void disagree(fb_sim_mode *m, const char *fmt, ...)
-{
-	if (!m->checker_agrees)
-		return;
-	m->checker_agrees = false;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(m->disagreement, sizeof m->disagreement, fmt, ap);
-	va_end(ap);
-}
-
 /*
  * The checker against each store, as bench/run.c's summary: the checker's
  * stale count equals the store's own, every accepted write was walked, the
@@ -1194,49 +1181,17 @@ static void summarize(sim *s)
 	for (uint32_t i = 0; i < s->nactive; i++) {
 		fb_discipline d = s->active[i];
 		fb_sim_mode *m = &res->mode[d];
+		fb_check_verdict v;
+		fb_checker_verdict(s->checker[d], s->store[d], cfg->initial_balance, cfg->amount,
+		                   m->accepted, m->store_stale, &v, NULL, NULL);
 		m->on = true;
-		m->checker_agrees = true;
-		fb_checker_drain(s->checker[d]);
-		int64_t ledger_sum = 0, hist_sum = 0;
-		for (uint32_t k = 0; k < cfg->keys; k++) {
-			fb_check_key ck;
-			fb_checker_key(s->checker[d], k, &ck);
-			int64_t bal = fb_store_balance(s->store[d], k);
-			int64_t ledger =
-			        bal - (cfg->initial_balance - (int64_t)ck.checked * cfg->amount);
-			uint64_t last = fb_store_last_fence(s->store[d], k);
-			m->checked += ck.checked;
-			m->stale_accepted += ck.stale_accepted;
-			m->chain_breaks += ck.chain_breaks;
-			ledger_sum += ledger;
-			hist_sum += ck.lost_amount;
-			if (ledger != ck.lost_amount)
-				disagree(m, "key %u: the ledger lost %lld, the history %lld", k,
-				         (long long)ledger, (long long)ck.lost_amount);
-			if (ck.balance != bal)
-				disagree(m,
-				         "key %u: the history ends at %lld, the store holds %lld",
-				         k, (long long)ck.balance, (long long)bal);
-			if (d != FB_UNFENCED && ck.max_fence != last)
-				disagree(m,
-				         "key %u: the history's last fence is %llu, the store's "
-				         "%llu",
-				         k, (unsigned long long)ck.max_fence,
-				         (unsigned long long)last);
-		}
-		m->lost_updates = ledger_sum / cfg->amount;
-		m->lost_history = hist_sum / cfg->amount;
-		if (m->checked != m->accepted)
-			disagree(m,
-			         "the history holds %llu accepted writes, the store reported %llu",
-			         (unsigned long long)m->checked, (unsigned long long)m->accepted);
-		if (m->stale_accepted != m->store_stale)
-			disagree(m, "the checker found %llu stale writes accepted, the store %llu",
-			         (unsigned long long)m->stale_accepted,
-			         (unsigned long long)m->store_stale);
-		if (m->chain_breaks)
-			disagree(m, "%llu writes did not replace the balance the previous one left",
-			         (unsigned long long)m->chain_breaks);
+		m->checked = v.checked;
+		m->stale_accepted = v.stale_accepted;
+		m->chain_breaks = v.chain_breaks;
+		m->lost_updates = v.lost_updates;
+		m->lost_history = v.lost_history;
+		m->checker_agrees = v.agrees;
+		memcpy(m->disagreement, v.disagreement, sizeof m->disagreement);
 	}
 	const fb_sim_mode *f = &res->mode[FB_FENCED], *w = &res->mode[FB_WRITE_FENCED],
 	                  *u = &res->mode[FB_UNFENCED];
