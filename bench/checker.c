@@ -89,9 +89,18 @@ static inline uint16_t walk_next(fb_u128 w)
 }
 
 /* Walk key k as far as published records go. */
+static void advance_from(fb_checker *c, ckey *k, fb_u128 w);
+
+/* Walk key k as far as published records go. */
 static void advance(fb_checker *c, ckey *k)
 {
-	fb_u128 w = atomic_load_explicit(&k->walk, memory_order_acquire);
+	advance_from(c, k, atomic_load_explicit(&k->walk, memory_order_acquire));
+}
+
+/* Walk key k as far as published records go, starting from a guess of the
+ * walk word (a wrong guess costs one failed CAS, which returns the truth). */
+static void advance_from(fb_checker *c, ckey *k, fb_u128 w)
+{
 	for (;;) {
 		uint16_t v = walk_next(w);
 		rec *r = &k->ring[v & (c->ring - 1)];
@@ -128,7 +137,7 @@ static void advance(fb_checker *c, ckey *k)
 }
 
 void fb_checker_commit(fb_checker *c, uint32_t key, uint16_t version, uint64_t fence, int64_t read,
-                       int64_t replaced, int64_t written, uint64_t *stalls)
+                       int64_t replaced, int64_t written, uint64_t prev_max, uint64_t *stalls)
 {
 	ckey *k = &c->k[key];
 	/* Version v reuses the slot of v - ring: wait until the walk is past it. */
@@ -151,7 +160,13 @@ void fb_checker_commit(fb_checker *c, uint32_t key, uint16_t version, uint64_t f
 	atomic_store_explicit(&r->written, written, memory_order_relaxed);
 	/* release: publishes the four fields with the tag */
 	atomic_store_explicit(&r->tag, version | TAG_PUBLISHED, memory_order_release);
-	advance(c, k);
+	/* The walk likely waits right at this record, the previous write having
+	 * left the balance this one replaced and, where the last write carried
+	 * the store's highest fence (write-fenced, unfenced), that fence: guess
+	 * it rather than load. A fenced read registers a higher token, so there
+	 * the guess misses and the failed CAS returns the truth. */
+	fb_u128 guess = {(uint64_t)version << 48 | (prev_max & FB_FENCE_MAX), (uint64_t)replaced};
+	advance_from(c, k, guess);
 }
 
 void fb_checker_drain(fb_checker *c)

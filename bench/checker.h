@@ -48,10 +48,12 @@ void fb_checker_destroy(fb_checker *c);
  * Record an accepted write and walk what can be walked. Called by the writer
  * after the store accepted it (and after releasing the lease). If the key's
  * ring is full (a paused writer holds back the walk) it helps, then yields;
- * *stalls counts such waits.
+ * *stalls counts such waits. prev_max: the highest fence the store reported
+ * before this write (result.highest), a guess that spares a load; any value
+ * is correct, a good one is faster.
  */
 void fb_checker_commit(fb_checker *c, uint32_t key, uint16_t version, uint64_t fence, int64_t read,
-                       int64_t replaced, int64_t written, uint64_t *stalls);
+                       int64_t replaced, int64_t written, uint64_t prev_max, uint64_t *stalls);
 
 /* Walk everything published. Call after every writer has stopped. */
 void fb_checker_drain(fb_checker *c);

@@ -43,10 +43,27 @@ static void arm_second_signal(void)
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 }
 
+/* A SIGINT/SIGTERM that arrived after the run's own wait (while it was
+ * being summed up) is still the first: it interrupts, it does not abort. */
+static void take_pending_signal(fb_results *res)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	struct timespec zero = {0, 0};
+	int sig = sigtimedwait(&set, NULL, &zero);
+	if (sig > 0 && !res->interrupted) {
+		res->interrupted = true;
+		res->signal = sig;
+	}
+}
+
 /* The machine's own limit at this run's thread count: the bare pipeline
  * with the run's fence source, measured right after the run. */
 static void measure_floor(const fb_config *cfg, fb_results *res)
 {
+	take_pending_signal(res);
 	if (cfg->no_floor || res->interrupted)
 		return;
 	fb_floor_prim p = cfg->fence == FB_FENCE_GLOBAL ? FB_FLOOR_PIPELINE_GLOBAL
@@ -75,6 +92,7 @@ static int single(const fb_config *cfg)
 	}
 	clear_progress();
 	measure_floor(cfg, &res);
+	take_pending_signal(&res);
 	arm_second_signal();
 	int code = fb_report_summary(&report, stdout, &res);
 	if (res.interrupted)
@@ -113,13 +131,16 @@ static int sweep(const fb_config *cfg)
 					row.pause_rate = cfg->pause_rate_list[p];
 					fb_report_row_begin(&report, &row);
 					fb_results res;
-					err = fb_run(&row, fb_report_tick, &report, &res);
-					if (err != FB_OK && err != FB_EFENCE) {
+					fb_err e = fb_run(&row, fb_report_tick, &report, &res);
+					if (e != FB_OK)
+						err = e; /* the first failure of any row stays */
+					if (e != FB_OK && e != FB_EFENCE) {
 						stop = true;
 						break;
 					}
 					clear_progress();
 					measure_floor(&row, &res);
+					take_pending_signal(&res);
 					fb_report_sweep_line(stdout, &row, &res, first);
 					first = false;
 					fb_report_add_row(&report, &row, &res);

@@ -152,6 +152,10 @@ static const opt opts[] = {
          NULL, 0, false, "latency percentiles in the table (default 50,90,99,99.9,99.99)", 0},
         {"hdr-file", 0, "PREFIX", K_STRING, OFF(hdr_prefix), 0, 0, 0, NULL, 0, NULL, 0, false,
          "write PREFIX.{acquire,write,cycle}.hdr, HdrHistogram percentile text", 0},
+        {"no-check", 0, NULL, K_FLAG, OFF(no_check), 0, 0, 0, NULL, 0, "no_check", 0, true,
+         "ablation: run without the history checker and the lease witness, to measure their "
+         "cost (the verdict then says UNCHECKED)",
+         0},
         {"no-floor", 0, NULL, K_FLAG, OFF(no_floor), 0, 0, 0, NULL, 0, NULL, 0, false,
          "do not measure the floor pipeline after each run", 0},
         {"sample", 0, "N", K_U32, OFF(sample), 0, 1, 1u << 20, NULL, 0, "latency_sample", 0, true,

@@ -91,6 +91,7 @@ typedef struct fb_config {
 	uint32_t n_percentiles;
 	const char *hdr_prefix; /* --hdr-file: HdrHistogram percentile text files */
 	bool no_floor;          /* skip measuring the floor pipeline after each run */
+	bool no_check;          /* ablation: no history checker, no lease witness */
 	/* output */
 	uint32_t sample; /* time one cycle in `sample` */
 	const char *json_path;

@@ -415,7 +415,7 @@ static bool apply_write(sim *s, uint32_t key, fb_discipline d, uint64_t fence, i
 		m->store_stale++;
 	uint64_t stalls = 0;
 	fb_checker_commit(s->checker[d], key, r.version, fence, s->rmw ? read : r.before, r.before,
-	                  r.balance, &stalls);
+	                  r.balance, r.highest, &stalls);
 	h_str(s, r.stale ? " accepted-stale " : " ok ");
 	h_i64(s, r.balance);
 	h_str(s, " v");

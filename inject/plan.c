@@ -146,8 +146,11 @@ fb_err fb_plan_read(const char *path, uint32_t threads, fb_plan *out, char *err,
 		}
 		if (n == cap) {
 			fb_plan_entry *g = realloc(e, 2 * cap * sizeof *e);
-			if (!g)
+			if (!g) {
+				snprintf(err, errlen, "%s: out of memory", path);
+				rc = FB_ENOMEM;
 				break;
+			}
 			e = g;
 			cap *= 2;
 		}

@@ -18,8 +18,8 @@ static void test_stale_write_and_lost_update_are_counted(void **state)
 	uint64_t stalls = 0;
 	fb_check_key k;
 	/* B (34) reads 100, writes 99; A (33) read 100 earlier, writes 99 over it */
-	fb_checker_commit(c, 0, 1, 34, 100, 100, 99, &stalls);
-	fb_checker_commit(c, 0, 2, 33, 100, 99, 99, &stalls);
+	fb_checker_commit(c, 0, 1, 34, 100, 100, 99, 0, &stalls);
+	fb_checker_commit(c, 0, 2, 33, 100, 99, 99, 0, &stalls);
 	fb_checker_key(c, 0, &k);
 	check_eq(k.checked, 2, "records walked");
 	check_eq(k.stale_accepted, 1, "33 after 34 is a stale write accepted");
@@ -36,8 +36,8 @@ static void test_equal_fence_is_stale(void **state)
 	fb_checker *c = checker(1, 10);
 	uint64_t stalls = 0;
 	fb_check_key k;
-	fb_checker_commit(c, 0, 1, 40, 10, 10, 5, &stalls);
-	fb_checker_commit(c, 0, 2, 40, 5, 5, 0, &stalls);
+	fb_checker_commit(c, 0, 1, 40, 10, 10, 5, 0, &stalls);
+	fb_checker_commit(c, 0, 2, 40, 5, 5, 0, 0, &stalls);
 	fb_checker_key(c, 0, &k);
 	check_eq(k.stale_accepted, 1, "a second write with fence 40 is stale (> not >=)");
 	check_eq(k.lost_amount, 0, "but it lost nothing: it read what it replaced");
@@ -50,11 +50,11 @@ static void test_walk_waits_for_an_unpublished_version(void **state)
 	fb_checker *c = checker(2, 50);
 	uint64_t stalls = 0;
 	fb_check_key k;
-	fb_checker_commit(c, 1, 2, 8, 49, 49, 48, &stalls);
+	fb_checker_commit(c, 1, 2, 8, 49, 49, 48, 0, &stalls);
 	fb_checker_key(c, 1, &k);
 	check_eq(k.checked, 0, "version 2 cannot be walked before version 1 arrives");
 	check_eq(k.next_version, 1, "the walk waits at version 1");
-	fb_checker_commit(c, 1, 1, 7, 50, 50, 49, &stalls);
+	fb_checker_commit(c, 1, 1, 7, 50, 50, 49, 0, &stalls);
 	fb_checker_key(c, 1, &k);
 	check_eq(k.checked, 2, "version 1's arrival lets the walk take both");
 	check_eq(k.stale_accepted, 0, "7 then 8: in order");
@@ -69,8 +69,8 @@ static void test_a_history_out_of_step_with_the_store_is_a_chain_break(void **st
 	fb_checker *c = checker(1, 100);
 	uint64_t stalls = 0;
 	fb_check_key k;
-	fb_checker_commit(c, 0, 1, 1, 100, 100, 99, &stalls);
-	fb_checker_commit(c, 0, 2, 2, 97, 97, 96, &stalls); /* the store said it replaced 97 */
+	fb_checker_commit(c, 0, 1, 1, 100, 100, 99, 0, &stalls);
+	fb_checker_commit(c, 0, 2, 2, 97, 97, 96, 0, &stalls); /* the store said it replaced 97 */
 	fb_checker_key(c, 0, &k);
 	check_eq(k.chain_breaks, 1, "a write that replaced a balance nobody left");
 	fb_checker_destroy(c);
@@ -94,7 +94,7 @@ static void *lapper(void *p)
 		/* fence = version: strictly increasing in commit order;
 		 * balance chain: version v replaces 1000000 - (v - 1) */
 		int64_t replaced = 1000000 - (int64_t)(v - 1);
-		fb_checker_commit(l->c, 0, (uint16_t)v, v, replaced, replaced, replaced - 1,
+		fb_checker_commit(l->c, 0, (uint16_t)v, v, replaced, replaced, replaced - 1, 0,
 		                  &stalls);
 	}
 	return NULL;
