@@ -55,7 +55,7 @@ LDLIBS_ALL := -latomic -lm $(LDLIBS)
 CORE_SRC   := core/common.c core/clock.c core/lease.c core/store.c
 BENCH_SRC  := $(filter-out bench/main.c,$(wildcard bench/*.c)) $(wildcard inject/*.c)
 TEST_SRC   := $(wildcard tests/test_*.c)
-TOOLS_SRC  := tests/corebench.c
+TOOLS_SRC  := tests/corebench.c tests/fbproc.c
 
 LIB        := $(B)/libfencebench.a
 BIN        := $(B)/fencebench
@@ -101,7 +101,7 @@ $(LIB): $(patsubst %.c,$(B)/%.o,$(CORE_SRC) $(BENCH_SRC))
 $(BIN): $(B)/bench/main.o $(LIB)
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_JSON) $(LIBS_MALLOC) $(LDLIBS_ALL)
 
-$(B)/tests/%: $(B)/tests/%.o $(LIB)
+$(B)/tests/%: $(B)/tests/%.o $(B)/tests/fbproc.o $(LIB)
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CMOCKA) $(LIBS_JSON) $(LDLIBS_ALL)
 
 $(COREBENCH): $(B)/tests/corebench.o $(LIB)

@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fbproc.h"
 #include "fbtest.h"
 
 typedef struct proc {
@@ -29,12 +30,6 @@ typedef struct proc {
 	char *stdout_text, *stderr_text;
 	int status;
 } proc;
-
-static const char *bin(void)
-{
-	const char *b = getenv("FB_BIN");
-	return b ? b : "./fencebench";
-}
 
 enum { FS_NONE, FS_FULL, FS_READ_ONLY };
 
@@ -72,7 +67,7 @@ static void start_fs(proc *p, const char *const *args, rlim_t rlimit_as, const c
 	check(pipe(o) == 0 && pipe(e) == 0, "pipe failed: %s", strerror(errno));
 	const char *argv[64];
 	int n = 0;
-	argv[n++] = bin();
+	argv[n++] = fb_test_bin();
 	for (; args[n - 1]; n++)
 		argv[n] = args[n - 1];
 	argv[n] = NULL;
@@ -99,27 +94,10 @@ static void start_fs(proc *p, const char *const *args, rlim_t rlimit_as, const c
 	p->stdout_text = p->stderr_text = NULL;
 }
 
-static char *slurp(int fd)
-{
-	size_t cap = 4096, len = 0;
-	char *buf = malloc(cap);
-	for (;;) {
-		if (len + 1 >= cap)
-			buf = realloc(buf, cap *= 2);
-		ssize_t r = read(fd, buf + len, cap - len - 1);
-		if (r <= 0)
-			break;
-		len += (size_t)r;
-	}
-	buf[len] = 0;
-	close(fd);
-	return buf;
-}
-
 static int finish(proc *p)
 {
-	p->stdout_text = slurp(p->out);
-	p->stderr_text = slurp(p->err);
+	p->stdout_text = fb_test_slurp(p->out);
+	p->stderr_text = fb_test_slurp(p->err);
 	waitpid(p->pid, &p->status, 0);
 	return WIFEXITED(p->status) ? WEXITSTATUS(p->status) : 128 + WTERMSIG(p->status);
 }
@@ -134,63 +112,6 @@ static int run(proc *p, const char *const *args)
 {
 	start(p, args, 0);
 	return finish(p);
-}
-
-static char *tmpdir(void)
-{
-	char *d = strdup("/tmp/fbtest-XXXXXX");
-	check(mkdtemp(d) != NULL, "mkdtemp failed: %s", strerror(errno));
-	return d;
-}
-
-/* Names in dir, one per line, or "" */
-static void listdir(const char *dir, char *buf, size_t len)
-{
-	buf[0] = 0;
-	DIR *d = opendir(dir);
-	if (!d)
-		return;
-	struct dirent *e;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			snprintf(buf + strlen(buf), len - strlen(buf), "%s\n", e->d_name);
-	closedir(d);
-}
-
-/* The first file in dir whose name ends with suffix. */
-static bool find_suffix(const char *dir, const char *suffix, char *path, size_t len)
-{
-	DIR *d = opendir(dir);
-	if (!d)
-		return false;
-	struct dirent *e;
-	bool found = false;
-	while (!found && (e = readdir(d))) {
-		size_t n = strlen(e->d_name), k = strlen(suffix);
-		if (n > k && !strcmp(e->d_name + n - k, suffix)) {
-			snprintf(path, len, "%s/%s", dir, e->d_name);
-			found = true;
-		}
-	}
-	closedir(d);
-	return found;
-}
-
-static void rmtree(const char *dir)
-{
-	DIR *d = opendir(dir);
-	if (!d)
-		return;
-	struct dirent *e;
-	char path[512];
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-		unlink(path);
-	}
-	closedir(d);
-	rmdir(dir);
 }
 
 static json_object *get(json_object *o, const char *path)
@@ -214,7 +135,7 @@ static int64_t num(json_object *doc, const char *path)
 static void test_short_run_shows_fenced_safe_and_unfenced_corrupted(void **state)
 {
 	(void)state;
-	char *dir = tmpdir(), json[300];
+	char *dir = fb_test_tmpdir(), json[300];
 	snprintf(json, sizeof json, "%s/out.json", dir);
 	proc p;
 	const char *args[] = {"-t",  "16", "-d", "2s",     "-q", "--pause-rate",
@@ -298,12 +219,12 @@ static void test_short_run_shows_fenced_safe_and_unfenced_corrupted(void **state
 	json_object_put(doc);
 
 	char names[1024];
-	listdir(dir, names, sizeof names);
+	fb_test_listdir(dir, names, sizeof names);
 	check(strstr(names, ".json\n") && strstr(names, ".csv\n"),
 	      "results dir holds the JSON and the CSV:\n%s", names);
 	check(!strstr(names, ".tmp"), "no temporary file is left behind:\n%s", names);
 	release(&p);
-	rmtree(dir);
+	fb_test_rmtree(dir);
 	free(dir);
 }
 
@@ -385,7 +306,7 @@ static void test_unwritable_results_dir_is_exit_3_with_summary(void **state)
 {
 	(void)state;
 	/* A directory under a regular file cannot exist, even for root. */
-	char *dir = tmpdir(), file[300], sub[320];
+	char *dir = fb_test_tmpdir(), file[300], sub[320];
 	snprintf(file, sizeof file, "%s/plain-file", dir);
 	int fd = open(file, O_CREAT | O_WRONLY, 0644);
 	check(fd >= 0, "create %s", file);
@@ -398,10 +319,10 @@ static void test_unwritable_results_dir_is_exit_3_with_summary(void **state)
 	      p.stdout_text);
 	check(strstr(p.stderr_text, sub), "stderr names the directory: %s", p.stderr_text);
 	char names[1024];
-	listdir(dir, names, sizeof names);
+	fb_test_listdir(dir, names, sizeof names);
 	check(!strcmp(names, "plain-file\n"), "nothing else was written:\n%s", names);
 	release(&p);
-	rmtree(dir);
+	fb_test_rmtree(dir);
 	free(dir);
 }
 
@@ -412,14 +333,14 @@ static void test_unwritable_results_dir_is_exit_3_with_summary(void **state)
  * skips without one. */
 static void results_dir_fs(int fs)
 {
-	char *dir = tmpdir();
+	char *dir = fb_test_tmpdir();
 	proc p;
 	const char *args[] = {"-t", "4", "-d", "300ms", "-q", "-o", dir, NULL};
 	start_fs(&p, args, 0, dir, fs);
 	int code = finish(&p);
 	if (code == 77) {
 		release(&p);
-		rmtree(dir);
+		fb_test_rmtree(dir);
 		free(dir);
 		skip(); /* no mount namespace here */
 	}
@@ -429,7 +350,7 @@ static void results_dir_fs(int fs)
 	      what, p.stdout_text);
 	check(strstr(p.stderr_text, dir), "%s directory: stderr names it: %s", what, p.stderr_text);
 	release(&p);
-	rmtree(dir); /* the tmpfs went with the child's namespace: this is the real dir */
+	fb_test_rmtree(dir); /* the tmpfs went with the child's namespace: this is the real dir */
 	free(dir);
 }
 
@@ -448,7 +369,7 @@ static void test_read_only_results_dir_is_exit_3_with_summary(void **state)
 /* Start a long run, wait for its first progress line, signal it. */
 static void interrupt_with(int sig, int want_code)
 {
-	char *dir = tmpdir();
+	char *dir = fb_test_tmpdir();
 	proc p;
 	const char *args[] = {"-t", "4", "-d", "1h", "--progress", "always", "-o", dir, NULL};
 	start(&p, args, 0);
@@ -462,10 +383,10 @@ static void interrupt_with(int sig, int want_code)
 	int code = finish(&p);
 	check_eq(code, want_code, "exit code after the signal");
 	char names[1024];
-	listdir(dir, names, sizeof names);
+	fb_test_listdir(dir, names, sizeof names);
 	check(!strstr(names, ".tmp"), "no temporary file left:\n%s", names);
 	char path[600];
-	check(find_suffix(dir, ".json", path, sizeof path),
+	check(fb_test_find_suffix(dir, ".json", path, sizeof path),
 	      "an interrupted run still writes its JSON:\n%s", names);
 	json_object *doc = json_object_from_file(path);
 	check(doc != NULL, "the JSON of an interrupted run must parse: %s", path);
@@ -474,7 +395,7 @@ static void interrupt_with(int sig, int want_code)
 	check_eq(num(doc, "modes.fenced.stale_accepted"), 0, "fenced stayed safe");
 	json_object_put(doc);
 	release(&p);
-	rmtree(dir);
+	fb_test_rmtree(dir);
 	free(dir);
 }
 
@@ -485,7 +406,7 @@ static void test_signal_during_start_up_leaves_valid_json_or_none(void **state)
 {
 	(void)state;
 	for (int round = 0; round < 12; round++) {
-		char *dir = tmpdir();
+		char *dir = fb_test_tmpdir();
 		proc p;
 		const char *args[] = {"-t", "8", "-d", "1h", "-q", "-o", dir, NULL};
 		start(&p, args, 0);
@@ -497,10 +418,10 @@ static void test_signal_during_start_up_leaves_valid_json_or_none(void **state)
 		check(code == 130 || code == 143 || code == 128 + SIGINT || code == 128 + SIGTERM,
 		      "round %d: exit %d after a signal at start-up", round, code);
 		char names[1024], path[600];
-		listdir(dir, names, sizeof names);
+		fb_test_listdir(dir, names, sizeof names);
 		check(!strstr(names, ".tmp"), "round %d: no temporary file left:\n%s", round,
 		      names);
-		if (find_suffix(dir, ".json", path, sizeof path)) {
+		if (fb_test_find_suffix(dir, ".json", path, sizeof path)) {
 			json_object *doc = json_object_from_file(path);
 			check(doc != NULL, "round %d: a JSON written must parse: %s", round, path);
 			check(json_object_get_boolean(get(doc, "interrupted")),
@@ -508,7 +429,7 @@ static void test_signal_during_start_up_leaves_valid_json_or_none(void **state)
 			json_object_put(doc);
 		}
 		release(&p);
-		rmtree(dir);
+		fb_test_rmtree(dir);
 		free(dir);
 	}
 }
@@ -545,7 +466,7 @@ static void test_too_many_threads_is_a_clear_error(void **state)
 /* Run FB_BIN with args and --json into a fresh dir; returns the document. */
 static json_object *run_json(const char *const *extra, int want_code, proc *p, char **dir)
 {
-	*dir = tmpdir();
+	*dir = fb_test_tmpdir();
 	char json[300];
 	snprintf(json, sizeof json, "%s/out.json", *dir);
 	const char *args[40] = {"-q", "-o", *dir, "--json", json};
@@ -584,7 +505,7 @@ static void check_fault_bites(const char *const *extra, const char *fault)
 	      "the summary shows the first corruption:\n%s", p.stdout_text);
 	json_object_put(doc);
 	release(&p);
-	rmtree(dir);
+	fb_test_rmtree(dir);
 	free(dir);
 }
 
@@ -640,7 +561,7 @@ static void test_crashed_holders_leases_are_taken_over_within_a_ttl(void **state
 	      "the summary reports the takeover latency:\n%s", p.stdout_text);
 	json_object_put(doc);
 	release(&p);
-	rmtree(dir);
+	fb_test_rmtree(dir);
 	free(dir);
 }
 
@@ -683,7 +604,7 @@ static void test_each_planted_bug_is_caught(void **state)
 		check(strstr(p.stdout_text, "FAIL !!!"), "the verdict fails for %s", cases[i].bug);
 		json_object_put(doc);
 		release(&p);
-		rmtree(dir);
+		fb_test_rmtree(dir);
 		free(dir);
 	}
 }
@@ -704,14 +625,14 @@ static void test_a_run_where_no_stale_write_was_attempted_says_vacuous(void **st
 	      p.stdout_text);
 	json_object_put(doc);
 	release(&p);
-	rmtree(dir);
+	fb_test_rmtree(dir);
 	free(dir);
 }
 
 static void test_a_fault_plan_written_is_replayed(void **state)
 {
 	(void)state;
-	char *dir = tmpdir(), plan[300];
+	char *dir = fb_test_tmpdir(), plan[300];
 	snprintf(plan, sizeof plan, "%s/plan.txt", dir);
 	const char *const rec[] = {"-t",         "8",  "-d", "1s", "--faults", "pause,delay,renew",
 	                           "--plan-out", plan, NULL};
@@ -754,9 +675,9 @@ static void test_a_fault_plan_written_is_replayed(void **state)
 	check_eq(run(&p, badrun), 2, "a worker number past 2^32 is bad input");
 	check(strstr(p.stderr_text, "4294967297"), "the error names the worker: %s", p.stderr_text);
 	release(&p);
-	rmtree(d1);
-	rmtree(d2);
-	rmtree(dir);
+	fb_test_rmtree(d1);
+	fb_test_rmtree(d2);
+	fb_test_rmtree(dir);
 	free(d1);
 	free(d2);
 	free(dir);

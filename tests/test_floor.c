@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fbproc.h"
 #include "fbtest.h"
 #include "floor.h"
 
@@ -221,36 +222,13 @@ typedef struct proc {
 	char *out, *err;
 } proc;
 
-static const char *bin(void)
-{
-	const char *b = getenv("FB_BIN");
-	return b ? b : "./fencebench";
-}
-
-static char *slurp(int fd)
-{
-	size_t cap = 4096, len = 0;
-	char *buf = malloc(cap);
-	for (;;) {
-		if (len + 1 >= cap)
-			buf = realloc(buf, cap *= 2);
-		ssize_t n = read(fd, buf + len, cap - len - 1);
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	buf[len] = 0;
-	close(fd);
-	return buf;
-}
-
 /* `FB_BIN floor ARGS...`; stdout is read after stderr, so keep it small.
  * rlimit_as > 0 caps the child's address space. */
 static void floor_cmd(proc *p, const char *const *args, rlim_t rlimit_as)
 {
 	int o[2], e[2];
 	check(pipe(o) == 0 && pipe(e) == 0, "pipe failed: %s", strerror(errno));
-	const char *argv[32] = {bin(), "floor"};
+	const char *argv[32] = {fb_test_bin(), "floor"};
 	int n = 2;
 	for (int i = 0; args[i] && n < 31; i++)
 		argv[n++] = args[i];
@@ -271,8 +249,8 @@ static void floor_cmd(proc *p, const char *const *args, rlim_t rlimit_as)
 	}
 	close(o[1]);
 	close(e[1]);
-	p->err = slurp(e[0]);
-	p->out = slurp(o[0]);
+	p->err = fb_test_slurp(e[0]);
+	p->out = fb_test_slurp(o[0]);
 	int status;
 	waitpid(pid, &status, 0);
 	p->code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

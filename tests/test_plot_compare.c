@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fbproc.h"
 #include "fbtest.h"
 
 extern char **environ;
@@ -24,12 +25,6 @@ typedef struct result {
 	int code;
 	char *out, *err;
 } result;
-
-static const char *bin(void)
-{
-	const char *b = getenv("FB_BIN");
-	return b ? b : "./fencebench";
-}
 
 /* A fixture under tests/data/ (FB_TESTS names tests/). */
 static const char *data(const char *name)
@@ -42,26 +37,6 @@ static const char *data(const char *name)
 	return p;
 }
 
-static char *slurp(int fd)
-{
-	size_t cap = 4096, len = 0;
-	char *buf = malloc(cap);
-	check(buf != NULL, "malloc failed");
-	for (;;) {
-		if (len + 1 >= cap) {
-			buf = realloc(buf, cap *= 2);
-			check(buf != NULL, "realloc failed");
-		}
-		ssize_t r = read(fd, buf + len, cap - len - 1);
-		if (r <= 0)
-			break;
-		len += (size_t)r;
-	}
-	buf[len] = 0;
-	close(fd);
-	return buf;
-}
-
 /* Run FB_BIN with args (NULL-terminated) in env (NULL: ours). */
 static result run_env(const char *const *args, char *const *env)
 {
@@ -69,7 +44,7 @@ static result run_env(const char *const *args, char *const *env)
 	check(pipe(o) == 0 && pipe(e) == 0, "pipe failed: %s", strerror(errno));
 	const char *argv[32];
 	int n = 0;
-	argv[n++] = bin();
+	argv[n++] = fb_test_bin();
 	for (; args[n - 1] && n < 31; n++)
 		argv[n] = args[n - 1];
 	argv[n] = NULL;
@@ -86,8 +61,8 @@ static result run_env(const char *const *args, char *const *env)
 	close(o[1]);
 	close(e[1]);
 	result r;
-	r.out = slurp(o[0]);
-	r.err = slurp(e[0]);
+	r.out = fb_test_slurp(o[0]);
+	r.err = fb_test_slurp(e[0]);
 	int st;
 	waitpid(pid, &st, 0);
 	r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -104,45 +79,6 @@ static void release(result *r)
 {
 	free(r->out);
 	free(r->err);
-}
-
-static char *tmpdir(void)
-{
-	char *d = strdup("/tmp/fbplot-XXXXXX");
-	check(d && mkdtemp(d) != NULL, "mkdtemp failed: %s", strerror(errno));
-	return d;
-}
-
-/* Names in dir (not . or ..), sorted, one per line. */
-static void listdir(const char *dir, char *buf, size_t len)
-{
-	struct dirent **names;
-	int n = scandir(dir, &names, NULL, alphasort);
-	buf[0] = 0;
-	for (int i = 0; i < n; i++) {
-		if (strcmp(names[i]->d_name, ".") && strcmp(names[i]->d_name, ".."))
-			snprintf(buf + strlen(buf), len - strlen(buf), "%s\n", names[i]->d_name);
-		free(names[i]);
-	}
-	if (n >= 0)
-		free(names);
-}
-
-static void rmtree(const char *dir)
-{
-	DIR *d = opendir(dir);
-	if (!d)
-		return;
-	struct dirent *e;
-	char path[1024];
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-		unlink(path);
-	}
-	closedir(d);
-	rmdir(dir);
 }
 
 /* The line of text that contains what, copied into line; false if none. */
@@ -188,7 +124,7 @@ static char *read_text(const char *path)
 {
 	FILE *f = fopen(path, "r");
 	check(f != NULL, "%s was not written: %s", path, strerror(errno));
-	char *text = slurp(dup(fileno(f)));
+	char *text = fb_test_slurp(dup(fileno(f)));
 	fclose(f);
 	return text;
 }
@@ -264,7 +200,7 @@ static void add_run_floor(json_object *doc)
 static void test_compare_floor_ratio_when_present(void **state)
 {
 	(void)state;
-	char *dir = tmpdir();
+	char *dir = fb_test_tmpdir();
 	char a[512];
 	snprintf(a, sizeof a, "%s", data("run-a.json"));
 	const char *b = variant(dir, "run-a.json", "floor.json", add_run_floor);
@@ -277,7 +213,7 @@ static void test_compare_floor_ratio_when_present(void **state)
 	check(strstr(line, "0.60") && strstr(line, " - "), "A has no floor ('-'), B 0.60: '%s'",
 	      line);
 	release(&r);
-	rmtree(dir);
+	fb_test_rmtree(dir);
 	free(dir);
 }
 
@@ -332,7 +268,7 @@ static void refused(result *r, const char *file, const char *reason, const char 
 static void test_compare_refuses_schema_2_and_another_tool(void **state)
 {
 	(void)state;
-	char *dir = tmpdir();
+	char *dir = fb_test_tmpdir();
 	const char *s2 = variant(dir, "run-a.json", "schema2.json", set_schema_2);
 	const char *args[] = {"compare", data("run-a.json"), s2, NULL};
 	result r = run(args);
@@ -346,7 +282,7 @@ static void test_compare_refuses_schema_2_and_another_tool(void **state)
 	refused(&r, "fio.json", "not a fencebench document (\"tool\" is \"fio\"",
 	        "compare with another tool's document exits 2");
 	release(&r);
-	rmtree(dir);
+	fb_test_rmtree(dir);
 	free(dir);
 }
 
@@ -363,7 +299,7 @@ static void test_compare_refuses_run_against_sweep(void **state)
 static void test_malformed_json_exits_2_naming_the_file(void **state)
 {
 	(void)state;
-	char *dir = tmpdir(), path[512];
+	char *dir = fb_test_tmpdir(), path[512];
 	snprintf(path, sizeof path, "%s/broken.json", dir);
 	FILE *f = fopen(path, "w");
 	check(f != NULL, "cannot create %s", path);
@@ -381,7 +317,7 @@ static void test_malformed_json_exits_2_naming_the_file(void **state)
 	r = run(missing);
 	refused(&r, "/nonexistent/x.json", "cannot read", "compare of a missing file exits 2");
 	release(&r);
-	rmtree(dir);
+	fb_test_rmtree(dir);
 	free(dir);
 }
 
@@ -420,7 +356,7 @@ static void test_plot_threads_sweep_writes_throughput_p99_and_latency(void **sta
 {
 	(void)state;
 	NEED_GNUPLOT();
-	char *dir = tmpdir(), listing[1024], path[600];
+	char *dir = fb_test_tmpdir(), listing[1024], path[600];
 	const char *args[] = {"plot", data("sweep-threads.json"), "-o", dir, NULL};
 	result r = run(args);
 	check_eq(r.code, 0, "exit code of plot on a sweep over threads");
@@ -432,7 +368,7 @@ static void test_plot_threads_sweep_writes_throughput_p99_and_latency(void **sta
 	}
 	check(strstr(r.err, "skipped corruption: the sweep has one pause rate"),
 	      "the corruption chart is skipped with a note: %s", r.err);
-	listdir(dir, listing, sizeof listing);
+	fb_test_listdir(dir, listing, sizeof listing);
 	check(!strcmp(listing, "sweep-threads-cycle-p99.svg\nsweep-threads-latency.svg\n"
 	                       "sweep-threads-throughput.svg\n"),
 	      "exactly the three charts, no temporary file left:\n%s", listing);
@@ -443,7 +379,7 @@ static void test_plot_threads_sweep_writes_throughput_p99_and_latency(void **sta
 	check(!strstr(svg, "floor"), "no floor drawn when the rows carry none");
 	free(svg);
 	release(&r);
-	rmtree(dir);
+	fb_test_rmtree(dir);
 	free(dir);
 }
 
@@ -463,7 +399,7 @@ static void test_plot_draws_the_floor_when_rows_carry_it(void **state)
 {
 	(void)state;
 	NEED_GNUPLOT();
-	char *dir = tmpdir(), path[600];
+	char *dir = fb_test_tmpdir(), path[600];
 	const char *doc = variant(dir, "sweep-threads.json", "floored.json", add_floor);
 	const char *args[] = {"plot", doc, NULL};
 	result r = run(args);
@@ -475,7 +411,7 @@ static void test_plot_draws_the_floor_when_rows_carry_it(void **state)
 	check(strstr(svg, "stroke-dasharray"), "the floor is dashed");
 	free(svg);
 	release(&r);
-	rmtree(dir);
+	fb_test_rmtree(dir);
 	free(dir);
 }
 
@@ -483,7 +419,7 @@ static void test_plot_pause_sweep_writes_corruption(void **state)
 {
 	(void)state;
 	NEED_GNUPLOT();
-	char *dir = tmpdir(), path[600];
+	char *dir = fb_test_tmpdir(), path[600];
 	const char *args[] = {"plot", data("sweep-pause.json"), "-o", dir, NULL};
 	result r = run(args);
 	check_eq(r.code, 0, "exit code of plot on a sweep over pause rates");
@@ -495,7 +431,7 @@ static void test_plot_pause_sweep_writes_corruption(void **state)
 	check(strstr(r.err, "skipped throughput: the sweep has one thread count"),
 	      "throughput is skipped with a note: %s", r.err);
 	release(&r);
-	rmtree(dir);
+	fb_test_rmtree(dir);
 	free(dir);
 }
 
@@ -503,24 +439,24 @@ static void test_plot_run_writes_the_latency_spectrum_only(void **state)
 {
 	(void)state;
 	NEED_GNUPLOT();
-	char *dir = tmpdir(), listing[512], path[600];
+	char *dir = fb_test_tmpdir(), listing[512], path[600];
 	const char *args[] = {"plot", data("run-a.json"), "-o", dir, NULL};
 	result r = run(args);
 	check_eq(r.code, 0, "exit code of plot on a single run");
 	snprintf(path, sizeof path, "%s/run-a-latency.svg", dir);
 	check_svg(path);
-	listdir(dir, listing, sizeof listing);
+	fb_test_listdir(dir, listing, sizeof listing);
 	check(!strcmp(listing, "run-a-latency.svg\n"), "only the spectrum applies:\n%s", listing);
 	check_eq(count(r.err, "skipped"), 3, "three charts skipped, each with a note");
 	release(&r);
-	rmtree(dir);
+	fb_test_rmtree(dir);
 	free(dir);
 }
 
 static void test_plot_without_gnuplot_exits_3_with_the_apt_line(void **state)
 {
 	(void)state;
-	char *dir = tmpdir();
+	char *dir = fb_test_tmpdir();
 	char *env[] = {"PATH=/nonexistent-fencebench-test", NULL};
 	const char *args[] = {"plot", data("sweep-threads.json"), "-o", dir, NULL};
 	result r = run_env(args, env);
@@ -529,20 +465,20 @@ static void test_plot_without_gnuplot_exits_3_with_the_apt_line(void **state)
 	check(strstr(r.err, "apt-get install gnuplot-nox"), "says how to install it: %s", r.err);
 	check(r.out[0] == 0, "no chart listed: %s", r.out);
 	release(&r);
-	rmtree(dir);
+	fb_test_rmtree(dir);
 	free(dir);
 }
 
 static void test_plot_refuses_schema_2(void **state)
 {
 	(void)state;
-	char *dir = tmpdir();
+	char *dir = fb_test_tmpdir();
 	const char *s2 = variant(dir, "run-a.json", "schema2.json", set_schema_2);
 	const char *args[] = {"plot", s2, NULL};
 	result r = run(args);
 	refused(&r, "schema2.json", "schema 1", "plot of a schema-2 document exits 2");
 	release(&r);
-	rmtree(dir);
+	fb_test_rmtree(dir);
 	free(dir);
 }
 
