@@ -476,15 +476,8 @@ static int bad(const char *name, const char *v, const char *why)
 
 static int parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
 {
-	if (!*s)
-		return -1;
-	for (const char *p = s; *p; p++)
-		if (*p < '0' || *p > '9')
-			return -1;
-	errno = 0;
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || *end || v < min || v > max)
+	uint64_t v;
+	if (fb_parse_u64(s, min, max, &v))
 		return -1;
 	*out = (uint32_t)v;
 	return 0;

@@ -228,7 +228,7 @@ static int bad(const opt *o, const char *v, const char *why)
 	return -1;
 }
 
-static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+int fb_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
 	if (!*s || *s == '-' || *s == '+')
 		return -1;
@@ -375,7 +375,7 @@ static int parse_list(fb_config *cfg, const opt *o, const char *v)
 		case K_U32_LIST:
 			if (n == FB_SWEEP_MAX)
 				return bad(o, v, "has too many values (32 at most)");
-			if (parse_u64(t, o->min, o->max, &u)) {
+			if (fb_parse_u64(t, o->min, o->max, &u)) {
 				snprintf(why, sizeof why,
 				         "is not a list of whole numbers in %llu..%llu",
 				         (unsigned long long)o->min, (unsigned long long)o->max);
@@ -417,8 +417,8 @@ static int parse_list(fb_config *cfg, const opt *o, const char *v)
 			char *dash = strchr(t, '-');
 			if (dash)
 				*dash = 0;
-			if (parse_u64(t, 0, 1023, &u) ||
-			    (dash && parse_u64(dash + 1, 0, 1023, &hi)) || (dash && hi < u))
+			if (fb_parse_u64(t, 0, 1023, &u) ||
+			    (dash && fb_parse_u64(dash + 1, 0, 1023, &hi)) || (dash && hi < u))
 				return bad(o, v,
 				           "is not a CPU list (e.g. 0-3,8,10-11; CPUs 0..1023)");
 			if (!dash)
@@ -448,7 +448,7 @@ static int parse_value(fb_config *cfg, const opt *o, const char *v)
 	switch (o->k) {
 	case K_U32:
 	case K_U64:
-		if (parse_u64(v, o->min, o->max, &u)) {
+		if (fb_parse_u64(v, o->min, o->max, &u)) {
 			snprintf(why, sizeof why, "is not a whole number in %llu..%llu",
 			         (unsigned long long)o->min, (unsigned long long)o->max);
 			return bad(o, v, why);
@@ -517,8 +517,8 @@ static int parse_value(fb_config *cfg, const opt *o, const char *v)
 			return bad(o, v, "is not a seed range A..B");
 		memcpy(a, v, (size_t)(dots - v));
 		a[dots - v] = 0;
-		if (parse_u64(a, 0, UINT64_MAX, lo) || parse_u64(dots + 2, 0, UINT64_MAX, hi) ||
-		    *lo > *hi)
+		if (fb_parse_u64(a, 0, UINT64_MAX, lo) ||
+		    fb_parse_u64(dots + 2, 0, UINT64_MAX, hi) || *lo > *hi)
 			return bad(o, v, "is not a seed range A..B with A <= B");
 		cfg->seed = *lo;
 		return 0;

@@ -121,6 +121,10 @@ typedef enum fb_parse {
 void fb_config_defaults(fb_config *cfg);
 fb_parse fb_config_parse(fb_config *cfg, int argc, char **argv);
 
+/* Parse a whole number in min..max: digits only, no sign, no overflow.
+ * 0 on success; -1 otherwise. */
+int fb_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
 /* Parse a duration: a number with an optional unit us, ms, s, m, h (a bare
  * number is seconds). 0 on success; -1 if malformed, zero or too large. */
 int fb_parse_duration(const char *s, uint64_t *ns);
