@@ -22,7 +22,10 @@ typedef struct rec {
 
 typedef struct ckey {
 	alignas(FB_PAD_LINE) fb_atomic_u128 walk;
-	_Atomic uint64_t checked, stale, breaks;
+	/* Records walked = wraps * 2^16 + next_version - 1: the walk's own
+	 * 16-bit position counts them, and the winner of the step past version
+	 * 65535 counts the wrap (a locked add once in 65536, not every time). */
+	_Atomic uint64_t wraps, stale, breaks;
 	_Atomic int64_t lost_amount;
 	rec *ring;
 } ckey;
@@ -64,7 +67,7 @@ fb_err fb_checker_create(uint32_t keys, uint32_t writers, int64_t initial_balanc
 	for (uint32_t i = 0; i < keys; i++) {
 		ckey *k = &c->k[i];
 		atomic_init(&k->walk, ((fb_u128){UINT64_C(1) << 48, (uint64_t)initial_balance}));
-		atomic_init(&k->checked, 0);
+		atomic_init(&k->wraps, 0);
 		atomic_init(&k->stale, 0);
 		atomic_init(&k->breaks, 0);
 		atomic_init(&k->lost_amount, 0);
@@ -124,7 +127,8 @@ static void advance_from(fb_checker *c, ckey *k, fb_u128 w)
 		if (!atomic_compare_exchange_weak_explicit(&k->walk, &w, next, memory_order_acq_rel,
 		                                           memory_order_acquire))
 			continue;
-		atomic_fetch_add_explicit(&k->checked, 1, memory_order_relaxed);
+		if (v == UINT16_MAX)
+			atomic_fetch_add_explicit(&k->wraps, 1, memory_order_relaxed);
 		if (fence <= max)
 			atomic_fetch_add_explicit(&k->stale, 1, memory_order_relaxed);
 		if (replaced != bal)
@@ -179,7 +183,9 @@ void fb_checker_key(fb_checker *c, uint32_t key, fb_check_key *out)
 {
 	ckey *k = &c->k[key];
 	fb_u128 w = atomic_load_explicit(&k->walk, memory_order_acquire);
-	out->checked = atomic_load_explicit(&k->checked, memory_order_relaxed);
+	/* exact once the walkers are done (the wrap is counted after its step) */
+	out->checked =
+	        (atomic_load_explicit(&k->wraps, memory_order_relaxed) << 16) + walk_next(w) - 1;
 	out->stale_accepted = atomic_load_explicit(&k->stale, memory_order_relaxed);
 	out->lost_amount = atomic_load_explicit(&k->lost_amount, memory_order_relaxed);
 	out->chain_breaks = atomic_load_explicit(&k->breaks, memory_order_relaxed);
