@@ -353,29 +353,12 @@ static fb_scenario_want verdict(world *w, int d)
 static const char *want_text(fb_scenario_op of, fb_scenario_want want, int64_t v, char *buf,
                              size_t len)
 {
-	switch (want) {
-	case FB_SCENARIO_OK:
-		return of == FB_SCENARIO_IS_HELD ? "yes" : "ok";
-	case FB_SCENARIO_NOT_OK:
-		return of == FB_SCENARIO_IS_HELD ? "no" : "refused";
-	case FB_SCENARIO_ACCEPTED:
-		return "accepted";
-	case FB_SCENARIO_REJECTED:
-		return "rejected";
-	case FB_SCENARIO_SKIPPED:
-		return "skipped";
-	case FB_SCENARIO_SAFE:
-		return "safe";
-	case FB_SCENARIO_LOST:
-		return "lost";
-	case FB_SCENARIO_CORRUPTED:
-		return "corrupted";
-	case FB_SCENARIO_NUMBER:
+	if (want == FB_SCENARIO_NUMBER) {
 		snprintf(buf, len, "%lld", (long long)v);
 		return buf;
-	default:
-		return "anything";
 	}
+	const char *w = fb_scenario_want_word(of, want);
+	return strcmp(w, "?") ? w : "anything";
 }
 
 /* What store d did, in the words of an expectation about op `of`. */

@@ -153,6 +153,10 @@ typedef struct fb_scenario_builtin {
 extern const fb_scenario_builtin fb_scenario_builtins[];
 
 /* `fencebench scenario NAME|FILE | --list | --show NAME | --help` */
+/* An expectation's word for `w` about an operation `of` ("ok", "refused",
+ * "yes", "accepted"...); "?" for a number, which has no word. */
+const char *fb_scenario_want_word(fb_scenario_op of, fb_scenario_want w);
+
 int fb_scenario_main(int argc, char **argv);
 
 #endif

@@ -803,7 +803,7 @@ __attribute__((format(printf, 4, 5))) static void add(char *buf, size_t len, siz
 		*at += (size_t)n;
 }
 
-static const char *want_word(fb_scenario_op of, fb_scenario_want w)
+const char *fb_scenario_want_word(fb_scenario_op of, fb_scenario_want w)
 {
 	switch (w) {
 	case FB_SCENARIO_OK:
@@ -841,7 +841,7 @@ static void add_wants(char *buf, size_t len, size_t *at, const fb_scenario_step 
 		if (st->want[d] == FB_SCENARIO_NUMBER)
 			add(buf, len, at, "%lld", (long long)st->want_value[d]);
 		else
-			add(buf, len, at, "%s", want_word(of, st->want[d]));
+			add(buf, len, at, "%s", fb_scenario_want_word(of, st->want[d]));
 		if (same)
 			break;
 	}
@@ -899,7 +899,7 @@ void fb_scenario_step_format(const fb_scenario *s, const fb_scenario_step *st, c
 		    st->of == FB_SCENARIO_DEBIT)
 			add_wants(buf, len, &at, st, st->of);
 		else
-			add(buf, len, &at, " %s", want_word(st->of, st->want[0]));
+			add(buf, len, &at, " %s", fb_scenario_want_word(st->of, st->want[0]));
 		break;
 	case FB_SCENARIO_EXPECT_BALANCE:
 	case FB_SCENARIO_EXPECT_LAST_FENCE:
