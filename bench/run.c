@@ -441,15 +441,15 @@ static void *worker_main(void *arg)
 		int64_t bal[FB_DISCIPLINES] = {0};
 		bool served[FB_DISCIPLINES];
 		bool stale = false;
-		fb_store_result res = {0};
+		fb_store_result res = {0}, rd[FB_DISCIPLINES] = {{0}};
 		for (int i = 0; i < r->nactive; i++) {
 			fb_discipline d = r->active[(first + i) % r->nactive];
-			served[d] = !rmw || fb_store_read(r->store[d], key, l.fence, &res);
+			served[d] = !rmw || fb_store_read(r->store[d], key, l.fence, &rd[d]);
 			if (!served[d]) {
 				fb_counter_add(&w->m[d].reads_refused, 1);
 				stale = true;
 			}
-			bal[d] = res.balance;
+			bal[d] = rd[d].balance;
 		}
 		uint32_t armed = fb_port_armed(port);
 		if (armed && !take_fault(w, armed, key, &l, &local_deadline))
@@ -524,10 +524,10 @@ static void *worker_main(void *arg)
 					if (now >= l.expires_at)
 						fb_counter_add(&mc->zombie, 1);
 				}
-				bool ok =
-				        rmw ? fb_store_write(r->store[d], key, value, l.fence, &res)
-				            : fb_store_debit(r->store[d], key, value, l.fence,
-				                             &res);
+				bool ok = rmw ? fb_store_write_after(r->store[d], key, value,
+				                                     l.fence, &rd[d], &res)
+				              : fb_store_debit(r->store[d], key, value, l.fence,
+				                               &res);
 				if (!ok) {
 					fb_counter_add(&mc->rejected, 1);
 					outcome[d] = FB_OUT_REJECTED;

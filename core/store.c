@@ -139,6 +139,7 @@ bool fb_store_read(fb_store *s, uint32_t key, uint64_t token, fb_store_result *r
 		               (s->bug == FB_BUG_UNREGISTERED_READS && token >= high);
 		if (s->d != FB_FENCED || token == high || planted) {
 			r->ok = true;
+			r->word_hi = cur.hi;
 			return true;
 		}
 		if (token < high) {
@@ -152,6 +153,7 @@ bool fb_store_read(fb_store *s, uint32_t key, uint64_t token, fb_store_result *r
 		if (atomic_compare_exchange_weak_explicit(
 		            &rec->word, &cur, next, memory_order_acq_rel, memory_order_acquire)) {
 			r->ok = true;
+			r->word_hi = next.hi;
 			return true;
 		}
 	}
@@ -191,14 +193,16 @@ static void note_last(fb_store *s, fb_record *rec, uint64_t token)
 }
 
 static bool apply(fb_store *s, uint32_t key, bool is_debit, int64_t value, uint64_t token,
-                  fb_store_result *r)
+                  const fb_u128 *guess, fb_store_result *r)
 {
 	fb_record *rec = &s->rec[key];
 	if (token > FB_FENCE_MAX) { /* outside the packing: no fence can be this */
 		r->ok = r->stale = false;
 		return false;
 	}
-	fb_u128 cur = atomic_load_explicit(&rec->word, memory_order_acquire);
+	/* acquire (load, or the CAS's failure): the decision is made on the
+	 * state it read. A guess is checked by the CAS like any stale read. */
+	fb_u128 cur = guess ? *guess : atomic_load_explicit(&rec->word, memory_order_acquire);
 	for (;;) {
 		result_from(r, cur, token);
 		uint64_t high = hi_fence(cur.hi);
@@ -225,6 +229,7 @@ static bool apply(fb_store *s, uint32_t key, bool is_debit, int64_t value, uint6
 			r->stale = hi_written(cur.hi) ? token <= high : token < high;
 			r->balance = bal;
 			r->version = ver;
+			r->word_hi = next.hi;
 			note_last(s, rec, token);
 			return true;
 		}
@@ -233,12 +238,19 @@ static bool apply(fb_store *s, uint32_t key, bool is_debit, int64_t value, uint6
 
 bool fb_store_write(fb_store *s, uint32_t key, int64_t balance, uint64_t token, fb_store_result *r)
 {
-	return apply(s, key, false, balance, token, r);
+	return apply(s, key, false, balance, token, NULL, r);
+}
+
+bool fb_store_write_after(fb_store *s, uint32_t key, int64_t balance, uint64_t token,
+                          const fb_store_result *read, fb_store_result *r)
+{
+	fb_u128 guess = {(uint64_t)read->balance, read->word_hi};
+	return apply(s, key, false, balance, token, &guess, r);
 }
 
 bool fb_store_debit(fb_store *s, uint32_t key, int64_t amount, uint64_t token, fb_store_result *r)
 {
-	return apply(s, key, true, amount, token, r);
+	return apply(s, key, true, amount, token, NULL, r);
 }
 
 int64_t fb_store_balance(fb_store *s, uint32_t key)

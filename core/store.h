@@ -37,6 +37,7 @@ typedef struct fb_store_result {
 	uint64_t token;       /* the caller's fence */
 	uint64_t highest;     /* the highest fence the store had seen before this operation */
 	bool highest_written; /* ... and whether that fence was also the last accepted write's */
+	uint64_t word_hi;     /* the record's fence word as this operation left it */
 } fb_store_result;
 
 typedef struct fb_store fb_store;
@@ -59,6 +60,12 @@ bool fb_store_read(fb_store *s, uint32_t key, uint64_t token, fb_store_result *r
  * token >= highest seen and token > last accepted; write-fenced: iff
  * token > last accepted; unfenced: always. */
 bool fb_store_write(fb_store *s, uint32_t key, int64_t balance, uint64_t token, fb_store_result *r);
+
+/* fb_store_write after a read of the same key by the same client: the CAS
+ * is tried from the word the read left, without a load (a 16-byte load is a
+ * locked cmpxchg16b with this machine's libatomic). Same result. */
+bool fb_store_write_after(fb_store *s, uint32_t key, int64_t balance, uint64_t token,
+                          const fb_store_result *read, fb_store_result *r);
 
 /* Subtract in the store (the article's debit(amount, token)); same checks. */
 bool fb_store_debit(fb_store *s, uint32_t key, int64_t amount, uint64_t token, fb_store_result *r);

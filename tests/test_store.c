@@ -59,6 +59,32 @@ static void test_write_fenced_and_unfenced_reads_register_nothing(void **state)
 	}
 }
 
+static void test_write_after_a_read_decides_on_the_store_not_the_guess(void **state)
+{
+	(void)state;
+	fb_discipline ds[] = {FB_FENCED, FB_WRITE_FENCED, FB_UNFENCED};
+	for (int i = 0; i < 3; i++) {
+		const char *n = fb_discipline_name(ds[i]);
+		fb_store *s = store(ds[i], 1, 100);
+		fb_store_result a, b, r;
+		check(fb_store_read(s, 0, 5, &a), "%s: A reads with 5", n);
+		check(fb_store_read(s, 0, 6, &b), "%s: B reads with 6", n);
+		check(fb_store_write_after(s, 0, 99, 6, &b, &r), "%s: B writes 99 after its read",
+		      n);
+		/* A's guess (the word its read left) is out of date now */
+		bool late = fb_store_write_after(s, 0, 99, 5, &a, &r);
+		check(late == (ds[i] == FB_UNFENCED), "%s: A's write with 5 after B's 6", n);
+		check_eq(r.before, 99, "the decision saw B's write, not A's stale guess");
+		check_eq(fb_store_balance(s, 0), 99, "balance");
+		fb_store_result c;
+		check(fb_store_read(s, 0, 7, &c), "%s: C reads 99 with 7", n);
+		check(fb_store_write_after(s, 0, 98, 7, &c, &r), "%s: a good guess writes", n);
+		check_eq(fb_store_balance(s, 0), 98, "C's write applied");
+		check_eq(r.version, ds[i] == FB_UNFENCED ? 3 : 2, "commit version after C's write");
+		fb_store_destroy(s);
+	}
+}
+
 static void test_debit_subtracts_in_the_store(void **state)
 {
 	(void)state;
@@ -192,6 +218,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_fenced_read_refuses_below_highest_and_registers),
 	        cmocka_unit_test(test_write_fenced_and_unfenced_reads_register_nothing),
+	        cmocka_unit_test(test_write_after_a_read_decides_on_the_store_not_the_guess),
 	        cmocka_unit_test(test_debit_subtracts_in_the_store),
 	        cmocka_unit_test(test_random_tokens_accepted_sequence_strictly_increases),
 	};
