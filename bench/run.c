@@ -61,6 +61,16 @@ typedef struct fb_run_state {
 	fb_counter plan_slipped;
 } fb_run_state;
 
+/* A slot word this worker left by releasing a key: a guess for its next
+ * acquire of that key, sparing the load (key + 1: 0 is empty). A few
+ * entries, direct-mapped: a hit is likeliest where workers keep to their
+ * own keys. */
+#define RECENT 64
+typedef struct released_word {
+	uint64_t key;
+	fb_lease lease;
+} released_word;
+
 /* An accepted write on its way to the checker. */
 typedef struct pending_commit {
 	fb_discipline d;
@@ -363,6 +373,7 @@ static void *worker_main(void *arg)
 	size_t planned = r->plan.n ? fb_plan_for(&r->plan, w->id, &plan) : 0;
 	int any_phase = -1;
 	bool counting = cfg->warmup_ns == 0;
+	released_word recent[RECENT] = {{0, {0, 0, 0}}};
 	while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
 		atomic_store_explicit(&port->cycle, ++n, memory_order_relaxed);
 		any_phase = -1;
@@ -392,7 +403,12 @@ static void *worker_main(void *arg)
 		fb_lease l;
 		fb_acquire a;
 		unsigned fails = 0;
-		while ((a = fb_lease_acquire(r->leases, key, w->id, &l, &ls)) == FB_HELD) {
+		/* what this worker's last release of the key left, if it remembers */
+		const released_word *rw = &recent[key % RECENT];
+		const fb_lease *guess = rw->key == key + 1 ? &rw->lease : NULL;
+		while ((a = fb_lease_acquire_from(r->leases, key, w->id, guess, &l, &ls)) ==
+		       FB_HELD) {
+			guess = NULL;
 			fb_counter_add(&w->contended, 1);
 			if (atomic_load_explicit(&r->stop, memory_order_relaxed))
 				break;
@@ -559,6 +575,8 @@ static void *worker_main(void *arg)
 		if (checking)
 			fb_witness_releasing(r->witness, key, l.fence, l.expires_at);
 		bool taken_over = !fb_lease_release_lease(r->leases, key, &l);
+		if (!taken_over) /* the slot now reads (fence, no owner, no expiry) */
+			recent[key % RECENT] = (released_word){key + 1, {l.fence, 0, 0}};
 		if (stepping &&
 		    atomic_load_explicit(&r->service_steps, memory_order_relaxed) != steps)
 			atomic_fetch_or_explicit(&port->faulted, 1u << FB_FAULT_SKEW,

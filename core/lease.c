@@ -158,12 +158,22 @@ static fb_acquire bug_acquire(fb_lease_table *t, uint32_t key, uint16_t owner, f
 fb_acquire fb_lease_acquire(fb_lease_table *t, uint32_t key, uint16_t owner, fb_lease *out,
                             fb_lease_stats *st)
 {
+	return fb_lease_acquire_from(t, key, owner, NULL, out, st);
+}
+
+fb_acquire fb_lease_acquire_from(fb_lease_table *t, uint32_t key, uint16_t owner,
+                                 const fb_lease *guess, fb_lease *out, fb_lease_stats *st)
+{
 	if (t->bug != FB_BUG_NONE && t->bug != FB_BUG_BLIND_RELEASE)
 		return bug_acquire(t, key, owner, out, st);
 	fb_lease_slot *s = &t->slots[key];
 	/* acquire: the global source's argument below needs the CAS that
-	 * installed this word to happen-before our mint. */
-	fb_u128 cur = atomic_load_explicit(&s->word, memory_order_acquire);
+	 * installed this word to happen-before our mint. A guess is only taken
+	 * with per-key fences, where the CAS alone checks the fence's base; a
+	 * wrong one costs the failed CAS, which returns the truth. */
+	fb_u128 cur = guess && t->source == FB_FENCE_PER_KEY
+	                      ? word_make(guess->fence, guess->owner, guess->expires_at)
+	                      : atomic_load_explicit(&s->word, memory_order_acquire);
 	for (;;) {
 		uint64_t now = fb_clock_now(t->clock);
 		if (word_owner(cur) != 0 && cur.hi > now) {

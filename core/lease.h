@@ -63,6 +63,12 @@ void fb_lease_table_destroy(fb_lease_table *t);
 fb_acquire fb_lease_acquire(fb_lease_table *t, uint32_t key, uint16_t owner, fb_lease *out,
                             fb_lease_stats *st);
 
+/* The same, first trying the slot word `guess` (what this caller's last
+ * release of the key left: fence, owner 0, expiry 0) without a load; used
+ * only with per-key fences. Same result as fb_lease_acquire. */
+fb_acquire fb_lease_acquire_from(fb_lease_table *t, uint32_t key, uint16_t owner,
+                                 const fb_lease *guess, fb_lease *out, fb_lease_stats *st);
+
 /* Compare-and-delete: frees the slot only if it still carries (owner, fence).
  * A late release by an old holder never frees a newer holder's lease. */
 bool fb_lease_release(fb_lease_table *t, uint32_t key, uint16_t owner, uint64_t fence);

@@ -42,6 +42,30 @@ static void test_first_fence_is_configurable_for_both_sources(void **state)
 	}
 }
 
+static void test_acquire_from_a_wrong_guess_still_decides_on_the_slot(void **state)
+{
+	(void)state;
+	fb_clock_manual m;
+	fb_clock_manual_init(&m, 0);
+	fb_lease_table *t = table(&m.base, 1, FB_FENCE_PER_KEY);
+	fb_lease a, b, held;
+	fb_lease_stats st = {0};
+	check_eq(fb_lease_acquire(t, 0, 1, &a, &st), FB_ACQUIRED, "A acquires");
+	check(fb_lease_release_lease(t, 0, &a), "A releases with its lease word");
+	fb_lease guess = {a.fence, 0, 0};
+	check_eq(fb_lease_acquire(t, 0, 2, &b, &st), FB_ACQUIRED, "B acquires in between");
+	/* A's guess (what its release left) is out of date: B holds the key */
+	check_eq(fb_lease_acquire_from(t, 0, 1, &guess, &held, &st), FB_HELD,
+	         "a stale guess must not win a held slot");
+	check_eq(held.owner, 2, "the refusal names the real holder");
+	check(fb_lease_release_lease(t, 0, &b), "B releases");
+	guess = (fb_lease){a.fence, 0, 0};
+	check_eq(fb_lease_acquire_from(t, 0, 1, &guess, &a, &st), FB_ACQUIRED,
+	         "A acquires again from an out-of-date guess");
+	check_eq(a.fence, b.fence + 1, "and its fence is above B's, not above the guess's");
+	fb_lease_table_destroy(t);
+}
+
 static void test_bad_configuration_is_refused(void **state)
 {
 	(void)state;
@@ -346,6 +370,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_first_fence_is_configurable_for_both_sources),
 	        cmocka_unit_test(test_bad_configuration_is_refused),
+	        cmocka_unit_test(test_acquire_from_a_wrong_guess_still_decides_on_the_slot),
 	        cmocka_unit_test(test_frozen_clock_many_threads_one_winner),
 	        cmocka_unit_test(test_fences_strictly_increase_in_slot_order),
 	        cmocka_unit_test(test_release_by_wrong_owner_or_old_fence_fails),
