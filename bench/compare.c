@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "compare.h"
+#include "util.h"
 
 #include <errno.h>
 #include <json-c/json.h>
@@ -194,23 +195,6 @@ const char *fb_doc_string(json_object *o, const char *path)
 
 /* ---- formatting ---- */
 
-/* 1234567.4 -> "1,234,567" */
-static const char *grouped(char *buf, size_t len, double v)
-{
-	char raw[48];
-	snprintf(raw, sizeof raw, "%.0f", fabs(v));
-	size_t n = strlen(raw), o = 0;
-	if (v <= -0.5 && o + 1 < len)
-		buf[o++] = '-';
-	for (size_t i = 0; i < n && o + 2 < len; i++) {
-		if (i && (n - i) % 3 == 0)
-			buf[o++] = ',';
-		buf[o++] = raw[i];
-	}
-	buf[o] = 0;
-	return buf;
-}
-
 /* ns -> "311 ns", "1.25 us", "48.1 ms", "2.50 s" */
 static const char *duration(char *buf, size_t len, double ns)
 {
@@ -261,7 +245,7 @@ static const char *value(char *buf, size_t len, value_kind k, bool have, double 
 	if (!have)
 		snprintf(buf, len, "-");
 	else if (k == V_COUNT)
-		grouped(buf, len, v);
+		fb_grouped(buf, len, v);
 	else if (k == V_NS)
 		duration(buf, len, v);
 	else if (k == V_FRAC)

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "floor.h"
+#include "util.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -643,60 +644,12 @@ static int parse_cli(floor_cli *c, int argc, char **argv)
 	return 0;
 }
 
-/* 1234567.8 -> "1,234,568" */
-static const char *grouped(char *buf, size_t len, double v)
-{
-	char raw[32];
-	snprintf(raw, sizeof raw, "%.0f", v < 0 ? 0 : v);
-	size_t n = strlen(raw), o = 0;
-	for (size_t i = 0; i < n && o + 2 < len; i++) {
-		if (i && (n - i) % 3 == 0)
-			buf[o++] = ',';
-		buf[o++] = raw[i];
-	}
-	buf[o] = 0;
-	return buf;
-}
-
-static void cpu_model(char *cpu, size_t len)
-{
-	snprintf(cpu, len, "unknown");
-	FILE *f = fopen("/proc/cpuinfo", "r");
-	if (!f)
-		return;
-	char line[512];
-	while (fgets(line, sizeof line, f)) {
-		char *c = strchr(line, ':');
-		if (strncmp(line, "model name", 10) != 0 || !c)
-			continue;
-		c += 1 + (c[1] == ' ');
-		c[strcspn(c, "\n")] = 0;
-		snprintf(cpu, len, "%s", c);
-		break;
-	}
-	fclose(f);
-}
-
 /* load_1m: the load average before the run, < 0 if unknown */
 static json_object *j_machine(double load_1m)
 {
-	json_object *o = json_object_new_object();
-	char cpu[256], kernel[300] = "unknown";
-	cpu_model(cpu, sizeof cpu);
-	struct utsname u;
-	if (uname(&u) == 0)
-		snprintf(kernel, sizeof kernel, "%s %s %s", u.sysname, u.release, u.machine);
-	json_object_object_add(o, "cpu", json_object_new_string(cpu));
-	json_object_object_add(o, "cores",
-	                       json_object_new_uint64((uint64_t)sysconf(_SC_NPROCESSORS_ONLN)));
-	json_object_object_add(o, "kernel", json_object_new_string(kernel));
+	json_object *o = fb_json_machine();
 	if (load_1m >= 0)
 		json_object_object_add(o, "loadavg_1m", json_object_new_double(load_1m));
-#if defined(__clang__)
-	json_object_object_add(o, "compiler", json_object_new_string("clang " __clang_version__));
-#elif defined(__GNUC__)
-	json_object_object_add(o, "compiler", json_object_new_string("gcc " __VERSION__));
-#endif
 	return o;
 }
 
@@ -750,7 +703,7 @@ int fb_floor_main(int argc, char **argv)
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	char dur[32], cpu[256];
 	fb_format_duration(dur, sizeof dur, c.duration_ns);
-	cpu_model(cpu, sizeof cpu);
+	fb_cpu_model(cpu, sizeof cpu);
 	printf("fencebench %s floor  %s per measurement  %u keys  %ld CPUs online  %s\n\n",
 	       FB_VERSION, dur, c.keys, cpus, cpu);
 	printf("%-7s", "");
@@ -797,8 +750,8 @@ int fb_floor_main(int argc, char **argv)
 			char g[32];
 			double ns = rate > 0 ? (double)n * 1e9 / rate : 0.0;
 			int digits = ns < 100 ? 2 : ns < 10000 ? 1 : 0;
-			printf("  %*s %*.*f", COL_OPS, grouped(g, sizeof g, rate), COL_NS, digits,
-			       ns);
+			printf("  %*s %*.*f", COL_OPS, fb_grouped(g, sizeof g, rate), COL_NS,
+			       digits, ns);
 			fflush(stdout);
 			json_object_object_add(row, prim_keys[k], json_object_new_double(rate));
 		}

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "plot.h"
+#include "util.h"
 
 #include <errno.h>
 #include <json-c/json.h>
@@ -955,25 +956,6 @@ static int render(const pdoc *pd, size_t c, const char *dir, const char *base)
 	return 0;
 }
 
-/* mkdir -p */
-static int make_dir(const char *path)
-{
-	char p[4096];
-	if (snprintf(p, sizeof p, "%s", path) >= (int)sizeof p)
-		return -1;
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = 0;
-		if (mkdir(p, 0777) && errno != EEXIST)
-			return -1;
-		*s = '/';
-	}
-	if (mkdir(p, 0777) && errno != EEXIST)
-		return -1;
-	return 0;
-}
-
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: fencebench plot FILE.json [-o DIR]\n"
@@ -1069,7 +1051,7 @@ int fb_plot_main(int argc, char **argv)
 	size_t bl = strlen(base);
 	if (bl > 5 && !strcmp(base + bl - 5, ".json"))
 		base[bl - 5] = 0;
-	if (outdir && make_dir(dir)) {
+	if (outdir && fb_mkdir_p(dir)) {
 		fprintf(stderr, "fencebench plot: cannot create '%s': errno=%d (%s)\n", dir, errno,
 		        strerror(errno));
 		code = 3;

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "report.h"
+#include "util.h"
 
 #include <errno.h>
 #include <json-c/json.h>
@@ -9,24 +10,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-/* 1234567 -> "1,234,567" */
-static const char *grouped(char *buf, size_t len, long long v)
-{
-	char raw[32];
-	snprintf(raw, sizeof raw, "%lld", v < 0 ? -v : v);
-	size_t n = strlen(raw), o = 0;
-	if (v < 0 && o + 1 < len)
-		buf[o++] = '-';
-	for (size_t i = 0; i < n && o + 2 < len; i++) {
-		if (i && (n - i) % 3 == 0)
-			buf[o++] = ',';
-		buf[o++] = raw[i];
-	}
-	buf[o] = 0;
-	return buf;
-}
-
-#define G(v) grouped((char[32]){0}, 32, (long long)(v))
+#define G(v) fb_grouped((char[48]){0}, 48, (double)(v))
 
 static const char *dur(char *buf, size_t len, uint64_t ns)
 {
@@ -35,26 +19,6 @@ static const char *dur(char *buf, size_t len, uint64_t ns)
 }
 
 #define D(ns) dur((char[32]){0}, 32, (ns))
-
-/* mkdir -p */
-static int make_dir(const char *path)
-{
-	char p[4096];
-	if (strlen(path) >= sizeof p)
-		return -1;
-	strcpy(p, path);
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = 0;
-		if (mkdir(p, 0777) && errno != EEXIST)
-			return -1;
-		*s = '/';
-	}
-	if (mkdir(p, 0777) && errno != EEXIST)
-		return -1;
-	return 0;
-}
 
 void fb_report_open(fb_report *rp, const fb_config *cfg)
 {
@@ -70,7 +34,7 @@ void fb_report_open(fb_report *rp, const fb_config *cfg)
 	snprintf(rp->csv_tmp, sizeof rp->csv_tmp, "%s.tmp", rp->csv_path);
 	if (cfg->json_path)
 		snprintf(rp->user_json_tmp, sizeof rp->user_json_tmp, "%s.tmp", cfg->json_path);
-	rp->dir_ok = make_dir(dir) == 0 && access(dir, W_OK | X_OK) == 0;
+	rp->dir_ok = fb_mkdir_p(dir) == 0 && access(dir, W_OK | X_OK) == 0;
 	if (rp->dir_ok) {
 		rp->csv = fopen(rp->csv_tmp, "w");
 		rp->dir_ok = rp->csv != NULL;
@@ -590,36 +554,7 @@ static json_object *j_hist(const fb_config *cfg, const fb_hist *h)
 
 static json_object *j_machine(const char *clock_name)
 {
-	json_object *o = json_object_new_object();
-	char cpu[256] = "unknown";
-	FILE *f = fopen("/proc/cpuinfo", "r");
-	if (f) {
-		char line[512];
-		while (fgets(line, sizeof line, f)) {
-			if (strncmp(line, "model name", 10) != 0)
-				continue;
-			char *c = strchr(line, ':');
-			if (c) {
-				c += 2;
-				c[strcspn(c, "\n")] = 0;
-				snprintf(cpu, sizeof cpu, "%s", c);
-			}
-			break;
-		}
-		fclose(f);
-	}
-	struct utsname u;
-	char kernel[300] = "unknown";
-	if (uname(&u) == 0)
-		snprintf(kernel, sizeof kernel, "%s %s %s", u.sysname, u.release, u.machine);
-	json_object_object_add(o, "cpu", json_object_new_string(cpu));
-	json_object_object_add(o, "cores", j_u((uint64_t)sysconf(_SC_NPROCESSORS_ONLN)));
-	json_object_object_add(o, "kernel", json_object_new_string(kernel));
-#if defined(__clang__)
-	json_object_object_add(o, "compiler", json_object_new_string("clang " __clang_version__));
-#elif defined(__GNUC__)
-	json_object_object_add(o, "compiler", json_object_new_string("gcc " __VERSION__));
-#endif
+	json_object *o = fb_json_machine();
 	json_object_object_add(o, "clock", json_object_new_string(clock_name));
 	return o;
 }

@@ -1,0 +1,21 @@
+/* Small things the report, floor, plot and compare share. */
+#ifndef FB_UTIL_H
+#define FB_UTIL_H
+
+#include <json-c/json.h>
+#include <stddef.h>
+
+/* 1234567.4 -> "1,234,567" (rounded; negative values keep their sign). */
+const char *fb_grouped(char *buf, size_t len, double v);
+
+/* mkdir -p: 0, or -1 with errno set. */
+int fb_mkdir_p(const char *path);
+
+/* The CPU's model name from /proc/cpuinfo, or "unknown". */
+void fb_cpu_model(char *cpu, size_t len);
+
+/* The JSON "machine" object: cpu (model name), cores (online), kernel,
+ * compiler. Callers add what is theirs (the clock, a load average). */
+json_object *fb_json_machine(void);
+
+#endif
