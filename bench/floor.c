@@ -653,38 +653,6 @@ static json_object *j_machine(double load_1m)
 	return o;
 }
 
-/* Text to path by way of path.tmp and a rename: a reader never sees half. */
-static int write_json(const char *path, const char *text)
-{
-	char tmp[4096];
-	if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
-		errno = ENAMETOOLONG;
-		goto fail;
-	}
-	FILE *f = fopen(tmp, "w");
-	if (!f)
-		goto fail;
-	size_t n = strlen(text);
-	if (fwrite(text, 1, n, f) != n || fputc('\n', f) == EOF || fflush(f) || fsync(fileno(f))) {
-		int e = errno;
-		fclose(f);
-		unlink(tmp);
-		errno = e;
-		goto fail;
-	}
-	if (fclose(f) || rename(tmp, path)) {
-		int e = errno;
-		unlink(tmp);
-		errno = e;
-		goto fail;
-	}
-	return 0;
-fail:
-	fprintf(stderr, "fencebench floor: cannot write '%s': errno=%d (%s)\n", path, errno,
-	        strerror(errno));
-	return -1;
-}
-
 #define COL_OPS 15
 #define COL_NS  8
 
@@ -776,8 +744,13 @@ int fb_floor_main(int argc, char **argv)
 		json_object_object_add(doc, "rows", json_object_get(rows));
 		const char *text = json_object_to_json_string_ext(
 		        doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
-		if (write_json(c.json_path, text))
+		char tmp[4200];
+		snprintf(tmp, sizeof tmp, "%s.tmp", c.json_path);
+		if (fb_write_atomically(c.json_path, tmp, text)) {
+			fprintf(stderr, "fencebench floor: cannot write '%s': errno=%d (%s)\n",
+			        c.json_path, errno, strerror(errno));
 			code = 3;
+		}
 		json_object_put(doc);
 	}
 	json_object_put(rows);

@@ -795,28 +795,13 @@ int fb_report_hdr(const char *prefix, const fb_results *res)
 	return 0;
 }
 
-/* Write text to tmp, flush it to disk, rename over path. */
+/* fb_write_atomically, saying on stderr what failed. */
 static int write_atomically(const char *path, const char *tmp, const char *text)
 {
-	FILE *f = fopen(tmp, "w");
-	if (!f)
-		goto fail;
-	size_t n = strlen(text);
-	if (fwrite(text, 1, n, f) != n || fputc('\n', f) == EOF || fflush(f) || fsync(fileno(f))) {
-		int e = errno;
-		fclose(f);
-		errno = e;
-		goto fail;
-	}
-	if (fclose(f))
-		goto fail;
-	if (rename(tmp, path))
-		goto fail;
-	return 0;
-fail:
+	if (fb_write_atomically(path, tmp, text) == 0)
+		return 0;
 	fprintf(stderr, "fencebench: cannot write '%s': errno=%d (%s)\n", path, errno,
 	        strerror(errno));
-	unlink(tmp);
 	return -1;
 }
 

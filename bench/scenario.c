@@ -462,20 +462,6 @@ static void expect_step(world *w, const fb_scenario_step *st, const char *text)
 	        st->col, text, why);
 }
 
-/* Append to buf at *at, never past len. */
-__attribute__((format(printf, 4, 5))) static void add(char *buf, size_t len, size_t *at,
-                                                      const char *fmt, ...)
-{
-	if (*at >= len)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(buf + *at, len - *at, fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		*at += (size_t)n;
-}
-
 /*
  * One store's verdict line: the final balances, then why. Corrupted: a
  * stale write was accepted (the first one's fence and the fence it went
@@ -491,46 +477,53 @@ static fb_scenario_want print_verdict(world *w, int d)
 	size_t at = 0;
 	uint32_t n = w->sc->nkeys;
 	const char *sep = n > 1 ? "; " : ", ";
-	add(text, sizeof text, &at, "%s", n == 0 ? "no key used" : n == 1 ? "balance" : "balances");
+	fb_scenario_append(text, sizeof text, &at, "%s",
+	                   n == 0   ? "no key used"
+	                   : n == 1 ? "balance"
+	                            : "balances");
 	for (uint32_t k = 0; k < n; k++) {
 		int64_t b = fb_store_balance(w->store[d], k);
 		if (n > 1)
-			add(text, sizeof text, &at, "%s%s %lld", k ? ", " : " ", w->sc->keys[k],
-			    (long long)b);
+			fb_scenario_append(text, sizeof text, &at, "%s%s %lld", k ? ", " : " ",
+			                   w->sc->keys[k], (long long)b);
 		else
-			add(text, sizeof text, &at, " %lld", (long long)b);
+			fb_scenario_append(text, sizeof text, &at, " %lld", (long long)b);
 	}
 	if (v == FB_SCENARIO_CORRUPTED && t->stale_accepted == 1)
-		add(text, sizeof text, &at, "%sa stale write was accepted: fence %llu after %llu",
-		    sep, (unsigned long long)t->first_stale,
-		    (unsigned long long)t->first_stale_after);
+		fb_scenario_append(text, sizeof text, &at,
+		                   "%sa stale write was accepted: fence %llu after %llu", sep,
+		                   (unsigned long long)t->first_stale,
+		                   (unsigned long long)t->first_stale_after);
 	else if (v == FB_SCENARIO_CORRUPTED)
-		add(text, sizeof text, &at,
-		    "%s%u stale writes were accepted, the first: fence %llu after %llu", sep,
-		    t->stale_accepted, (unsigned long long)t->first_stale,
-		    (unsigned long long)t->first_stale_after);
+		fb_scenario_append(
+		        text, sizeof text, &at,
+		        "%s%u stale writes were accepted, the first: fence %llu after %llu", sep,
+		        t->stale_accepted, (unsigned long long)t->first_stale,
+		        (unsigned long long)t->first_stale_after);
 	if (v != FB_SCENARIO_SAFE) {
 		for (uint32_t k = 0; k < n; k++) {
 			int64_t l = w->books[d][k].ledger;
 			if (fb_store_balance(w->store[d], k) != l)
-				add(text, sizeof text, &at, "%s%s%sshould be %lld", sep,
-				    n > 1 ? w->sc->keys[k] : "", n > 1 ? " " : "", (long long)l);
+				fb_scenario_append(text, sizeof text, &at, "%s%s%sshould be %lld",
+				                   sep, n > 1 ? w->sc->keys[k] : "",
+				                   n > 1 ? " " : "", (long long)l);
 			sep = ", ";
 		}
 		if (v == FB_SCENARIO_LOST)
-			add(text, sizeof text, &at,
-			    ": no write went backwards, but the reads were not fenced");
+			fb_scenario_append(
+			        text, sizeof text, &at,
+			        ": no write went backwards, but the reads were not fenced");
 	} else {
 		if (t->rejected)
-			add(text, sizeof text, &at, "%s%u stale write%s rejected", sep, t->rejected,
-			    t->rejected == 1 ? "" : "s");
+			fb_scenario_append(text, sizeof text, &at, "%s%u stale write%s rejected",
+			                   sep, t->rejected, t->rejected == 1 ? "" : "s");
 		sep = ", ";
 		if (t->refused)
-			add(text, sizeof text, &at, "%s%u read%s refused", sep, t->refused,
-			    t->refused == 1 ? "" : "s");
+			fb_scenario_append(text, sizeof text, &at, "%s%u read%s refused", sep,
+			                   t->refused, t->refused == 1 ? "" : "s");
 		if (t->skipped)
-			add(text, sizeof text, &at, "%s%u write%s skipped", sep, t->skipped,
-			    t->skipped == 1 ? "" : "s");
+			fb_scenario_append(text, sizeof text, &at, "%s%u write%s skipped", sep,
+			                   t->skipped, t->skipped == 1 ? "" : "s");
 	}
 	fprintf(w->out, "%s: %s (%s)\n", store_names[d],
 	        v == FB_SCENARIO_SAFE   ? "SAFE"

@@ -157,6 +157,10 @@ extern const fb_scenario_builtin fb_scenario_builtins[];
  * "yes", "accepted"...); "?" for a number, which has no word. */
 const char *fb_scenario_want_word(fb_scenario_op of, fb_scenario_want w);
 
+/* Append printf-formatted text to buf at *at, never past len. */
+__attribute__((format(printf, 4, 5))) void fb_scenario_append(char *buf, size_t len, size_t *at,
+                                                              const char *fmt, ...);
+
 int fb_scenario_main(int argc, char **argv);
 
 #endif

@@ -790,8 +790,7 @@ void fb_scenario_format_ns(char *buf, size_t len, uint64_t ns)
 }
 
 /* Append to buf at *at, never past len. */
-__attribute__((format(printf, 4, 5))) static void add(char *buf, size_t len, size_t *at,
-                                                      const char *fmt, ...)
+void fb_scenario_append(char *buf, size_t len, size_t *at, const char *fmt, ...)
 {
 	if (*at >= len)
 		return;
@@ -837,11 +836,12 @@ static void add_wants(char *buf, size_t len, size_t *at, const fb_scenario_step 
 	for (int d = 0; d < FB_DISCIPLINES; d++) {
 		if (st->want[d] == FB_SCENARIO_ANY)
 			continue;
-		add(buf, len, at, " %s ", same ? "all" : store_names[d]);
+		fb_scenario_append(buf, len, at, " %s ", same ? "all" : store_names[d]);
 		if (st->want[d] == FB_SCENARIO_NUMBER)
-			add(buf, len, at, "%lld", (long long)st->want_value[d]);
+			fb_scenario_append(buf, len, at, "%lld", (long long)st->want_value[d]);
 		else
-			add(buf, len, at, "%s", fb_scenario_want_word(of, st->want[d]));
+			fb_scenario_append(buf, len, at, "%s",
+			                   fb_scenario_want_word(of, st->want[d]));
 		if (same)
 			break;
 	}
@@ -862,11 +862,11 @@ void fb_scenario_step_format(const fb_scenario *s, const fb_scenario_step *st, c
 	case FB_SCENARIO_ADVANCE:
 	case FB_SCENARIO_PAUSE:
 		fb_scenario_format_ns(d, sizeof d, st->ns);
-		add(buf, len, &at, "%s %s",
-		    st->op == FB_SCENARIO_AT        ? "at"
-		    : st->op == FB_SCENARIO_ADVANCE ? "advance"
-		                                    : "pause",
-		    d);
+		fb_scenario_append(buf, len, &at, "%s %s",
+		                   st->op == FB_SCENARIO_AT        ? "at"
+		                   : st->op == FB_SCENARIO_ADVANCE ? "advance"
+		                                                   : "pause",
+		                   d);
 		break;
 	case FB_SCENARIO_ACQUIRE:
 	case FB_SCENARIO_IS_HELD:
@@ -875,44 +875,46 @@ void fb_scenario_step_format(const fb_scenario *s, const fb_scenario_step *st, c
 	case FB_SCENARIO_READ:
 	case FB_SCENARIO_WRITE:
 	case FB_SCENARIO_DEBIT:
-		add(buf, len, &at, "%s %s", verb_name(st->op), key);
+		fb_scenario_append(buf, len, &at, "%s %s", verb_name(st->op), key);
 		if (st->op == FB_SCENARIO_DEBIT)
-			add(buf, len, &at, " %lld", (long long)st->value);
+			fb_scenario_append(buf, len, &at, " %lld", (long long)st->value);
 		if (st->op == FB_SCENARIO_WRITE && st->source == FB_SCENARIO_VALUE)
-			add(buf, len, &at, " %lld", (long long)st->value);
+			fb_scenario_append(buf, len, &at, " %lld", (long long)st->value);
 		else if (st->op == FB_SCENARIO_WRITE && st->value)
-			add(buf, len, &at, " read%+lld", (long long)st->value);
+			fb_scenario_append(buf, len, &at, " read%+lld", (long long)st->value);
 		else if (st->op == FB_SCENARIO_WRITE)
-			add(buf, len, &at, " read");
+			fb_scenario_append(buf, len, &at, " read");
 		if (st->has_token)
-			add(buf, len, &at, " fence %llu", (unsigned long long)st->token);
+			fb_scenario_append(buf, len, &at, " fence %llu",
+			                   (unsigned long long)st->token);
 		break;
 	case FB_SCENARIO_EXPECT_FENCE:
-		add(buf, len, &at, "expect %s fence ", client);
+		fb_scenario_append(buf, len, &at, "expect %s fence ", client);
 		if (st->has_key)
-			add(buf, len, &at, "%s ", key);
-		add(buf, len, &at, "%lld", (long long)st->value);
+			fb_scenario_append(buf, len, &at, "%s ", key);
+		fb_scenario_append(buf, len, &at, "%lld", (long long)st->value);
 		break;
 	case FB_SCENARIO_EXPECT_RESULT:
-		add(buf, len, &at, "expect %s", verb_name(st->of));
+		fb_scenario_append(buf, len, &at, "expect %s", verb_name(st->of));
 		if (st->of == FB_SCENARIO_READ || st->of == FB_SCENARIO_WRITE ||
 		    st->of == FB_SCENARIO_DEBIT)
 			add_wants(buf, len, &at, st, st->of);
 		else
-			add(buf, len, &at, " %s", fb_scenario_want_word(st->of, st->want[0]));
+			fb_scenario_append(buf, len, &at, " %s",
+			                   fb_scenario_want_word(st->of, st->want[0]));
 		break;
 	case FB_SCENARIO_EXPECT_BALANCE:
 	case FB_SCENARIO_EXPECT_LAST_FENCE:
 	case FB_SCENARIO_EXPECT_HIGHEST:
-		add(buf, len, &at, "expect %s %s",
-		    st->op == FB_SCENARIO_EXPECT_BALANCE      ? "balance"
-		    : st->op == FB_SCENARIO_EXPECT_LAST_FENCE ? "last-fence"
-		                                              : "highest",
-		    key);
+		fb_scenario_append(buf, len, &at, "expect %s %s",
+		                   st->op == FB_SCENARIO_EXPECT_BALANCE      ? "balance"
+		                   : st->op == FB_SCENARIO_EXPECT_LAST_FENCE ? "last-fence"
+		                                                             : "highest",
+		                   key);
 		add_wants(buf, len, &at, st, st->op);
 		break;
 	case FB_SCENARIO_EXPECT_VERDICT:
-		add(buf, len, &at, "expect verdict");
+		fb_scenario_append(buf, len, &at, "expect verdict");
 		add_wants(buf, len, &at, st, st->op);
 		break;
 	}
