@@ -31,16 +31,19 @@ B := build/$(FLAVOUR)
 Q := $(if $(V),,@)
 
 # Checked (and installed with apt-get when root) before anything compiles.
-DEPS_PKGS := jemalloc cmocka json-c
+DEPS_PKGS := jemalloc cmocka json-c hiredis libpq
 DEPS_OK := $(shell $(PKG_CONFIG) --exists $(DEPS_PKGS) 2>/dev/null && echo yes)
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 ARCH     := $(if $(filter x86_64,$(shell uname -m)),-mcx16,)
 CFLAGS_ALL := -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) -g $(WARN) $(ARCH) -pthread \
-              -MMD -MP -Icore -Iinject -Ibench $(CFLAGS)
+              -MMD -MP -Icore -Iinject -Ibench -Ibackends $(CFLAGS)
 LIBS_JSON := $(shell $(PKG_CONFIG) --libs json-c 2>/dev/null)
 CFLAGS_JSON := $(shell $(PKG_CONFIG) --cflags json-c 2>/dev/null)
 LIBS_CMOCKA := $(shell $(PKG_CONFIG) --libs cmocka 2>/dev/null)
+# the real engines' client libraries
+LIBS_ENGINES := $(shell $(PKG_CONFIG) --libs hiredis libpq 2>/dev/null)
+CFLAGS_JSON += $(shell $(PKG_CONFIG) --cflags hiredis libpq 2>/dev/null)
 ifeq ($(MALLOC),jemalloc)
 LIBS_MALLOC := $(shell $(PKG_CONFIG) --libs jemalloc 2>/dev/null)
 CFLAGS_ALL += -DFB_JEMALLOC
@@ -53,9 +56,10 @@ LDFLAGS_ALL += -pthread $(LDFLAGS)
 LDLIBS_ALL := -latomic -lm $(LDLIBS)
 
 CORE_SRC   := core/common.c core/clock.c core/lease.c core/store.c
-BENCH_SRC  := $(filter-out bench/main.c,$(wildcard bench/*.c)) $(wildcard inject/*.c)
+BENCH_SRC  := $(filter-out bench/main.c,$(wildcard bench/*.c)) $(wildcard inject/*.c) \
+              $(wildcard backends/*.c)
 TEST_SRC   := $(wildcard tests/test_*.c)
-TOOLS_SRC  := tests/corebench.c tests/fbproc.c
+TOOLS_SRC  := tests/corebench.c tests/fbproc.c tests/servers.c
 
 LIB        := $(B)/libfencebench.a
 BIN        := $(B)/fencebench
@@ -99,13 +103,13 @@ $(LIB): $(patsubst %.c,$(B)/%.o,$(CORE_SRC) $(BENCH_SRC))
 	$(Q)ar rcs $@ $^
 
 $(BIN): $(B)/bench/main.o $(LIB)
-	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_JSON) $(LIBS_MALLOC) $(LDLIBS_ALL)
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_JSON) $(LIBS_ENGINES) $(LIBS_MALLOC) $(LDLIBS_ALL)
 
-$(B)/tests/%: $(B)/tests/%.o $(B)/tests/fbproc.o $(LIB)
-	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CMOCKA) $(LIBS_JSON) $(LDLIBS_ALL)
+$(B)/tests/%: $(B)/tests/%.o $(B)/tests/fbproc.o $(B)/tests/servers.o $(LIB)
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CMOCKA) $(LIBS_JSON) $(LIBS_ENGINES) $(LDLIBS_ALL)
 
 $(COREBENCH): $(B)/tests/corebench.o $(LIB)
-	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_MALLOC) $(LDLIBS_ALL)
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_JSON) $(LIBS_ENGINES) $(LIBS_MALLOC) $(LDLIBS_ALL)
 
 # Every test binary runs even after a failure; the target fails if any did.
 test: all
@@ -177,9 +181,11 @@ FZ           := build/fuzz
 FUZZ_NAMES   := duration options scenario plan
 FUZZ_CFLAGS  := -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 $(WARN) $(ARCH) -pthread \
                 -fsanitize=address,undefined -fno-sanitize-recover=all \
-                -fno-omit-frame-pointer -MMD -MP -Icore -Iinject -Ibench $(CFLAGS_JSON)
-FUZZ_SRC_duration := bench/options.c inject/fault.c core/common.c
-FUZZ_SRC_options  := bench/options.c inject/fault.c core/common.c
+                -fno-omit-frame-pointer -MMD -MP -Icore -Iinject -Ibench -Ibackends $(CFLAGS_JSON)
+# options.c names the engines: their registry and the engines come along
+FUZZ_ENGINES      := $(wildcard backends/*.c) core/lease.c core/store.c core/clock.c
+FUZZ_SRC_duration := bench/options.c inject/fault.c core/common.c $(FUZZ_ENGINES)
+FUZZ_SRC_options  := bench/options.c inject/fault.c core/common.c $(FUZZ_ENGINES)
 FUZZ_SRC_scenario := bench/scenario_parse.c bench/scenario.c core/common.c core/clock.c \
                      core/lease.c core/store.c
 FUZZ_SRC_plan     := inject/plan.c inject/fault.c
@@ -209,7 +215,7 @@ $(FZ)/%.o: %.c $(FZ)/.flags
 
 $(foreach n,$(FUZZ_NAMES),$(eval $(FZ)/fuzz_$(n): $(call fuzz_objs,$(n))))
 $(FUZZ_BINS):
-	$(Q)$(CLANG) -fsanitize=fuzzer,address,undefined -pthread -o $@ $^ -latomic -lm
+	$(Q)$(CLANG) -fsanitize=fuzzer,address,undefined -pthread -o $@ $^ $(LIBS_ENGINES) -latomic -lm
 
 # Every harness runs even after one failed; the target fails if any did.
 fuzz: $(FUZZ_BINS)

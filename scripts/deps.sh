@@ -2,12 +2,13 @@
 # Install what building and testing fencebench needs, or say exactly how.
 # Debian package names; pkg-config finds each library afterwards.
 set -e
-PKGS="build-essential pkg-config libjemalloc-dev libcmocka-dev libjson-c-dev help2man"
+PKGS="build-essential pkg-config libjemalloc-dev libcmocka-dev libjson-c-dev libhiredis-dev libpq-dev help2man"
 missing=""
 command -v cc >/dev/null 2>&1 || missing="$missing build-essential"
 command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
 command -v help2man >/dev/null 2>&1 || missing="$missing help2man"
-for p in jemalloc:libjemalloc-dev cmocka:libcmocka-dev json-c:libjson-c-dev; do
+for p in jemalloc:libjemalloc-dev cmocka:libcmocka-dev json-c:libjson-c-dev \
+	hiredis:libhiredis-dev libpq:libpq-dev; do
 	pc=${p%%:*}
 	deb=${p#*:}
 	pkg-config --exists "$pc" 2>/dev/null || missing="$missing $deb"

@@ -2,6 +2,8 @@
 #include "fbproc.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,4 +89,77 @@ void fb_test_rmtree(const char *dir)
 	}
 	closedir(d);
 	rmdir(dir);
+}
+
+json_object *fb_test_json(json_object *o, const char *path)
+{
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s", path);
+	for (char *save, *t = strtok_r(buf, ".", &save); t && o; t = strtok_r(NULL, ".", &save))
+		if (!json_object_object_get_ex(o, t, &o))
+			return NULL;
+	return o;
+}
+
+void fb_test_start(fb_test_proc *p, const char *const *args)
+{
+	memset(p, 0, sizeof *p);
+	p->dir = fb_test_tmpdir();
+	char out[300], err[300];
+	snprintf(out, sizeof out, "%s/stdout", p->dir);
+	snprintf(err, sizeof err, "%s/stderr", p->dir);
+	const char *argv[64] = {fb_test_bin()};
+	int n = 1;
+	for (int i = 0; args[i] && n < 63; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	pid_t pid = fork();
+	if (pid < 0) {
+		perror("fork");
+		abort();
+	}
+	if (pid == 0) {
+		int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		int in = open("/dev/null", O_RDONLY);
+		if (o < 0 || e < 0 || in < 0)
+			_exit(126);
+		dup2(in, 0);
+		dup2(o, 1);
+		dup2(e, 2);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	p->pid = pid;
+}
+
+int fb_test_finish(fb_test_proc *p)
+{
+	int status = 0;
+	while (waitpid(p->pid, &status, 0) < 0)
+		;
+	p->code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	char path[300];
+	snprintf(path, sizeof path, "%s/stdout", p->dir);
+	p->out = fb_test_slurp(open(path, O_RDONLY));
+	snprintf(path, sizeof path, "%s/stderr", p->dir);
+	p->err = fb_test_slurp(open(path, O_RDONLY));
+	return p->code;
+}
+
+int fb_test_run(fb_test_proc *p, const char *const *args)
+{
+	fb_test_start(p, args);
+	return fb_test_finish(p);
+}
+
+void fb_test_release(fb_test_proc *p)
+{
+	free(p->out);
+	free(p->err);
+	if (p->dir) {
+		fb_test_rmtree(p->dir);
+		free(p->dir);
+	}
+	memset(p, 0, sizeof *p);
 }

@@ -3,7 +3,9 @@
 #ifndef FB_PROC_H
 #define FB_PROC_H
 
+#include <json-c/json.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 
 /* The binary under test: $FB_BIN (make test sets it per flavour). */
@@ -19,5 +21,25 @@ char *fb_test_tmpdir(void);
 void fb_test_listdir(const char *dir, char *buf, size_t len);
 bool fb_test_find_suffix(const char *dir, const char *suffix, char *path, size_t len);
 void fb_test_rmtree(const char *dir);
+
+/* The value at a dotted path ("run.engines.failure") of a JSON document,
+ * or NULL if any step is missing. */
+json_object *fb_test_json(json_object *doc, const char *path);
+
+/* The binary under test run in the background with args (argv[0] left
+ * out, NULL-terminated); its stdout and stderr go to files in a scratch
+ * directory. fb_test_finish waits for it and reads them. */
+typedef struct fb_test_proc {
+	int pid;
+	char *dir;
+	char *out, *err; /* after fb_test_finish */
+	int code;        /* exit code, or 128 + signal */
+} fb_test_proc;
+
+void fb_test_start(fb_test_proc *p, const char *const *args);
+int fb_test_finish(fb_test_proc *p);
+/* Start and finish in one. */
+int fb_test_run(fb_test_proc *p, const char *const *args);
+void fb_test_release(fb_test_proc *p);
 
 #endif

@@ -116,15 +116,9 @@ static int run(proc *p, const char *const *args)
 
 static json_object *get(json_object *o, const char *path)
 {
-	char buf[256];
-	snprintf(buf, sizeof buf, "%s", path);
-	for (char *save, *t = strtok_r(buf, ".", &save); t; t = strtok_r(NULL, ".", &save)) {
-		json_object *next;
-		check(o && json_object_object_get_ex(o, t, &next), "JSON lacks '%s' (in '%s')", t,
-		      path);
-		o = next;
-	}
-	return o;
+	json_object *v = fb_test_json(o, path);
+	check(v, "JSON lacks '%s'", path);
+	return v;
 }
 
 static int64_t num(json_object *doc, const char *path)

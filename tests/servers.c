@@ -1,0 +1,740 @@
+/*
+ * Throwaway servers for the engine tests. Each lives in its own mkdtemp
+ * directory and process group, listens on 127.0.0.1 at a port the kernel
+ * just handed out, and is remembered in a small static registry until
+ * fb_server_stop, so that an exit or a fatal signal never leaves one behind.
+ */
+#define _GNU_SOURCE
+#include "servers.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <ftw.h>
+#include <glob.h>
+#include <grp.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <libpq-fe.h>
+
+#define MAX_LIVE       16
+#define PORT_TRIES     4
+#define REDIS_READY_NS (UINT64_C(10) * 1000000000)
+#define PG_READY_NS    (UINT64_C(30) * 1000000000)
+#define INITDB_NS      (UINT64_C(120) * 1000000000)
+#define STOP_NS        (UINT64_C(5) * 1000000000)
+#define POLL_NS        10000000L /* 10 ms between readiness and exit polls */
+
+/*
+ * The registry: what the exit and signal handlers need to kill a server
+ * and remove its directory, copied, so that a caller's fb_server going out
+ * of scope cannot leave a dangling pointer here. pid 0 is a free entry;
+ * the signal handler reads only the pids (atomics, async-signal-safe).
+ */
+typedef struct live_server {
+	_Atomic int pid;
+	fb_server_kind kind;
+	char dir[256];
+} live_server;
+
+static live_server live[MAX_LIVE];
+
+/* snprintf that may cut: a reason too long for `why` is still a reason. */
+static void say(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+}
+
+static void nap(void)
+{
+	struct timespec ts = {0, POLL_NS};
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * SIGKILL a server and every process it forked. A postmaster's children
+ * each call setsid(), so killing its process group alone would leave the
+ * backends running until they notice the postmaster died; their pids come
+ * from /proc/PID/task/PID/children, read before the postmaster dies (its
+ * orphans are reparented away from it). Async-signal-safe: open, read,
+ * kill and hand-rolled parsing only.
+ */
+static void kill_tree(pid_t pid)
+{
+	char path[64] = "/proc/";
+	char num[16];
+	int n = 0;
+	for (pid_t p = pid; p > 0 && n < (int)sizeof num; p /= 10)
+		num[n++] = (char)('0' + p % 10);
+	size_t o = strlen(path);
+	for (int i = n - 1; i >= 0; i--)
+		path[o++] = num[i];
+	memcpy(path + o, "/task/", 6);
+	o += 6;
+	for (int i = n - 1; i >= 0; i--)
+		path[o++] = num[i];
+	memcpy(path + o, "/children", 10);
+
+	char buf[4096];
+	ssize_t len = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		len = read(fd, buf, sizeof buf - 1);
+		close(fd);
+	}
+	kill(-pid, SIGKILL);
+	kill(pid, SIGKILL);
+	pid_t child = 0;
+	for (ssize_t i = 0; i < len; i++) {
+		if (buf[i] >= '0' && buf[i] <= '9') {
+			child = child * 10 + (buf[i] - '0');
+		} else {
+			if (child > 0)
+				kill(child, SIGKILL);
+			child = 0;
+		}
+	}
+	if (child > 0)
+		kill(child, SIGKILL);
+}
+
+static void registry_add(const fb_server *s)
+{
+	for (int i = 0; i < MAX_LIVE; i++) {
+		int free_slot = 0;
+		/* -1 claims the entry while it is filled in; handlers skip it */
+		if (atomic_compare_exchange_strong_explicit(&live[i].pid, &free_slot, -1,
+		                                            memory_order_acquire,
+		                                            memory_order_relaxed)) {
+			live[i].kind = s->kind;
+			snprintf(live[i].dir, sizeof live[i].dir, "%s", s->dir);
+			/* release: a handler that sees the pid sees the entry */
+			atomic_store_explicit(&live[i].pid, s->pid, memory_order_release);
+			return;
+		}
+	}
+	fprintf(stderr, "servers: more than %d live servers; pid %d is not tracked\n", MAX_LIVE,
+	        (int)s->pid);
+}
+
+static void registry_remove(pid_t pid)
+{
+	for (int i = 0; i < MAX_LIVE; i++) {
+		int p = pid;
+		atomic_compare_exchange_strong_explicit(&live[i].pid, &p, 0, memory_order_relaxed,
+		                                        memory_order_relaxed);
+	}
+}
+
+static const int fatal_signals[] = {SIGINT, SIGTERM, SIGABRT, SIGSEGV, SIGBUS, SIGHUP};
+#define NFATAL ((int)(sizeof fatal_signals / sizeof fatal_signals[0]))
+static struct sigaction previous[NFATAL];
+
+/*
+ * A fatal signal: kill every live server, remove their directories with
+ * rm -rf (fork, execv and waitpid are async-signal-safe; walking a tree
+ * here is not), then hand the signal to whoever had it before (the default
+ * action, or a sanitizer's report), which runs once this handler returns
+ * with the signal pending again.
+ */
+static void on_fatal(int sig)
+{
+	char *argv[MAX_LIVE + 3] = {"rm", "-rf"};
+	int n = 2;
+	for (int i = 0; i < MAX_LIVE; i++) {
+		int pid = atomic_exchange_explicit(&live[i].pid, 0, memory_order_acquire);
+		if (pid > 0) {
+			kill_tree(pid);
+			if (live[i].dir[0])
+				argv[n++] = live[i].dir;
+		}
+	}
+	argv[n] = NULL;
+	if (n > 2) {
+		pid_t rm = fork();
+		if (rm == 0) {
+			execv("/bin/rm", argv);
+			_exit(127);
+		}
+		if (rm > 0)
+			waitpid(rm, NULL, 0);
+	}
+	for (int i = 0; i < NFATAL; i++)
+		if (fatal_signals[i] == sig)
+			sigaction(sig, &previous[i], NULL);
+	raise(sig);
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+static void rmtree(const char *dir)
+{
+	if (dir[0])
+		nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Reap pid if it has exited; true when it is gone. */
+static bool reaped(pid_t pid, int *status)
+{
+	int st = 0;
+	pid_t r = waitpid(pid, &st, WNOHANG);
+	if (r == pid && status)
+		*status = st;
+	return r == pid || (r < 0 && errno == ECHILD);
+}
+
+static void stop_pid(fb_server_kind kind, pid_t pid)
+{
+	/* PostgreSQL's SIGTERM is a smart shutdown, which waits for every
+	 * client to leave; SIGINT is the fast one, which ends them. */
+	kill(pid, kind == FB_SERVER_POSTGRES ? SIGINT : SIGTERM);
+	uint64_t deadline = now_ns() + STOP_NS;
+	while (!reaped(pid, NULL)) {
+		if (now_ns() > deadline) {
+			kill_tree(pid);
+			waitpid(pid, NULL, 0);
+			break;
+		}
+		nap();
+	}
+}
+
+static void stop_all_at_exit(void)
+{
+	for (int i = 0; i < MAX_LIVE; i++) {
+		int pid = atomic_exchange_explicit(&live[i].pid, 0, memory_order_relaxed);
+		if (pid > 0) {
+			stop_pid(live[i].kind, pid);
+			rmtree(live[i].dir);
+		}
+	}
+}
+
+/* Once per process, whichever thread starts the first server. A signal
+ * someone chose to ignore (nohup's SIGHUP) stays ignored. */
+static void install_handlers_once(void)
+{
+	atexit(stop_all_at_exit);
+	for (int i = 0; i < NFATAL; i++) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = on_fatal;
+		sigemptyset(&sa.sa_mask);
+		sigaction(fatal_signals[i], &sa, &previous[i]);
+		if (previous[i].sa_handler == SIG_IGN)
+			sigaction(fatal_signals[i], &previous[i], NULL);
+	}
+}
+
+static void install_handlers(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, install_handlers_once);
+}
+
+/* ---- finding binaries --------------------------------------------------- */
+
+static bool executable(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+/* name's directory on PATH (resolved through symlinks) into dir. */
+static bool on_path(const char *name, char *dir, size_t len)
+{
+	const char *path = getenv("PATH");
+	if (!path)
+		return false;
+	char *copy = strdup(path), *save = NULL;
+	bool found = false;
+	for (char *d = strtok_r(copy, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
+		char full[4096], real[PATH_MAX];
+		snprintf(full, sizeof full, "%s/%s", *d ? d : ".", name);
+		if (executable(full) && realpath(full, real)) {
+			char *slash = strrchr(real, '/');
+			*slash = 0;
+			snprintf(dir, len, "%s", real);
+			found = true;
+		}
+	}
+	free(copy);
+	return found;
+}
+
+static bool has_pg_binaries(const char *dir)
+{
+	char p[4200];
+	snprintf(p, sizeof p, "%s/initdb", dir);
+	if (!executable(p))
+		return false;
+	snprintf(p, sizeof p, "%s/postgres", dir);
+	return executable(p);
+}
+
+/*
+ * The directory holding initdb and postgres: initdb's on PATH, else the
+ * newest /usr/lib/postgresql/N/bin (Debian keeps them off PATH).
+ */
+static bool find_pg_bin(char *dir, size_t len)
+{
+	if (on_path("initdb", dir, len) && has_pg_binaries(dir))
+		return true;
+	glob_t g;
+	bool found = false;
+	if (glob("/usr/lib/postgresql/*/bin", 0, NULL, &g) == 0) {
+		long best = -1;
+		for (size_t i = 0; i < g.gl_pathc; i++) {
+			long v = strtol(g.gl_pathv[i] + strlen("/usr/lib/postgresql/"), NULL, 10);
+			if (v > best && has_pg_binaries(g.gl_pathv[i])) {
+				best = v;
+				snprintf(dir, len, "%s", g.gl_pathv[i]);
+				found = true;
+			}
+		}
+		globfree(&g);
+	}
+	return found;
+}
+
+/* ---- processes ---------------------------------------------------------- */
+
+/* Who runs the server: nobody special, unless we are root, which
+ * PostgreSQL refuses to be. */
+typedef struct run_as {
+	bool drop;
+	uid_t uid;
+	gid_t gid;
+	char name[64];
+} run_as;
+
+static bool unprivileged(run_as *who)
+{
+	memset(who, 0, sizeof *who);
+	if (geteuid() != 0)
+		return true;
+	struct passwd *pw = getpwnam("postgres");
+	if (!pw)
+		pw = getpwnam("nobody");
+	if (!pw)
+		return false;
+	who->drop = true;
+	who->uid = pw->pw_uid;
+	who->gid = pw->pw_gid;
+	snprintf(who->name, sizeof who->name, "%s", pw->pw_name);
+	return true;
+}
+
+/*
+ * Start argv[0] as a child in its own process group, in dir, stdin from
+ * /dev/null and stdout and stderr appended to log, as `who`. Only
+ * async-signal-safe calls between fork and exec: the tests may have threads.
+ */
+static pid_t spawn(char *const argv[], const char *dir, const char *log, const run_as *who)
+{
+	int out = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (out < 0 || in < 0) {
+		if (out >= 0)
+			close(out);
+		if (in >= 0)
+			close(in);
+		return -1;
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		setpgid(0, 0);
+		if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0 || chdir(dir) < 0)
+			_exit(126);
+		if (who->drop &&
+		    (setgroups(0, NULL) < 0 || setgid(who->gid) < 0 || setuid(who->uid) < 0)) {
+			static const char msg[] = "servers: cannot drop root\n";
+			(void)!write(2, msg, sizeof msg - 1);
+			_exit(126);
+		}
+		execv(argv[0], argv);
+		static const char msg[] = "servers: exec failed\n";
+		(void)!write(2, msg, sizeof msg - 1);
+		_exit(127);
+	}
+	if (pid > 0)
+		setpgid(pid, pid); /* either side may win the race; both agree */
+	close(out);
+	close(in);
+	return pid;
+}
+
+/* The log's last non-empty line, for `why`. */
+static void last_line(const char *log, char *buf, size_t len)
+{
+	buf[0] = 0;
+	FILE *f = fopen(log, "r");
+	if (!f)
+		return;
+	char line[1024];
+	while (fgets(line, sizeof line, f)) {
+		line[strcspn(line, "\n")] = 0;
+		if (line[0])
+			say(buf, len, "%s", line);
+	}
+	fclose(f);
+}
+
+static bool log_mentions(const char *log, const char *what)
+{
+	FILE *f = fopen(log, "r");
+	if (!f)
+		return false;
+	char line[1024];
+	bool found = false;
+	while (!found && fgets(line, sizeof line, f))
+		found = strstr(line, what) != NULL;
+	fclose(f);
+	return found;
+}
+
+static void describe_exit(int status, char *buf, size_t len)
+{
+	if (WIFEXITED(status))
+		snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(buf, len, "killed by signal %d", WTERMSIG(status));
+	else
+		snprintf(buf, len, "stopped");
+}
+
+/* A port the kernel handed out on 127.0.0.1 a moment ago; 0 on failure.
+ * Someone may take it before the server binds: the caller retries. */
+static int free_port(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t alen = sizeof a;
+	int port = 0;
+	if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&a, &alen) == 0)
+		port = ntohs(a.sin_port);
+	close(fd);
+	return port;
+}
+
+/* ---- Redis -------------------------------------------------------------- */
+
+/* One PING over a fresh TCP connection; true on +PONG. */
+static bool redis_pings(int port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	struct timeval tv = {1, 0};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	bool ok = false;
+	char buf[64];
+	if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0 && write(fd, "PING\r\n", 6) == 6) {
+		ssize_t n = read(fd, buf, sizeof buf - 1);
+		ok = n >= 5 && memcmp(buf, "+PONG", 5) == 0;
+	}
+	close(fd);
+	return ok;
+}
+
+/* 1 ready, -1 failed (why set; *clash when the port was taken). */
+static int start_redis(fb_server *s, const char *bin, bool *clash)
+{
+	char port[16], log[320];
+	snprintf(port, sizeof port, "%d", s->port);
+	snprintf(log, sizeof log, "%s/redis.log", s->dir);
+	char *argv[] = {(char *)bin, "--port",       port, "--bind", "127.0.0.1", "--save",
+	                "",          "--appendonly", "no", "--dir",  s->dir,      "--daemonize",
+	                "no",        "--logfile",    log,  NULL};
+	run_as me = {0};
+	s->pid = spawn(argv, s->dir, log, &me);
+	if (s->pid < 0) {
+		s->pid = 0;
+		say(s->why, sizeof s->why, "cannot start %s: %s", bin, strerror(errno));
+		return -1;
+	}
+	registry_add(s);
+	uint64_t deadline = now_ns() + REDIS_READY_NS;
+	for (;;) {
+		int status = 0;
+		if (reaped(s->pid, &status)) {
+			char how[64], line[200];
+			describe_exit(status, how, sizeof how);
+			last_line(log, line, sizeof line);
+			*clash = log_mentions(log, "already in use");
+			say(s->why, sizeof s->why, "redis-server %s: %s", how, line);
+			registry_remove(s->pid);
+			s->pid = 0;
+			return -1;
+		}
+		if (redis_pings(s->port))
+			break;
+		if (now_ns() > deadline) {
+			char line[200];
+			last_line(log, line, sizeof line);
+			say(s->why, sizeof s->why, "redis-server not answering PING after 10 s: %s",
+			    line);
+			return -1;
+		}
+		nap();
+	}
+	snprintf(s->url, sizeof s->url, "redis://127.0.0.1:%d/0", s->port);
+	return 1;
+}
+
+/* ---- PostgreSQL --------------------------------------------------------- */
+
+/* Run initdb to completion: true when it succeeded. */
+static bool initdb(fb_server *s, const char *bindir, const run_as *who)
+{
+	char bin[4200], data[300], log[320];
+	snprintf(bin, sizeof bin, "%s/initdb", bindir);
+	snprintf(data, sizeof data, "%s/data", s->dir);
+	snprintf(log, sizeof log, "%s/initdb.log", s->dir);
+	char *argv[] = {bin,  "-D",   data,         "-U",        "fencebench", "--auth=trust",
+	                "-E", "UTF8", "--locale=C", "--no-sync", NULL};
+	pid_t pid = spawn(argv, s->dir, log, who);
+	if (pid < 0) {
+		say(s->why, sizeof s->why, "cannot start %s: %s", bin, strerror(errno));
+		return false;
+	}
+	uint64_t deadline = now_ns() + INITDB_NS;
+	int status = 0;
+	while (!reaped(pid, &status)) {
+		if (now_ns() > deadline) {
+			kill_tree(pid);
+			waitpid(pid, &status, 0);
+			break;
+		}
+		nap();
+	}
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return true;
+	char how[64], line[200];
+	describe_exit(status, how, sizeof how);
+	last_line(log, line, sizeof line);
+	say(s->why, sizeof s->why, "initdb %s: %s", how, line);
+	return false;
+}
+
+static int start_postgres(fb_server *s, const char *bindir, const run_as *who, bool *clash)
+{
+	if (!initdb(s, bindir, who))
+		return -1;
+	char bin[4200], data[300], log[320], port[16];
+	snprintf(bin, sizeof bin, "%s/postgres", bindir);
+	snprintf(data, sizeof data, "%s/data", s->dir);
+	snprintf(log, sizeof log, "%s/postgres.log", s->dir);
+	snprintf(port, sizeof port, "%d", s->port);
+	/* postgres itself, not pg_ctl: the child is the postmaster, so its pid
+	 * is ours to wait for and to signal. */
+	char *argv[] = {bin,
+	                "-D",
+	                data,
+	                "-p",
+	                port,
+	                "-k",
+	                s->dir,
+	                "-c",
+	                "listen_addresses=127.0.0.1",
+	                "-c",
+	                "fsync=off",
+	                "-c",
+	                "synchronous_commit=off",
+	                "-c",
+	                "full_page_writes=off",
+	                "-c",
+	                "max_connections=200",
+	                NULL};
+	s->pid = spawn(argv, s->dir, log, who);
+	if (s->pid < 0) {
+		s->pid = 0;
+		say(s->why, sizeof s->why, "cannot start %s: %s", bin, strerror(errno));
+		return -1;
+	}
+	registry_add(s);
+	char ping[128];
+	snprintf(ping, sizeof ping,
+	         "host=127.0.0.1 port=%d user=fencebench dbname=postgres connect_timeout=2 "
+	         "sslmode=disable",
+	         s->port);
+	uint64_t deadline = now_ns() + PG_READY_NS;
+	for (;;) {
+		int status = 0;
+		if (reaped(s->pid, &status)) {
+			char how[64], line[200];
+			describe_exit(status, how, sizeof how);
+			last_line(log, line, sizeof line);
+			*clash = log_mentions(log, "already in use");
+			say(s->why, sizeof s->why, "postgres %s: %s", how, line);
+			registry_remove(s->pid);
+			s->pid = 0;
+			return -1;
+		}
+		if (PQping(ping) == PQPING_OK)
+			break;
+		if (now_ns() > deadline) {
+			char line[200];
+			last_line(log, line, sizeof line);
+			say(s->why, sizeof s->why,
+			    "postgres not accepting connections after 30 s: %s", line);
+			return -1;
+		}
+		nap();
+	}
+	snprintf(s->url, sizeof s->url, "postgres://fencebench@127.0.0.1:%d/postgres", s->port);
+	return 1;
+}
+
+/* ---- the API ------------------------------------------------------------ */
+
+/*
+ * Start one server. Each try gets a new directory and a new port; only a
+ * port clash (the log says the address is in use) is worth another try.
+ * As root, PostgreSQL runs as the postgres user (or nobody), so its
+ * directory goes under /tmp, which that user can reach, and is theirs.
+ */
+int fb_server_start(fb_server_kind kind, fb_server *s)
+{
+	memset(s, 0, sizeof *s);
+	s->kind = kind;
+	install_handlers();
+
+	char bindir[4096];
+	run_as who = {0};
+	if (kind == FB_SERVER_REDIS) {
+		if (!on_path("redis-server", bindir, sizeof bindir)) {
+			say(s->why, sizeof s->why, "redis-server is not installed (not on PATH)");
+			return 0;
+		}
+		size_t n = strlen(bindir);
+		snprintf(bindir + n, sizeof bindir - n, "/redis-server");
+	} else {
+		if (!find_pg_bin(bindir, sizeof bindir)) {
+			say(s->why, sizeof s->why,
+			    "initdb and postgres are not installed (not on PATH nor in "
+			    "/usr/lib/postgresql/*/bin)");
+			return 0;
+		}
+		if (!unprivileged(&who)) {
+			say(s->why, sizeof s->why,
+			    "running as root and no postgres or nobody user to run postgres "
+			    "as");
+			return -1;
+		}
+	}
+
+	/* The socket path DIR/.s.PGSQL.PORT must fit in sun_path (108). */
+	const char *base = getenv("TMPDIR");
+	if (!base || !*base || strlen(base) > 64 || who.drop)
+		base = "/tmp";
+	for (int attempt = 0; attempt < PORT_TRIES; attempt++) {
+		snprintf(s->dir, sizeof s->dir, "%s/fb-%s-XXXXXX", base,
+		         kind == FB_SERVER_REDIS ? "redis" : "pg");
+		if (!mkdtemp(s->dir)) {
+			say(s->why, sizeof s->why, "mkdtemp %s: %s", s->dir, strerror(errno));
+			s->dir[0] = 0;
+			return -1;
+		}
+		if (who.drop && chown(s->dir, who.uid, who.gid) < 0) {
+			say(s->why, sizeof s->why, "chown %s to %s: %s", s->dir, who.name,
+			    strerror(errno));
+			rmtree(s->dir);
+			s->dir[0] = 0;
+			return -1;
+		}
+		s->port = free_port();
+		if (!s->port) {
+			say(s->why, sizeof s->why, "no free port on 127.0.0.1: %s",
+			    strerror(errno));
+			rmtree(s->dir);
+			s->dir[0] = 0;
+			return -1;
+		}
+		bool clash = false;
+		int rc = kind == FB_SERVER_REDIS ? start_redis(s, bindir, &clash)
+		                                 : start_postgres(s, bindir, &who, &clash);
+		if (rc == 1)
+			return 1;
+		char why[sizeof s->why];
+		memcpy(why, s->why, sizeof why);
+		fb_server_stop(s);
+		memcpy(s->why, why, sizeof why);
+		s->port = 0;
+		if (!clash)
+			return -1;
+	}
+	return -1;
+}
+
+void fb_server_stop(fb_server *s)
+{
+	if (s->pid > 0) {
+		registry_remove(s->pid);
+		stop_pid(s->kind, s->pid);
+		s->pid = 0;
+	}
+	if (s->dir[0]) {
+		rmtree(s->dir);
+		s->dir[0] = 0;
+	}
+}
+
+void fb_server_kill(fb_server *s)
+{
+	if (s->pid <= 0)
+		return;
+	registry_remove(s->pid);
+	kill_tree(s->pid);
+	waitpid(s->pid, NULL, 0);
+	s->pid = 0;
+}
+
+void fb_server_skipped(const char *what, const fb_server *s)
+{
+	printf("SKIPPED: %s: %s\n", what, s->why);
+	fflush(stdout);
+}

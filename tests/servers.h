@@ -1,0 +1,39 @@
+/*
+ * Throwaway servers for the engine tests: a redis-server and a PostgreSQL
+ * cluster (initdb, then postgres itself) in a temporary directory, listening on
+ * 127.0.0.1 at a free port, always stopped: by fb_server_stop, and at exit
+ * or on a fatal signal for any still running.
+ */
+#ifndef FB_TEST_SERVERS_H
+#define FB_TEST_SERVERS_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+typedef enum fb_server_kind { FB_SERVER_REDIS, FB_SERVER_POSTGRES } fb_server_kind;
+
+typedef struct fb_server {
+	fb_server_kind kind;
+	pid_t pid;     /* the server process (postmaster / redis-server) */
+	int port;      /* on 127.0.0.1 */
+	char dir[256]; /* its temporary directory, removed on stop */
+	char url[512]; /* redis://127.0.0.1:PORT/0 or postgres://USER@127.0.0.1:PORT/postgres */
+	char why[256]; /* why it was skipped or failed */
+} fb_server;
+
+/* 1: started and accepting connections; 0: skipped, the server's binaries
+ * are not installed (why says which; the caller prints a SKIPPED line);
+ * -1: failed to start (why says how). */
+int fb_server_start(fb_server_kind kind, fb_server *s);
+
+/* Stop it (gracefully, then SIGKILL) and remove its directory. Idempotent. */
+void fb_server_stop(fb_server *s);
+
+/* Kill it at once (SIGKILL), as a crash mid-run: the directory stays until
+ * fb_server_stop. */
+void fb_server_kill(fb_server *s);
+
+/* Print "SKIPPED: <what>: <why>" on stdout, the line make test shows. */
+void fb_server_skipped(const char *what, const fb_server *s);
+
+#endif
