@@ -216,22 +216,22 @@ __attribute__((format(printf, 2, 3))) static void disagree(fb_check_verdict *v, 
 	va_end(ap);
 }
 
-void fb_checker_verdict(fb_checker *c, fb_store *s, int64_t initial_balance, int64_t amount,
+void fb_checker_verdict(fb_checker *c, bool fenced, const int64_t *balance,
+                        const uint64_t *last_fence, int64_t initial_balance, int64_t amount,
                         uint64_t accepted, uint64_t store_stale, fb_check_verdict *v,
                         fb_check_key_fn per_key, void *ctx)
 {
 	*v = (fb_check_verdict){.agrees = true};
 	fb_checker_drain(c);
-	bool fenced = fb_store_discipline(s) != FB_UNFENCED;
 	int64_t ledger_sum = 0, hist_sum = 0;
 	for (uint32_t k = 0; k < c->keys; k++) {
 		fb_check_key ck;
 		fb_checker_key(c, k, &ck);
-		int64_t bal = fb_store_balance(s, k);
+		int64_t bal = balance[k];
 		/* What the balance is above what the accepted debits left: the
 		 * debits whose effect is missing. */
 		int64_t ledger = bal - (initial_balance - (int64_t)ck.checked * amount);
-		uint64_t last = fb_store_last_fence(s, k);
+		uint64_t last = last_fence[k];
 		if (per_key)
 			per_key(ctx, k, &ck, bal, ledger, last);
 		v->checked += ck.checked;

@@ -78,12 +78,14 @@ typedef void (*fb_check_key_fn)(void *ctx, uint32_t key, const fb_check_key *ck,
  * Walk to the end and compare the history with the store it watched: per
  * key the ledger (the final balance against the accepted debits) with the
  * history's lost amount, the history's last balance with the store's and,
- * for the fenced disciplines, its last fence; overall the writes walked
+ * for the fenced disciplines, its last fence (balance[k] and last_fence[k]:
+ * the store's, read after the run); overall the writes walked
  * with the `accepted` the store reported, the stale ones with the store's
  * own `store_stale`, and no chain break. Reads the store, never calls its
  * comparison code.
  */
-void fb_checker_verdict(fb_checker *c, fb_store *s, int64_t initial_balance, int64_t amount,
+void fb_checker_verdict(fb_checker *c, bool fenced, const int64_t *balance,
+                        const uint64_t *last_fence, int64_t initial_balance, int64_t amount,
                         uint64_t accepted, uint64_t store_stale, fb_check_verdict *v,
                         fb_check_key_fn per_key, void *ctx);
 

@@ -86,7 +86,7 @@ static int single(const fb_config *cfg)
 	fb_report_row_begin(&report, cfg);
 	fb_results res;
 	fb_err err = fb_run(cfg, fb_report_tick, &report, &res);
-	if (err != FB_OK && err != FB_EFENCE) {
+	if (err != FB_OK && err != FB_EFENCE && err != FB_EENGINE) {
 		fb_report_abandon(&report);
 		return err == FB_EINVAL ? 2 : 3; /* a bad plan file or CPU list is bad input */
 	}
@@ -97,8 +97,8 @@ static int single(const fb_config *cfg)
 	int code = fb_report_summary(&report, stdout, &res);
 	if (res.interrupted)
 		code = 128 + res.signal;
-	else if (err == FB_EFENCE)
-		code = 3;
+	else if (err == FB_EFENCE || err == FB_EENGINE)
+		code = 3; /* what was measured is written all the same */
 	if (fb_report_write(&report, &res, code) && !res.interrupted)
 		code = 3;
 	if (cfg->hdr_prefix && fb_report_hdr(cfg->hdr_prefix, &res) && !res.interrupted)
@@ -134,7 +134,7 @@ static int sweep(const fb_config *cfg)
 					fb_err e = fb_run(&row, fb_report_tick, &report, &res);
 					if (e != FB_OK)
 						err = e; /* the first failure of any row stays */
-					if (e != FB_OK && e != FB_EFENCE) {
+					if (e != FB_OK && e != FB_EFENCE && e != FB_EENGINE) {
 						stop = true;
 						break;
 					}
@@ -149,6 +149,8 @@ static int sweep(const fb_config *cfg)
 						sig = res.signal;
 						stop = true;
 					}
+					if (e == FB_EENGINE)
+						stop = true; /* the engine is gone */
 					fb_results_free(&res);
 				}
 	arm_second_signal();
@@ -179,6 +181,11 @@ int main(int argc, char **argv)
 			if (commands[i].main && strcmp(argv[1], commands[i].name) == 0)
 				return commands[i].main(argc - 1, argv + 1);
 
+	/* A server that closes its connection while a worker writes to it must
+	 * end the run with its results written (exit 3), not kill the process:
+	 * writes to a dead socket fail with EPIPE instead. */
+	signal(SIGPIPE, SIG_IGN);
+
 	/* Blocked here, inherited by every thread: the run waits for them
 	 * with sigtimedwait, workers unblock only SIGUSR1 (the pause). */
 	sigset_t set;
@@ -203,6 +210,10 @@ int main(int argc, char **argv)
 		/* one thread, no signals of its own: let Ctrl-C stop a long sweep */
 		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 		return fb_sim_main(&cfg);
+	}
+	if (cfg.prepare_only) {
+		fb_err e = fb_run_prepare(&cfg);
+		return e == FB_OK ? 0 : e == FB_EINVAL ? 2 : 3;
 	}
 	fb_report_open(&report, &cfg);
 	int code = fb_config_is_sweep(&cfg) ? sweep(&cfg) : single(&cfg);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "common.h"
 
 typedef enum kind {
@@ -26,6 +27,7 @@ typedef enum kind {
 	K_CPUS,      /* taskset list: 0-3,8,10-11 */
 	K_PCTS,      /* percentiles: 50,99,99.9 */
 	K_STRING,
+	K_ENGINE, /* an engine URL: its scheme must be known */
 	K_FLAG,
 	K_HELP,
 	K_VERSION,
@@ -86,7 +88,8 @@ static const opt opts[] = {
         {"seed", 0, "N", K_U64, OFF(seed), 0, 0, UINT64_MAX, NULL, 0, "seed", 0, true,
          "seed of every random choice (default 1; always printed)", 0},
         {"faults", 0, "LIST", K_BITS, OFF(faults), 0, 0, 0, NAMES(fb_fault_names), "faults", 0,
-         true, "faults to inject: pause,skew,delay,crash,renew,retry (default pause)", 0},
+         true, "faults to inject: pause,skew,delay,crash,renew,retry,server-pause (default pause)",
+         0},
         {"fault-at", 0, "WHERE", K_ENUM, OFF(fault_at), 0, 0, 0, NAMES(fb_fault_at_names),
          "fault_at", 0, true,
          "where pauses strike: any (a signal anywhere), after-read, after-check, takeover (the "
@@ -116,9 +119,29 @@ static const opt opts[] = {
         {"retry-rate", 0, "R", K_RATE, OFF(retry_rate), 0, 0, 1000000, NULL, 0, "retry_rate", 0,
          true, "lost acknowledgements per second: the write is sent again (default 20)",
          NEED_FAULT(FB_FAULT_RETRY)},
+        {"server-pause-rate", 0, "R", K_RATE, OFF(server_pause_rate), 0, 0, 1000000, NULL, 0,
+         "server_pause_rate", 0, true,
+         "server-side pauses per second, each a --pause long (Redis CLIENT PAUSE; default 2)",
+         NEED_FAULT(FB_FAULT_SERVER_PAUSE)},
         {"bug", 0, "NAME", K_ENUM, OFF(bug), 0, 0, 0, NAMES(fb_bug_names), "bug", 0, true,
          "plant a bug to prove the checkers catch it: ge-store, two-step, ignore-expiry, "
          "blind-release, trust-client, unregistered-reads, batch-fences (default none)",
+         0},
+        {"lease", 0, "URL", K_ENGINE, OFF(lease_url), 0, 0, 0, NULL, 0, "lease", 0, true,
+         "where the leases live: inproc (default) or redis://[:PASS@]HOST:PORT/DB, with "
+         "?fence=incr for the two-step SET-then-INCR fence (default: one script)",
+         0},
+        {"store", 0, "URL", K_ENGINE, OFF(store_url), 0, 0, 0, NULL, 0, "store", 0, true,
+         "where the balances are written: inproc (default), redis://HOST:PORT/DB, "
+         "postgres://USER@HOST:PORT/DB or a libpq conninfo",
+         0},
+        {"client-id", 0, "N", K_U32, OFF(client_id), 0, 1, 65535, NULL, 0, "client_id", 0, true,
+         "process N of a shared run on real engines: unique owners, the engines are not reset, "
+         "and `fencebench check` verifies the global history afterwards",
+         0},
+        {"prepare-only", 0, NULL, K_FLAG, OFF(prepare_only), 0, 0, 0, NULL, 0, NULL, 0, false,
+         "reset the engines (leases, fences, balances, history) and exit: a shared run's first "
+         "step",
          0},
         {"check-lease", 0, "HOW", K_ENUM, OFF(check_lease), 0, 0, 0, NAMES(fb_check_lease_names),
          "check_lease", 0, true,
@@ -198,6 +221,7 @@ void fb_config_defaults(fb_config *cfg)
 	        .crash_rate = 2,
 	        .renew_rate = 20,
 	        .retry_rate = 20,
+	        .server_pause_rate = 2,
 	        .bug = FB_BUG_NONE,
 	        .check_lease = FB_CHECK_NONE,
 	        .lease_clock = FB_LEASE_CLOCK_MONOTONIC,
@@ -528,6 +552,18 @@ static int parse_value(fb_config *cfg, const opt *o, const char *v)
 			return bad(o, v, "is empty");
 		*(const char **)f = v;
 		return 0;
+	case K_ENGINE: {
+		bool lease = o->off == OFF(lease_url);
+		if (lease ? !fb_lease_engine(v) : !fb_store_engine(v)) {
+			char red[256], reason[320];
+			fb_url_redact(v, red, sizeof red);
+			snprintf(reason, sizeof reason, "is not an engine; valid: %s",
+			         lease ? fb_lease_schemes() : fb_store_schemes());
+			return bad(o, red, reason);
+		}
+		*(const char **)f = strcmp(v, "inproc") == 0 ? NULL : v;
+		return 0;
+	}
 	case K_U32_LIST:
 	case K_RATE_LIST:
 	case K_DIST_LIST:
@@ -672,6 +708,33 @@ fb_parse fb_config_parse(fb_config *cfg, int argc, char **argv)
 		cfg->skew_ns = cfg->ttl_ns * 2;
 	if (!cfg->seeds_given)
 		cfg->seed_lo = cfg->seed_hi = cfg->seed;
+	bool remote = cfg->lease_url || cfg->store_url;
+	if (remote && cfg->deterministic) {
+		fprintf(stderr, "fencebench: --deterministic runs the in-process engine only, not "
+		                "--lease/--store\n");
+		return FB_PARSE_USAGE;
+	}
+	if ((cfg->faults & (1u << FB_FAULT_SERVER_PAUSE)) &&
+	    (cfg->deterministic || !fb_lease_engine(cfg->lease_url)->server_pause)) {
+		fprintf(stderr,
+		        "fencebench: --faults: 'server-pause' needs a lease service that can "
+		        "pause: --lease redis://...\n");
+		return FB_PARSE_USAGE;
+	}
+	if (remote && cfg->bug != FB_BUG_NONE) {
+		fprintf(stderr,
+		        "fencebench: --bug: '%s' is planted in the in-process engine only, "
+		        "not with --lease/--store\n",
+		        fb_bug_names[cfg->bug]);
+		return FB_PARSE_USAGE;
+	}
+	if (!remote && (cfg->client_id || cfg->prepare_only)) {
+		fprintf(stderr,
+		        "fencebench: %s: the in-process engine is not shared and keeps "
+		        "nothing between runs; give --lease and/or --store URLs\n",
+		        cfg->prepare_only ? "--prepare-only" : "--client-id");
+		return FB_PARSE_USAGE;
+	}
 	if (cfg->seeds_given && !cfg->deterministic) {
 		fprintf(stderr, "fencebench: --seeds: '%llu..%llu' needs --deterministic\n",
 		        (unsigned long long)cfg->seed_lo, (unsigned long long)cfg->seed_hi);
@@ -695,6 +758,8 @@ double fb_config_rate(const fb_config *cfg, fb_fault f)
 		return cfg->renew_rate;
 	case FB_FAULT_RETRY:
 		return cfg->retry_rate;
+	case FB_FAULT_SERVER_PAUSE:
+		return cfg->server_pause_rate;
 	default:
 		return 0;
 	}
@@ -724,7 +789,7 @@ static bool value_text(const fb_config *cfg, const opt *o, char *v, size_t len)
 	switch (o->k) {
 	case K_U32:
 		snprintf(v, len, "%u", *(const uint32_t *)f);
-		return true;
+		return o->off != OFF(client_id) || cfg->client_id; /* 0: alone, not replayed */
 	case K_U64:
 		snprintf(v, len, "%llu", (unsigned long long)*(const uint64_t *)f);
 		return true;
@@ -763,6 +828,11 @@ static bool value_text(const fb_config *cfg, const opt *o, char *v, size_t len)
 		if (!*(const char *const *)f)
 			return false;
 		snprintf(v, len, "%s", *(const char *const *)f);
+		return true;
+	case K_ENGINE: /* never a password in the output */
+		if (!*(const char *const *)f)
+			return false;
+		fb_url_redact(*(const char *const *)f, v, len);
 		return true;
 	case K_FLAG:
 		return *(const bool *)f;
@@ -856,6 +926,13 @@ void fb_config_visit(const fb_config *cfg, const fb_config_visitor *vis, void *c
 		case K_STRING:
 			vis->string(ctx, o->json, *(const char *const *)f);
 			break;
+		case K_ENGINE: {
+			char red[512] = "inproc";
+			if (*(const char *const *)f)
+				fb_url_redact(*(const char *const *)f, red, sizeof red);
+			vis->string(ctx, o->json, red);
+			break;
+		}
 		case K_FLAG:
 			vis->boolean(ctx, o->json, *(const bool *)f);
 			break;

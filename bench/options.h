@@ -72,11 +72,16 @@ typedef struct fb_config {
 	double crash_rate;
 	double renew_rate;
 	double retry_rate;
+	double server_pause_rate;
 	fb_bug bug; /* a planted bug (tests of the checkers), or FB_BUG_NONE */
 	fb_check_lease check_lease;
 	fb_lease_clock_kind lease_clock;
 	uint64_t work_min_ns, work_max_ns; /* time a holder works between read and write */
 	const char *plan_path, *plan_out_path;
+	/* engines */
+	const char *lease_url, *store_url; /* NULL: the in-process engine */
+	uint32_t client_id;                /* 0: alone; N: process N of a shared run */
+	bool prepare_only;                 /* reset the engines and exit */
 	/* deterministic mode */
 	bool deterministic;
 	uint64_t seed_lo, seed_hi; /* --seeds A..B (both = seed otherwise) */

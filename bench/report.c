@@ -137,6 +137,11 @@ void fb_report_header(FILE *out, const fb_config *cfg)
 		fprintf(out, "late renewals %g/s  ", cfg->renew_rate);
 		any = true;
 	}
+	if (fb_config_fault(cfg, FB_FAULT_SERVER_PAUSE)) {
+		fprintf(out, "server pauses %g/s x %s-%s  ", cfg->server_pause_rate,
+		        D(cfg->pause_min_ns), D(cfg->pause_max_ns));
+		any = true;
+	}
 	if (!any)
 		fprintf(out, "no faults  ");
 	if (cfg->check_lease != FB_CHECK_NONE)
@@ -145,6 +150,16 @@ void fb_report_header(FILE *out, const fb_config *cfg)
 		fprintf(out, "lease clock %s  ", fb_lease_clock_names[cfg->lease_clock]);
 	if (cfg->plan_path)
 		fprintf(out, "plan %s  ", cfg->plan_path);
+	if (cfg->lease_url || cfg->store_url) {
+		char l[256] = "inproc", s[256] = "inproc";
+		if (cfg->lease_url)
+			fb_url_redact(cfg->lease_url, l, sizeof l);
+		if (cfg->store_url)
+			fb_url_redact(cfg->store_url, s, sizeof s);
+		fprintf(out, "lease %s  store %s  ", l, s);
+		if (cfg->client_id)
+			fprintf(out, "client %u  ", cfg->client_id);
+	}
 	fprintf(out, "fence %s  op %s  seed %llu\n", fb_fence_source_name(cfg->fence),
 	        cfg->op == FB_OP_RMW ? "rmw" : "debit", (unsigned long long)cfg->seed);
 }
@@ -229,12 +244,17 @@ static long long g_stale(const fb_mode_result *m, fb_discipline d)
 static long long g_lost(const fb_mode_result *m, fb_discipline d)
 {
 	(void)d;
-	return (long long)m->lost_updates;
+	return m->unchecked ? -1 : (long long)m->lost_updates;
 }
 static long long g_zombie(const fb_mode_result *m, fb_discipline d)
 {
 	(void)d;
 	return (long long)m->zombie_writes;
+}
+static long long g_indeterminate(const fb_mode_result *m, fb_discipline d)
+{
+	(void)d;
+	return (long long)m->indeterminate;
 }
 
 /* One latency line: the --percentiles and the max. */
@@ -251,13 +271,13 @@ static void lat(FILE *out, const fb_config *cfg, const char *name, const fb_hist
 static void print_faults(FILE *out, const fb_results *res)
 {
 	const fb_config *cfg = res->cfg;
-	fprintf(out, "%-10s %10s %10s %10s %10s %14s\n", "fault", "injected", "taken", "> ttl",
+	fprintf(out, "%-12s %8s %10s %10s %10s %14s\n", "fault", "injected", "taken", "> ttl",
 	        "takeovers", "stale writes");
 	for (int f = 0; f < FB_FAULTS; f++) {
 		const fb_fault_result *fr = &res->fault[f];
 		if (!fb_config_fault(cfg, (fb_fault)f) && !fr->taken)
 			continue;
-		fprintf(out, "%-10s %10s %10s %10s %10s %14s%s\n", fb_fault_names[f], G(fr->sent),
+		fprintf(out, "%-12s %8s %10s %10s %10s %14s%s\n", fb_fault_names[f], G(fr->sent),
 		        G(fr->taken),
 		        f == FB_FAULT_SKEW || f == FB_FAULT_CRASH ? "-" : G(fr->over_ttl),
 		        G(fr->takeovers), f == FB_FAULT_CRASH ? "-" : G(fr->stale_attempts),
@@ -370,10 +390,16 @@ int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
 	row(out, res, "stale accepted", "<- writes that went backwards", g_stale);
 	row(out, res, "lost updates", "<- debits erased", g_lost);
 	row(out, res, "zombie writes", "<- issued after the writer's lease expired", g_zombie);
+	if (res->failure[0])
+		row(out, res, "indeterminate", "<- sent, never answered: outcome unknown",
+		    g_indeterminate);
 	fprintf(out, "%-22s", "checker agrees");
 	for (int d = 0; d < FB_DISCIPLINES; d++)
 		if (res->mode[d].on)
-			fprintf(out, " %13s", res->mode[d].checker_agrees ? "yes" : "NO");
+			fprintf(out, " %13s",
+			        res->check_deferred || res->failure[0] ? "-"
+			        : res->mode[d].checker_agrees          ? "yes"
+			                                               : "NO");
 	fprintf(out, "\n\n");
 	print_faults(out, res);
 	const fb_witness_counts *lw = &res->lease;
@@ -404,7 +430,26 @@ int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
 	lat(out, cfg, "cycle", &res->cycle);
 	lat(out, cfg, "acquire", &res->acquire);
 	lat(out, cfg, "write", &res->write);
+	if (res->remote) {
+		fprintf(out, "engine round trips (lease %s, store %s):\n", res->lease_engine,
+		        res->store_engine);
+		for (int e = 0; e < FB_EOPS; e++)
+			if (res->eop[e].count)
+				lat(out, cfg, fb_engine_op_names[e], &res->eop[e]);
+	}
 	fprintf(out, "\n");
+	if (res->failure[0])
+		fprintf(out,
+		        "INCOMPLETE: %s; the run stopped there. Writes sent and never answered "
+		        "are counted as indeterminate, not as corrupt; the numbers above are "
+		        "what was measured until then, unchecked.\n",
+		        res->failure);
+	if (res->check_deferred)
+		fprintf(out,
+		        "checker: deferred (client %u of a shared run: other processes write the "
+		        "same keys); verify the global history after all finish: fencebench check "
+		        "--store URL\n",
+		        cfg->client_id);
 
 	for (int d = 0; d < FB_DISCIPLINES; d++) {
 		const fb_mode_result *m = &res->mode[d];
@@ -416,7 +461,12 @@ int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
 	const fb_mode_result *f = &res->mode[FB_FENCED], *w = &res->mode[FB_WRITE_FENCED],
 	                     *u = &res->mode[FB_UNFENCED];
 	if (f->on) {
-		if (f->stale_accepted || f->lost_updates)
+		if (f->unchecked && !f->stale_accepted)
+			fprintf(out,
+			        "fenced: no stale write accepted by the store's own count "
+			        "(%s refused); not verified here\n",
+			        G(f->rejected_stale + f->reads_refused));
+		else if (f->stale_accepted || f->lost_updates)
 			fprintf(out,
 			        "fenced: VIOLATED !!! (%s stale writes accepted, %s updates "
 			        "lost)\n",
@@ -429,7 +479,11 @@ int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
 			        G(f->rejected_stale + f->reads_refused));
 	}
 	if (w->on) {
-		if (w->stale_accepted)
+		if (w->unchecked && !w->stale_accepted)
+			fprintf(out,
+			        "write-fenced: no stale write accepted by the store's own count; "
+			        "lost updates not measured here\n");
+		else if (w->stale_accepted)
 			fprintf(out, "write-fenced: VIOLATED !!! (%s stale writes accepted)\n",
 			        G(w->stale_accepted));
 		else if (w->lost_updates)
@@ -444,7 +498,12 @@ int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
 			                               : "");
 	}
 	if (u->on) {
-		if (u->stale_accepted || u->lost_updates)
+		if (u->unchecked && u->stale_accepted)
+			fprintf(out,
+			        "unfenced: CORRUPTED (%s stale writes accepted, by the store's own "
+			        "count)\n",
+			        G(u->stale_accepted));
+		else if (u->stale_accepted || u->lost_updates)
 			fprintf(out,
 			        "unfenced: CORRUPTED (%s stale writes accepted, %s debits "
 			        "erased)\n",
@@ -466,13 +525,19 @@ int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
 		        "--no-check: no history checker, no lease witness: stale counts are the "
 		        "stores' own, nothing was verified\n");
 	fprintf(out, "\n%s:",
-	        code            ? "FAIL !!!"
-	        : cfg->no_check ? "UNCHECKED"
-	        : vacuous       ? "VACUOUS"
-	                        : "PASS");
+	        code                  ? "FAIL !!!"
+	        : res->failure[0]     ? "INCOMPLETE"
+	        : cfg->no_check       ? "UNCHECKED"
+	        : res->check_deferred ? "DEFERRED"
+	        : vacuous             ? "VACUOUS"
+	                              : "PASS");
 	for (int d = 0; d < FB_DISCIPLINES; d++) {
 		const fb_mode_result *m = &res->mode[d];
-		if (m->on)
+		if (m->on && m->unchecked) /* the stores' own stale counts, nothing else */
+			fprintf(out, " %s stale=%llu lost=- agree=-;",
+			        fb_discipline_name((fb_discipline)d),
+			        (unsigned long long)m->stale_accepted);
+		else if (m->on)
 			fprintf(out, " %s stale=%llu lost=%lld agree=%s;",
 			        fb_discipline_name((fb_discipline)d),
 			        (unsigned long long)m->stale_accepted, (long long)m->lost_updates,
@@ -573,8 +638,9 @@ static json_object *j_mode(const fb_results *res, fb_discipline d)
 	json_object_object_add(o, "rejected_stale", j_u(m->rejected_stale));
 	json_object_object_add(o, "reads_refused", j_u(m->reads_refused));
 	json_object_object_add(o, "stale_accepted", j_u(m->stale_accepted));
-	json_object_object_add(o, "lost_updates", j_i(m->lost_updates));
+	json_object_object_add(o, "lost_updates", m->unchecked ? NULL : j_i(m->lost_updates));
 	json_object_object_add(o, "zombie_writes", j_u(m->zombie_writes));
+	json_object_object_add(o, "indeterminate", j_u(m->indeterminate));
 	json_object *faults = json_object_new_object();
 	for (int f = 0; f < FB_FAULTS; f++)
 		json_object_object_add(faults, fb_fault_names[f], j_u(res->fault[f].taken));
@@ -596,9 +662,11 @@ static json_object *j_mode(const fb_results *res, fb_discipline d)
 	for (uint32_t i = 0; i < cfg->threads; i++)
 		json_object_array_add(pt, j_u(res->per_thread_ops[i]));
 	json_object_object_add(o, "per_thread_ops", pt);
-	/* --no-check: nothing was checked, so nothing agreed: null */
+	/* --no-check, a shared run's process, an engine that died: nothing was
+	 * checked here, so nothing agreed: null */
+	bool unchecked = cfg->no_check || res->check_deferred || res->failure[0];
 	json_object_object_add(o, "checker_agrees",
-	                       cfg->no_check ? NULL : json_object_new_boolean(m->checker_agrees));
+	                       unchecked ? NULL : json_object_new_boolean(m->checker_agrees));
 	if (!m->checker_agrees)
 		json_object_object_add(o, "disagreement", json_object_new_string(m->disagreement));
 	json_object_object_add(o, "store_stale_accepted", j_u(m->store_stale));
@@ -684,6 +752,19 @@ static json_object *j_run(const fb_results *res)
 	json_object_object_add(lo, "out_of_order_fences", j_u(res->lease.inversions));
 	json_object_object_add(lo, "overlapping_leases", j_u(res->lease.overlaps));
 	json_object_object_add(run, "lease_violations", lo);
+	json_object *eng = json_object_new_object();
+	json_object_object_add(eng, "lease", json_object_new_string(res->lease_engine));
+	json_object_object_add(eng, "store", json_object_new_string(res->store_engine));
+	json_object *rtt = json_object_new_object();
+	for (int e = 0; e < FB_EOPS; e++)
+		if (res->eop[e].count)
+			json_object_object_add(rtt, fb_engine_op_names[e],
+			                       j_hist(res->cfg, &res->eop[e]));
+	json_object_object_add(eng, "round_trip_ns", rtt);
+	json_object_object_add(eng, "check_deferred", json_object_new_boolean(res->check_deferred));
+	if (res->failure[0])
+		json_object_object_add(eng, "failure", json_object_new_string(res->failure));
+	json_object_object_add(run, "engines", eng);
 	if (res->floor_ops_s > 0) {
 		json_object_object_add(run, "floor_pipeline_ops_s",
 		                       json_object_new_double(res->floor_ops_s));

@@ -15,6 +15,8 @@
 #include <time.h>
 
 #include "delay.h"
+#include "inproc.h"
+#include "util.h"
 #include "dist.h"
 #include "prng.h"
 #include "witness.h"
@@ -30,8 +32,16 @@ typedef struct fb_run_state {
 	const fb_clock *fast;  /* timing: latency, crash takeover, delays */
 	const fb_clock *clock; /* the lease service's clock */
 	fb_clock_skewed service;
-	fb_lease_table *leases;
-	fb_store *store[FB_DISCIPLINES];
+	const fb_lease_ops *lops; /* the engines (backends/backend.h) */
+	const fb_store_ops *sops;
+	void *leng, *seng;
+	/* the delay line's contexts, and the main thread's once it stopped */
+	void *net_lconn, *net_sconn;
+	void *pause_lconn;              /* the injector's, for server pauses */
+	_Atomic uint64_t server_pauses; /* server pauses so far */
+	bool remote;                    /* round trips: every engine call is timed */
+	bool checking;                  /* the history checker sees every write */
+	bool witnessing;
 	fb_checker *checker[FB_DISCIPLINES];
 	fb_witness *witness;
 	fb_pause_trap *traps;
@@ -51,6 +61,8 @@ typedef struct fb_run_state {
 	int gate; /* 0 closed, 1 go, -1 abort */
 	_Atomic int stop;
 	_Atomic int exhausted;
+	_Atomic int failed; /* an engine stopped answering: set once */
+	char failure[400];  /* ... written by the thread that set it */
 	/* the delay line's deliveries: written by its thread only */
 	fb_mode_counters net[FB_DISCIPLINES];
 	fb_counter net_stalls, net_delivered, net_stale, net_takeovers;
@@ -61,15 +73,42 @@ typedef struct fb_run_state {
 	fb_counter plan_slipped;
 } fb_run_state;
 
-/* A slot word this worker left by releasing a key: a guess for its next
- * acquire of that key, sparing the load (key + 1: 0 is empty). A few
- * entries, direct-mapped: a hit is likeliest where workers keep to their
- * own keys. */
-#define RECENT 64
-typedef struct released_word {
-	uint64_t key;
-	fb_lease lease;
-} released_word;
+/*
+ * An engine stopped answering (the server died, the network broke): the
+ * first to see it keeps the reason, and the run stops. What was measured
+ * up to then is still summed and written; the run exits 3.
+ */
+static void engine_failed(fb_run_state *r, const char *what, const char *why)
+{
+	int no = 0;
+	if (atomic_compare_exchange_strong_explicit(&r->failed, &no, 1, memory_order_relaxed,
+	                                            memory_order_relaxed))
+		snprintf(r->failure, sizeof r->failure, "%s: %s", what, why);
+	atomic_store_explicit(&r->stop, 1, memory_order_relaxed);
+}
+
+/* The injector's server-pause fault: the lease service stops for ns. */
+static int server_pause(void *ctx, uint64_t ns)
+{
+	fb_run_state *r = ctx;
+	if (r->lops->server_pause(r->pause_lconn, ns) == FB_IO_OK)
+		return 0;
+	engine_failed(r, "lease", r->lops->error(r->pause_lconn));
+	return -1;
+}
+
+/* An engine call, timed when the engine is remote (a round trip dwarfs the
+ * clock) or the cycle is sampled. */
+static inline uint64_t eop_start(const fb_run_state *r, bool timed)
+{
+	return r->remote || timed ? fb_clock_now(r->fast) : 0;
+}
+
+static inline void eop_end(const fb_run_state *r, fb_worker *w, fb_engine_op op, uint64_t t0)
+{
+	if (t0)
+		fb_hist_record(&w->eop[op], fb_clock_now(r->fast) - t0);
+}
 
 /* An accepted write on its way to the checker. */
 typedef struct pending_commit {
@@ -210,7 +249,10 @@ static bool take_fault(fb_worker *w, uint32_t armed, uint32_t key, fb_lease *l,
 		fb_port_take(p, f, arg);
 		fb_sleep_ns(arg); /* the late heartbeat */
 		fb_lease renewed;
-		if (fb_lease_renew(r->leases, key, w->id, l->fence, &renewed)) {
+		fb_io io = r->lops->renew(w->lconn, key, l, &renewed);
+		if (io == FB_IO_ERROR)
+			engine_failed(r, "lease", r->lops->error(w->lconn));
+		if (io == FB_IO_OK) {
 			fb_counter_add(&w->renew_ok, 1);
 			*l = renewed;
 		} else {
@@ -233,7 +275,7 @@ static bool take_fault(fb_worker *w, uint32_t armed, uint32_t key, fb_lease *l,
  * the stale write went behind: the lease slot still names its holder if it
  * has not moved on.
  */
-static fb_first_corruption *claim_first(fb_run_state *r, uint32_t key, uint64_t newer)
+static fb_first_corruption *claim_first(fb_run_state *r, void *lconn, uint32_t key, uint64_t newer)
 {
 	int no = 0;
 	if (atomic_load_explicit(&r->first_claimed, memory_order_relaxed) ||
@@ -245,8 +287,8 @@ static fb_first_corruption *claim_first(fb_run_state *r, uint32_t key, uint64_t 
 	fc->key = key;
 	fc->fault = -1;
 	fc->newer_fence = newer;
-	fb_lease now = fb_lease_peek(r->leases, key);
-	if (now.fence == newer) {
+	fb_lease now;
+	if (r->lops->peek(lconn, key, &now) == FB_IO_OK && now.fence == newer) {
 		fc->newer_owner = now.owner;
 		fc->newer_acquired_at = now.expires_at - r->cfg->ttl_ns;
 	}
@@ -259,7 +301,7 @@ static fb_first_corruption *claim_first(fb_run_state *r, uint32_t key, uint64_t 
 static void note_first(fb_worker *w, uint32_t key, const fb_lease *l, uint64_t newer,
                        const uint8_t *outcome, int64_t erased, int first)
 {
-	fb_first_corruption *fc = claim_first(w->run, key, newer);
+	fb_first_corruption *fc = claim_first(w->run, w->lconn, key, newer);
 	if (!fc)
 		return;
 	fb_fault_port *p = &w->port;
@@ -285,11 +327,19 @@ static void note_first(fb_worker *w, uint32_t key, const fb_lease *l, uint64_t n
 }
 
 /* The lease check before writing, per --check-lease. */
-static bool lease_checks_out(fb_worker *w, uint32_t key, uint64_t local_deadline)
+static bool lease_checks_out(fb_worker *w, uint32_t key, const fb_lease *l, uint64_t local_deadline,
+                             bool timed)
 {
-	switch (w->run->cfg->check_lease) {
-	case FB_CHECK_IS_HELD:
-		return fb_lease_is_held(w->run->leases, key, w->id);
+	fb_run_state *r = w->run;
+	switch (r->cfg->check_lease) {
+	case FB_CHECK_IS_HELD: {
+		uint64_t e0 = eop_start(r, timed);
+		fb_io io = r->lops->is_held(w->lconn, key, l);
+		eop_end(r, w, FB_EOP_IS_HELD, e0);
+		if (io == FB_IO_ERROR)
+			engine_failed(r, "lease", r->lops->error(w->lconn));
+		return io == FB_IO_OK;
+	}
 	case FB_CHECK_LOCAL:
 		return fb_clock_now(&w->local.base) < local_deadline;
 	default:
@@ -302,13 +352,24 @@ static void deliver(void *ctx, const fb_delayed_write *dw)
 {
 	fb_run_state *r = ctx;
 	fb_discipline d = (fb_discipline)dw->mode;
-	fb_store_result res;
-	bool ok = dw->debit ? fb_store_debit(r->store[d], dw->key, dw->value, dw->fence, &res)
-	                    : fb_store_write(r->store[d], dw->key, dw->value, dw->fence, &res);
+	fb_store_result res = {0};
+	if (atomic_load_explicit(&r->failed, memory_order_relaxed))
+		return; /* the engine is gone: it is not delivered */
+	fb_io io = dw->debit ? r->sops->debit(r->net_sconn, d, dw->key, dw->value, dw->fence, &res)
+	                     : r->sops->write(r->net_sconn, d, dw->key, dw->value, dw->fence, NULL,
+	                                      &res);
+	if (io == FB_IO_ERROR) {
+		fb_counter_add(&r->net[d].indeterminate, 1);
+		engine_failed(r, "store", r->sops->error(r->net_sconn));
+		return;
+	}
+	bool ok = io == FB_IO_OK;
 	fb_counter_add(&r->net_delivered, 1);
 	/* One delay fault holds a cycle's writes, one per store: the first
 	 * speaks for the fault in the vacuity counts. */
-	if (dw->first && fb_lease_peek(r->leases, dw->key).fence != dw->fence)
+	fb_lease now;
+	if (dw->first && r->lops->peek(r->net_lconn, dw->key, &now) == FB_IO_OK && now.fence &&
+	    now.fence != dw->fence) /* 0: not known (yet) */
 		fb_counter_add(&r->net_takeovers, 1);
 	if (dw->first && (!ok || res.stale))
 		fb_counter_add(&r->net_stale, 1);
@@ -324,7 +385,7 @@ static void deliver(void *ctx, const fb_delayed_write *dw)
 	}
 	if (res.stale) {
 		fb_counter_add(&r->net[d].store_stale, 1);
-		fb_first_corruption *fc = claim_first(r, dw->key, res.highest);
+		fb_first_corruption *fc = claim_first(r, r->net_lconn, dw->key, res.highest);
 		if (fc) {
 			fc->writer = dw->worker;
 			fc->fence = dw->fence;
@@ -336,6 +397,8 @@ static void deliver(void *ctx, const fb_delayed_write *dw)
 			fc->erased = (dw->debit ? res.before : dw->read) - res.before;
 		}
 	}
+	if (!r->checking)
+		return;
 	uint64_t stalls = 0;
 	fb_checker_commit(r->checker[d], dw->key, res.version, dw->fence,
 	                  dw->debit ? res.before : dw->read, res.before, res.balance, res.highest,
@@ -365,15 +428,20 @@ static void *worker_main(void *arg)
 	fb_lease_stats ls = {0};
 	uint64_t stalls = 0, n = 0;
 	const bool rmw = cfg->op == FB_OP_RMW;
-	const bool checking = !cfg->no_check; /* --no-check: the ablation */
+	const bool checking = r->checking;     /* --no-check: the ablation; shared runs */
+	const bool witnessing = r->witnessing; /* --no-check */
+	const fb_lease_ops *lops = r->lops;
+	const fb_store_ops *sops = r->sops;
+	const uint64_t ttl = cfg->ttl_ns;
 	const bool crashes = fb_config_fault(cfg, FB_FAULT_CRASH) || r->plan.n;
 	/* A step of the service clock hits every cycle that spans it. */
 	const bool stepping = cfg->lease_clock == FB_LEASE_CLOCK_REALTIME;
+	/* ... and so does a pause of the lease service */
+	const bool server_pausing = fb_config_fault(cfg, FB_FAULT_SERVER_PAUSE);
 	const fb_plan_entry *plan = NULL;
 	size_t planned = r->plan.n ? fb_plan_for(&r->plan, w->id, &plan) : 0;
 	int any_phase = -1;
 	bool counting = cfg->warmup_ns == 0;
-	released_word recent[RECENT] = {{0, {0, 0, 0}}};
 	while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
 		atomic_store_explicit(&port->cycle, ++n, memory_order_relaxed);
 		any_phase = -1;
@@ -403,12 +471,12 @@ static void *worker_main(void *arg)
 		fb_lease l;
 		fb_acquire a;
 		unsigned fails = 0;
-		/* what this worker's last release of the key left, if it remembers */
-		const released_word *rw = &recent[key % RECENT];
-		const fb_lease *guess = rw->key == key + 1 ? &rw->lease : NULL;
-		while ((a = fb_lease_acquire_from(r->leases, key, w->id, guess, &l, &ls)) ==
-		       FB_HELD) {
-			guess = NULL;
+		for (;;) {
+			uint64_t e0 = eop_start(r, timed);
+			a = lops->acquire(w->lconn, key, &l, &ls);
+			eop_end(r, w, FB_EOP_ACQUIRE, e0);
+			if (a != FB_HELD)
+				break;
 			fb_counter_add(&w->contended, 1);
 			if (atomic_load_explicit(&r->stop, memory_order_relaxed))
 				break;
@@ -421,14 +489,20 @@ static void *worker_main(void *arg)
 				atomic_store_explicit(&r->exhausted, 1, memory_order_relaxed);
 				atomic_store_explicit(&r->stop, 1, memory_order_relaxed);
 			}
+			if (a == FB_ACQ_ERROR)
+				engine_failed(r, "lease", lops->error(w->lconn));
 			break;
 		}
 		fb_counter_add(&w->acquired, 1);
-		if (checking)
-			fb_witness_acquired(r->witness, key, l.fence, l.expires_at, &w->witness);
+		if (witnessing) /* on the service's own clock */
+			fb_witness_acquired(r->witness, key, l.fence, l.service_at + ttl,
+			                    &w->witness);
 		uint64_t steps =
 		        stepping ? atomic_load_explicit(&r->service_steps, memory_order_relaxed)
 		                 : 0;
+		uint64_t spauses = server_pausing ? atomic_load_explicit(&r->server_pauses,
+		                                                         memory_order_relaxed)
+		                                  : 0;
 		if (crashes) {
 			/* The first acquire of a crashed holder's key times the takeover. */
 			crash_slot *c = &r->crashes[key];
@@ -456,24 +530,37 @@ static void *worker_main(void *arg)
 		int first = (int)(n % (uint64_t)r->nactive);
 		int64_t bal[FB_DISCIPLINES] = {0};
 		bool served[FB_DISCIPLINES];
-		bool stale = false;
+		bool stale = false, silent = false;
 		fb_store_result res = {0}, rd[FB_DISCIPLINES] = {{0}};
 		for (int i = 0; i < r->nactive; i++) {
 			fb_discipline d = r->active[(first + i) % r->nactive];
-			served[d] = !rmw || fb_store_read(r->store[d], key, l.fence, &rd[d]);
+			fb_io io = FB_IO_OK;
+			if (rmw) {
+				uint64_t e0 = eop_start(r, timed);
+				io = sops->read(w->sconn, d, key, l.fence, &rd[d]);
+				eop_end(r, w, FB_EOP_READ, e0);
+			}
+			if (io == FB_IO_ERROR) {
+				engine_failed(r, "store", sops->error(w->sconn));
+				silent = true;
+				break;
+			}
+			served[d] = io == FB_IO_OK;
 			if (!served[d]) {
 				fb_counter_add(&w->m[d].reads_refused, 1);
 				stale = true;
 			}
 			bal[d] = rd[d].balance;
 		}
+		if (silent)
+			break; /* the store fell silent: the run is over */
 		uint32_t armed = fb_port_armed(port);
 		if (armed && !take_fault(w, armed, key, &l, &local_deadline))
 			break; /* crashed holding the lease */
 		fb_pause_point(port, key, l.fence, r->clock, FB_AT_AFTER_READ);
 		if (cfg->work_max_ns)
 			fb_sleep_ns(draw(&rng, cfg->work_min_ns, cfg->work_max_ns));
-		bool checked = lease_checks_out(w, key, local_deadline);
+		bool checked = lease_checks_out(w, key, &l, local_deadline, timed);
 		fb_pause_point(port, key, l.fence, r->clock, FB_AT_AFTER_CHECK);
 		if (!checked)
 			fb_counter_add(&w->abandoned, 1);
@@ -498,7 +585,7 @@ static void *worker_main(void *arg)
 		int64_t erased = 0;       /* ... and the debits it erased */
 		pending_commit todo[2 * FB_DISCIPLINES];
 		int ntodo = 0;
-		for (int i = 0; checked && i < r->nactive; i++) {
+		for (int i = 0; checked && !silent && i < r->nactive; i++) {
 			fb_discipline d = r->active[(first + i) % r->nactive];
 			if (!served[d]) {
 				outcome[d] = FB_OUT_READ_REFUSED;
@@ -540,11 +627,21 @@ static void *worker_main(void *arg)
 					if (now >= l.expires_at)
 						fb_counter_add(&mc->zombie, 1);
 				}
-				bool ok = rmw ? fb_store_write_after(r->store[d], key, value,
-				                                     l.fence, &rd[d], &res)
-				              : fb_store_debit(r->store[d], key, value, l.fence,
-				                               &res);
-				if (!ok) {
+				uint64_t e0 = eop_start(r, timed);
+				fb_io io =
+				        rmw ? sops->write(w->sconn, d, key, value, l.fence, &rd[d],
+				                          &res)
+				            : sops->debit(w->sconn, d, key, value, l.fence, &res);
+				eop_end(r, w, FB_EOP_WRITE, e0);
+				if (io == FB_IO_ERROR) {
+					/* sent, never answered: it may or may not have
+					 * landed; the store's history knows, we do not */
+					fb_counter_add(&mc->indeterminate, 1);
+					engine_failed(r, "store", sops->error(w->sconn));
+					silent = true;
+					break;
+				}
+				if (io != FB_IO_OK) {
 					fb_counter_add(&mc->rejected, 1);
 					outcome[d] = FB_OUT_REJECTED;
 					stale = true;
@@ -564,6 +661,10 @@ static void *worker_main(void *arg)
 				        res.before, res.balance, res.highest};
 			}
 		}
+		if (silent) {
+			fb_port_phase(port, FB_PHASE_IDLE);
+			break;
+		}
 		if (delay || resend)
 			fb_port_done(port);
 		if (stale_newer)
@@ -572,14 +673,21 @@ static void *worker_main(void *arg)
 		if (!tw)
 			tw = t2;
 		/* A failed compare-and-delete means another worker took the lease. */
-		if (checking)
-			fb_witness_releasing(r->witness, key, l.fence, l.expires_at);
-		bool taken_over = !fb_lease_release_lease(r->leases, key, &l);
-		if (!taken_over) /* the slot now reads (fence, no owner, no expiry) */
-			recent[key % RECENT] = (released_word){key + 1, {l.fence, 0, 0}};
+		if (witnessing)
+			fb_witness_releasing(r->witness, key, l.fence, l.service_at + ttl);
+		uint64_t e0 = eop_start(r, timed);
+		fb_io rel = lops->release(w->lconn, key, &l);
+		eop_end(r, w, FB_EOP_RELEASE, e0);
+		if (rel == FB_IO_ERROR)
+			engine_failed(r, "lease", lops->error(w->lconn));
+		bool taken_over = rel == FB_IO_REFUSED;
 		if (stepping &&
 		    atomic_load_explicit(&r->service_steps, memory_order_relaxed) != steps)
 			atomic_fetch_or_explicit(&port->faulted, 1u << FB_FAULT_SKEW,
+			                         memory_order_relaxed);
+		if (server_pausing &&
+		    atomic_load_explicit(&r->server_pauses, memory_order_relaxed) != spauses)
+			atomic_fetch_or_explicit(&port->faulted, 1u << FB_FAULT_SERVER_PAUSE,
 			                         memory_order_relaxed);
 		fb_port_phase(port, FB_PHASE_IDLE);
 		/* Which faults hit this cycle, and what they did: the vacuity proof. */
@@ -698,6 +806,8 @@ static void sum_workers(fb_run_state *r, fb_results *res)
 		fb_hist_merge(&res->write, &w->write);
 		fb_hist_merge(&res->cycle, &w->cycle);
 		fb_hist_merge(&res->takeover, &w->takeover);
+		for (int e = 0; e < FB_EOPS; e++)
+			fb_hist_merge(&res->eop[e], &w->eop[e]);
 		for (int d = 0; d < FB_DISCIPLINES; d++) {
 			fb_mode_result *m = &res->mode[d];
 			m->writes += fb_counter_get(&w->m[d].writes);
@@ -706,12 +816,14 @@ static void sum_workers(fb_run_state *r, fb_results *res)
 			m->reads_refused += fb_counter_get(&w->m[d].reads_refused);
 			m->store_stale += fb_counter_get(&w->m[d].store_stale);
 			m->zombie_writes += fb_counter_get(&w->m[d].zombie);
+			m->indeterminate += fb_counter_get(&w->m[d].indeterminate);
 		}
 	}
 	for (int d = 0; d < FB_DISCIPLINES; d++) {
 		res->mode[d].accepted += fb_counter_get(&r->net[d].accepted);
 		res->mode[d].rejected_stale += fb_counter_get(&r->net[d].rejected);
 		res->mode[d].store_stale += fb_counter_get(&r->net[d].store_stale);
+		res->mode[d].indeterminate += fb_counter_get(&r->net[d].indeterminate);
 	}
 	res->checker_stalls += fb_counter_get(&r->net_stalls);
 	res->delayed = fb_counter_get(&r->net_delivered);
@@ -750,9 +862,28 @@ static void check_modes(fb_run_state *r, fb_results *res)
 			int64_t amount;
 		} ctx = {res, d, cfg->amount};
 		fb_check_verdict v;
-		fb_checker_verdict(r->checker[d], r->store[d], cfg->initial_balance, cfg->amount,
-		                   m->accepted, m->store_stale, &v, key_result, &ctx);
+		int64_t *bal = calloc(cfg->keys, sizeof *bal);
+		uint64_t *last = calloc(cfg->keys, sizeof *last);
 		m->on = true;
+		if (!bal || !last) {
+			snprintf(m->disagreement, sizeof m->disagreement,
+			         "out of memory reading the store back");
+			free(bal);
+			free(last);
+			continue;
+		}
+		if (r->sops->final(r->net_sconn, d, cfg->keys, bal, last) != FB_IO_OK) {
+			snprintf(m->disagreement, sizeof m->disagreement,
+			         "the store did not answer after the run: %s",
+			         r->sops->error(r->net_sconn));
+			free(bal);
+			free(last);
+			continue;
+		}
+		fb_checker_verdict(r->checker[d], d != FB_UNFENCED, bal, last, cfg->initial_balance,
+		                   cfg->amount, m->accepted, m->store_stale, &v, key_result, &ctx);
+		free(bal);
+		free(last);
 		m->checked = v.checked;
 		m->stale_accepted = v.stale_accepted;
 		m->chain_breaks = v.chain_breaks;
@@ -765,11 +896,25 @@ static void check_modes(fb_run_state *r, fb_results *res)
 
 static void destroy(fb_run_state *r)
 {
-	for (int d = 0; d < FB_DISCIPLINES; d++) {
-		fb_store_destroy(r->store[d]);
+	for (int d = 0; d < FB_DISCIPLINES; d++)
 		fb_checker_destroy(r->checker[d]);
-	}
-	fb_lease_table_destroy(r->leases);
+	if (r->workers)
+		for (uint32_t i = 0; i < r->cfg->threads; i++) {
+			if (r->workers[i].lconn)
+				r->lops->disconnect(r->workers[i].lconn);
+			if (r->workers[i].sconn)
+				r->sops->disconnect(r->workers[i].sconn);
+		}
+	if (r->net_lconn)
+		r->lops->disconnect(r->net_lconn);
+	if (r->net_sconn)
+		r->sops->disconnect(r->net_sconn);
+	if (r->pause_lconn)
+		r->lops->disconnect(r->pause_lconn);
+	if (r->leng)
+		r->lops->close(r->leng);
+	if (r->seng)
+		r->sops->close(r->seng);
 	fb_witness_destroy(r->witness);
 	fb_plan_log_destroy(r->log);
 	fb_plan_free(&r->plan);
@@ -789,6 +934,119 @@ static fb_err oom(fb_run_state *r)
 	return FB_ENOMEM;
 }
 
+/*
+ * Open both engines, prepare them (afresh, unless this is one process of a
+ * shared run) and connect each worker, and the delay line, to each: one
+ * context (a server connection) per thread. A failure prints the option and
+ * the engine's reason, which names the URL with its password hidden.
+ */
+static fb_engine_config engine_config(const fb_config *cfg, const fb_clock *clock)
+{
+	return (fb_engine_config){.keys = cfg->keys,
+	                          .ttl_ns = cfg->ttl_ns,
+	                          .fence = cfg->fence,
+	                          .first_fence = cfg->first_fence,
+	                          .clock = clock,
+	                          .bug = cfg->bug,
+	                          .between = fb_pause_armed_here,
+	                          .modes = cfg->modes,
+	                          .initial_balance = cfg->initial_balance,
+	                          .amount = cfg->amount,
+	                          .op = (int)cfg->op,
+	                          .client_id = cfg->client_id,
+	                          .threads = cfg->threads};
+}
+
+fb_err fb_run_prepare(const fb_config *cfg)
+{
+	const fb_lease_ops *lops = fb_lease_engine(cfg->lease_url);
+	const fb_store_ops *sops = fb_store_engine(cfg->store_url);
+	fb_engine_config ec = engine_config(cfg, fb_clock_fast());
+	ec.client_id = 0;
+	char err[512] = "", v[64];
+	void *leng = NULL, *seng = NULL;
+	const char *opt = "--lease";
+	fb_err e = lops->open(&ec, cfg->lease_url, &leng, err, sizeof err);
+	if (!e)
+		e = lops->prepare(leng, true, err, sizeof err);
+	if (!e) {
+		lops->version(leng, v, sizeof v);
+		printf("lease: %s %s: every lease and fence forgotten; the first fence will be "
+		       "%llu\n",
+		       lops->name, v, (unsigned long long)cfg->first_fence);
+		opt = "--store";
+		e = sops->open(&ec, cfg->store_url, &seng, err, sizeof err);
+	}
+	if (!e)
+		e = sops->prepare(seng, true, err, sizeof err);
+	if (!e) {
+		sops->version(seng, v, sizeof v);
+		char bal[32];
+		printf("store: %s %s: %u keys at balance %s in each discipline, no history\n",
+		       sops->name, v, cfg->keys,
+		       fb_grouped(bal, sizeof bal, (double)cfg->initial_balance));
+	}
+	if (e)
+		fprintf(stderr, "fencebench: %s: %s\n", opt, err);
+	if (leng)
+		lops->close(leng);
+	if (seng)
+		sops->close(seng);
+	return e;
+}
+
+static fb_err open_engines(fb_run_state *r, fb_results *res)
+{
+	const fb_config *cfg = r->cfg;
+	fb_engine_config ec = engine_config(cfg, r->clock);
+	char err[512] = "";
+	const char *opt = "--lease";
+	bool fresh = !cfg->client_id;
+	fb_err e = r->lops->open(&ec, cfg->lease_url, &r->leng, err, sizeof err);
+	if (!e)
+		e = r->lops->prepare(r->leng, fresh, err, sizeof err);
+	if (!e) {
+		opt = "--store";
+		e = r->sops->open(&ec, cfg->store_url, &r->seng, err, sizeof err);
+		if (!e)
+			e = r->sops->prepare(r->seng, fresh, err, sizeof err);
+	}
+	if (!e) {
+		opt = "--lease";
+		e = r->lops->connect(r->leng, 0, &r->net_lconn, err, sizeof err);
+	}
+	if (!e) {
+		opt = "--store";
+		e = r->sops->connect(r->seng, 0, &r->net_sconn, err, sizeof err);
+	}
+	if (!e && fb_config_fault(cfg, FB_FAULT_SERVER_PAUSE)) {
+		opt = "--lease";
+		e = r->lops->connect(r->leng, 0, &r->pause_lconn, err, sizeof err);
+	}
+	for (uint32_t i = 0; !e && i < cfg->threads; i++) {
+		fb_worker *w = &r->workers[i];
+		opt = "--lease";
+		e = r->lops->connect(r->leng, (uint16_t)(i + 1), &w->lconn, err, sizeof err);
+		if (!e) {
+			opt = "--store";
+			e = r->sops->connect(r->seng, (uint16_t)(i + 1), &w->sconn, err,
+			                     sizeof err);
+		}
+	}
+	if (e) {
+		fprintf(stderr, "fencebench: %s: %s\n", opt, err);
+		return e;
+	}
+	char v[64];
+	r->lops->version(r->leng, v, sizeof v);
+	snprintf(res->lease_engine, sizeof res->lease_engine, "%s %s", r->lops->name, v);
+	r->sops->version(r->seng, v, sizeof v);
+	snprintf(res->store_engine, sizeof res->store_engine, "%s %s", r->sops->name, v);
+	res->remote = r->remote;
+	res->check_deferred = !r->checking && !cfg->no_check;
+	return FB_OK;
+}
+
 /* Everything the workers share, before any thread exists. */
 static fb_err setup(fb_run_state *r, fb_results *res)
 {
@@ -801,26 +1059,23 @@ static fb_err setup(fb_run_state *r, fb_results *res)
 		base = &r->service.base;
 	}
 	r->clock = base;
-	fb_lease_config lc = {.keys = cfg->keys,
-	                      .ttl_ns = cfg->ttl_ns,
-	                      .source = cfg->fence,
-	                      .first_fence = cfg->first_fence,
-	                      .clock = r->clock,
-	                      .bug = cfg->bug,
-	                      .between = fb_pause_armed_here};
-	if (fb_lease_table_create(&lc, &r->leases) != FB_OK ||
-	    fb_witness_create(cfg->keys, cfg->ttl_ns, &r->witness) != FB_OK)
+	r->remote = r->lops != &fb_inproc_lease_ops || r->sops != &fb_inproc_store_ops;
+	/* Another process writes the same keys: this one's checker would wait
+	 * for versions it never sees. `fencebench check` reads the whole
+	 * history afterwards. */
+	r->checking = !cfg->no_check && !cfg->client_id;
+	r->witnessing = !cfg->no_check;
+	/* a remote service expires keys on its millisecond grid */
+	uint64_t slack = r->lops == &fb_inproc_lease_ops ? 50000 : 2000000;
+	if (fb_witness_create(cfg->keys, cfg->ttl_ns, slack, &r->witness) != FB_OK)
 		return oom(r);
 	for (int d = 0; d < FB_DISCIPLINES; d++) {
 		if (!(cfg->modes & (1u << d)))
 			continue;
 		r->active[r->nactive++] = (fb_discipline)d;
-		if (fb_store_create((fb_discipline)d, cfg->keys, cfg->initial_balance,
-		                    &r->store[d]) ||
-		    fb_checker_create(cfg->keys, cfg->threads, cfg->initial_balance,
-		                      &r->checker[d]))
+		if (r->checking && fb_checker_create(cfg->keys, cfg->threads, cfg->initial_balance,
+		                                     &r->checker[d]))
 			return oom(r);
-		fb_store_plant(r->store[d], cfg->bug);
 	}
 	r->workers = aligned_alloc(FB_PAD_LINE, (size_t)cfg->threads * sizeof *r->workers);
 	res->per_thread_ops = calloc(cfg->threads, sizeof *res->per_thread_ops);
@@ -832,6 +1087,11 @@ static fb_err setup(fb_run_state *r, fb_results *res)
 	    !r->crashes)
 		return oom(r);
 	memset(r->workers, 0, (size_t)cfg->threads * sizeof *r->workers);
+	fb_err opened = open_engines(r, res);
+	if (opened) {
+		destroy(r);
+		return opened;
+	}
 	for (uint32_t k = 0; k < cfg->keys; k++) {
 		atomic_init(&r->traps[k].fence, 0);
 		atomic_init(&r->traps[k].wake_at, 0);
@@ -891,7 +1151,8 @@ static fb_err start_workers(fb_run_state *r)
 		w->run = r;
 		w->id = (uint16_t)(i + 1);
 		w->port.worker = w->id;
-		w->port.leases = r->leases;
+		w->port.ttl_ns = cfg->ttl_ns;
+		w->port.lease_clock = r->clock;
 		w->port.traps = r->traps;
 		w->port.log = r->log;
 		fb_clock_skewed_init(&w->local, r->fast, 1.0, 0);
@@ -899,6 +1160,8 @@ static fb_err start_workers(fb_run_state *r)
 		fb_hist_init(&w->write);
 		fb_hist_init(&w->cycle);
 		fb_hist_init(&w->takeover);
+		for (int e = 0; e < FB_EOPS; e++)
+			fb_hist_init(&w->eop[e]);
 		if (cfg->pin || cfg->n_cpus) {
 			/* --cpus: the set; --pin: one CPU each, round robin */
 			cpu_set_t set;
@@ -953,6 +1216,9 @@ static fb_err start_injector(fb_run_state *r, fb_fault_port **ports, fb_injector
 	        .steps = &r->service_steps,
 	        .log = r->log,
 	        .plan = r->plan.n ? &r->plan : NULL,
+	        .server_pause = r->pause_lconn ? server_pause : NULL,
+	        .server_ctx = r,
+	        .server_pauses = &r->server_pauses,
 	};
 	double total = 0;
 	for (int f = 0; f < FB_FAULTS; f++) {
@@ -976,11 +1242,20 @@ static fb_err start_injector(fb_run_state *r, fb_fault_port **ports, fb_injector
 
 fb_err fb_run(const fb_config *cfg, fb_tick_fn tick, void *ctx, fb_results *res)
 {
-	fb_run_state r = {.cfg = cfg, .fast = fb_clock_fast()};
+	fb_run_state r = {.cfg = cfg,
+	                  .fast = fb_clock_fast(),
+	                  .lops = fb_lease_engine(cfg->lease_url),
+	                  .sops = fb_store_engine(cfg->store_url)};
+	if (!r.lops || !r.sops) { /* the option parser refuses these first */
+		fprintf(stderr, "fencebench: unknown engine\n");
+		return FB_EINVAL;
+	}
 	pthread_mutex_init(&r.gate_mu, NULL);
 	pthread_cond_init(&r.gate_cv, NULL);
 	atomic_init(&r.stop, 0);
 	atomic_init(&r.exhausted, 0);
+	atomic_init(&r.failed, 0);
+	atomic_init(&r.server_pauses, 0);
 	atomic_init(&r.service_steps, 0);
 	atomic_init(&r.first_claimed, 0);
 	atomic_init(&r.counting, cfg->warmup_ns == 0);
@@ -1072,19 +1347,27 @@ fb_err fb_run(const fb_config *cfg, fb_tick_fn tick, void *ctx, fb_results *res)
 	fb_hist_init(&res->write);
 	fb_hist_init(&res->cycle);
 	fb_hist_init(&res->takeover);
+	for (int e = 0; e < FB_EOPS; e++)
+		fb_hist_init(&res->eop[e]);
 	sum_workers(&r, res);
 	for (int f = 0; f < FB_FAULTS; f++)
 		res->fault[f].sent = ist.sent[f];
 	res->injector_missed = ist.missed;
 	res->service_steps = ist.service_steps;
 	res->fault[FB_FAULT_SKEW].taken += ist.service_steps;
-	if (!cfg->no_check)
+	res->fault[FB_FAULT_SERVER_PAUSE].taken = ist.server_paused;
+	res->fault[FB_FAULT_SERVER_PAUSE].over_ttl = ist.server_over_ttl;
+	bool failed = atomic_load(&r.failed);
+	if (failed) /* written before `failed`, by a thread joined since */
+		snprintf(res->failure, sizeof res->failure, "%s", r.failure);
+	if (r.checking && !failed)
 		check_modes(&r, res);
 	else /* nothing was checked: the stores' own counts, marked so */
 		for (int i = 0; i < r.nactive; i++) {
 			fb_mode_result *m = &res->mode[r.active[i]];
 			m->on = true;
 			m->checker_agrees = true;
+			m->unchecked = true;
 			m->stale_accepted = m->store_stale;
 		}
 	res->first = r.first;
@@ -1101,6 +1384,10 @@ fb_err fb_run(const fb_config *cfg, fb_tick_fn tick, void *ctx, fb_results *res)
 	free(ports);
 	bool exhausted = atomic_load(&r.exhausted);
 	destroy(&r);
+	if (failed) {
+		fprintf(stderr, "fencebench: %s\n", res->failure);
+		return FB_EENGINE;
+	}
 	if (exhausted) {
 		fprintf(stderr,
 		        "fencebench: the fence space (2^47) is exhausted; the run stopped\n");

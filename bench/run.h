@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backend.h"
 #include "checker.h"
 #include "hist.h"
 #include "inject.h"
@@ -18,6 +19,7 @@
 
 typedef struct fb_mode_counters {
 	fb_counter writes, accepted, rejected, reads_refused, store_stale, zombie;
+	fb_counter indeterminate; /* sent, and the engine never answered */
 } fb_mode_counters;
 
 /* One worker's state: written by that worker only (and its pause handler),
@@ -34,6 +36,8 @@ typedef struct fb_worker {
 	fb_counter crash_takeovers;
 	fb_mode_counters m[FB_DISCIPLINES];
 	fb_hist acquire, write, cycle, takeover;
+	fb_hist eop[FB_EOPS];      /* the engines' round trips, per operation */
+	void *lconn, *sconn;       /* its own engine contexts (connections) */
 	fb_witness_counts witness; /* read only after the join */
 } fb_worker;
 
@@ -41,6 +45,7 @@ typedef struct fb_worker {
 typedef struct fb_mode_result {
 	bool on;
 	uint64_t writes, accepted, rejected_stale, reads_refused, zombie_writes;
+	uint64_t indeterminate; /* writes whose outcome is unknown: the engine fell silent */
 	uint64_t store_stale;    /* stale writes accepted, as the store itself saw them */
 	uint64_t stale_accepted; /* ... as the checker found them in the history */
 	int64_t lost_updates;    /* ledger: (final - (initial - accepted debits)) / amount */
@@ -48,6 +53,7 @@ typedef struct fb_mode_result {
 	uint64_t chain_breaks;
 	uint64_t checked;
 	bool checker_agrees;
+	bool unchecked; /* no history checker ran: lost updates unknown */
 	char disagreement[160]; /* why not, when it does not */
 } fb_mode_result;
 
@@ -121,6 +127,11 @@ typedef struct fb_results {
 	uint64_t *per_thread_ops;
 	bool *dead; /* crashed workers: left out of fairness */
 	fb_hist acquire, write, cycle, takeover;
+	fb_hist eop[FB_EOPS]; /* the engines' round trips */
+	char lease_engine[96], store_engine[96]; /* "Redis 7.0.15" */
+	bool remote;         /* an engine with round trips drove the run */
+	bool check_deferred; /* a shared run: the global history is `fencebench check`'s */
+	char failure[400];   /* an engine that stopped answering: which, and why */
 	fb_mode_result mode[FB_DISCIPLINES];
 	fb_key_result *keys;
 	fb_first_corruption first;
@@ -139,5 +150,10 @@ typedef void (*fb_tick_fn)(void *ctx, const fb_sample *s);
  */
 fb_err fb_run(const fb_config *cfg, fb_tick_fn tick, void *ctx, fb_results *res);
 void fb_results_free(fb_results *res);
+
+/* --prepare-only: reset the engines of cfg (forget every lease and fence,
+ * seed the balances, drop the history) and close them: the first step of a
+ * shared run. Prints what it did; on failure the reason, on stderr. */
+fb_err fb_run_prepare(const fb_config *cfg);
 
 #endif

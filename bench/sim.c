@@ -1146,6 +1146,7 @@ static void fire_faults(sim *s)
 			case FB_FAULT_RETRY:
 				inject_retry(s, p);
 				break;
+			case FB_FAULT_SERVER_PAUSE: /* refused with --deterministic */
 			case FB_FAULTS:
 				break;
 			}
@@ -1182,8 +1183,23 @@ static void summarize(sim *s)
 		fb_discipline d = s->active[i];
 		fb_sim_mode *m = &res->mode[d];
 		fb_check_verdict v;
-		fb_checker_verdict(s->checker[d], s->store[d], cfg->initial_balance, cfg->amount,
-		                   m->accepted, m->store_stale, &v, NULL, NULL);
+		int64_t *bal = malloc(cfg->keys * sizeof *bal);
+		uint64_t *last = malloc(cfg->keys * sizeof *last);
+		if (!bal || !last) {
+			free(bal);
+			free(last);
+			snprintf(m->disagreement, sizeof m->disagreement, "out of memory");
+			m->on = true;
+			continue;
+		}
+		for (uint32_t k = 0; k < cfg->keys; k++) {
+			bal[k] = fb_store_balance(s->store[d], k);
+			last[k] = fb_store_last_fence(s->store[d], k);
+		}
+		fb_checker_verdict(s->checker[d], d != FB_UNFENCED, bal, last, cfg->initial_balance,
+		                   cfg->amount, m->accepted, m->store_stale, &v, NULL, NULL);
+		free(bal);
+		free(last);
 		m->on = true;
 		m->checked = v.checked;
 		m->stale_accepted = v.stale_accepted;
@@ -1276,7 +1292,7 @@ static fb_err setup(sim *s, const fb_config *cfg, uint64_t seed)
 	                      .bug = cfg->bug};
 	fb_err e = fb_lease_table_create(&lc, &s->leases);
 	if (!e)
-		e = fb_witness_create(cfg->keys, cfg->ttl_ns, &s->witness);
+		e = fb_witness_create(cfg->keys, cfg->ttl_ns, 50000, &s->witness);
 	if (e)
 		return e;
 	for (int d = 0; d < FB_DISCIPLINES; d++) {

@@ -11,9 +11,10 @@
  * Acquisition times come from rdtsc on different cores, and rdtsc is not
  * ordered with the loads around it: two acquires in slot order can read
  * times a few nanoseconds out of order. A real inversion (the trap) is a
- * fault long, a TTL or more; anything within this slack is the clock's.
+ * fault long, a TTL or more; anything within the slack is the clock's.
+ * A remote service's times are its own clock's, but it expires keys on a
+ * millisecond grid: its slack is wider, and applies to overlaps too.
  */
-#define SLACK_NS 50000
 
 typedef struct wkey {
 	alignas(FB_PAD_LINE) fb_atomic_u128 word;
@@ -23,9 +24,11 @@ struct fb_witness {
 	wkey *k;
 	uint32_t keys;
 	uint64_t ttl;
+	uint64_t slack;         /* inversions */
+	uint64_t overlap_slack; /* overlaps: 0 in process, where expiry is exact */
 };
 
-fb_err fb_witness_create(uint32_t keys, uint64_t ttl_ns, fb_witness **out)
+fb_err fb_witness_create(uint32_t keys, uint64_t ttl_ns, uint64_t slack_ns, fb_witness **out)
 {
 	fb_witness *w = malloc(sizeof *w);
 	if (!w)
@@ -39,6 +42,8 @@ fb_err fb_witness_create(uint32_t keys, uint64_t ttl_ns, fb_witness **out)
 		atomic_init(&w->k[i].word, ((fb_u128){1, 0})); /* fence 0, released */
 	w->keys = keys;
 	w->ttl = ttl_ns;
+	w->slack = slack_ns;
+	w->overlap_slack = slack_ns > 50000 ? slack_ns : 0;
 	*out = w;
 	return FB_OK;
 }
@@ -68,13 +73,13 @@ void fb_witness_acquired(fb_witness *w, uint32_t key, uint64_t fence, uint64_t e
 		if (fence < f) {
 			/* A late report of an older lease: it must have begun no
 			 * later than the newer one did. */
-			if (f && at > cur_at + SLACK_NS)
+			if (f && at > cur_at + w->slack)
 				c->inversions++;
 			return;
 		}
-		if (f && at + SLACK_NS < cur_at) {
+		if (f && at + w->slack < cur_at) {
 			c->inversions++; /* a newer fence for an older acquisition */
-		} else if (f && !released && at < cur.hi) {
+		} else if (f && !released && at + w->overlap_slack < cur.hi) {
 			c->overlaps++; /* the previous lease was live and still held */
 		}
 		fb_u128 next = {fence << 1, expires_at};

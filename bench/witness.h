@@ -29,7 +29,10 @@ typedef struct fb_witness_counts {
 	uint64_t overlaps;   /* acquired while the previous lease was live */
 } fb_witness_counts;
 
-fb_err fb_witness_create(uint32_t keys, uint64_t ttl_ns, fb_witness **out);
+/* slack_ns: how far apart two instants on the lease service's clock may
+ * read and still be taken as equal (50 us for this process's TSC; a remote
+ * service's clock rounds expiry to its own millisecond). */
+fb_err fb_witness_create(uint32_t keys, uint64_t ttl_ns, uint64_t slack_ns, fb_witness **out);
 void fb_witness_destroy(fb_witness *w);
 
 /* A lease (fence, expires_at) was acquired on key; *c counts what it

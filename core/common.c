@@ -13,6 +13,8 @@ const char *fb_strerror(fb_err e)
 		return "fence space exhausted";
 	case FB_ESYS:
 		return "system call failed";
+	case FB_EENGINE:
+		return "an engine stopped answering";
 	}
 	return "unknown error";
 }

@@ -35,6 +35,7 @@ typedef enum fb_err {
 	FB_EINVAL, /* argument out of range */
 	FB_EFENCE, /* the fence space is exhausted */
 	FB_ESYS,   /* a system call failed; errno says which */
+	FB_EENGINE, /* a remote engine stopped answering mid-run */
 } fb_err;
 
 const char *fb_strerror(fb_err e);

@@ -39,12 +39,17 @@ typedef struct fb_lease {
 	uint64_t fence;
 	uint64_t expires_at;
 	uint16_t owner;
+	/* When it was acquired on the lease service's own clock: for a remote
+	 * service, its clock, not the caller's. Filled by remote engines only
+	 * (the in-process table's is expires_at - ttl). */
+	uint64_t service_at;
 } fb_lease;
 
 typedef enum fb_acquire {
 	FB_ACQUIRED,  /* *out is the new lease */
 	FB_HELD,      /* a live lease stands; *out is it */
 	FB_EXHAUSTED, /* no fence left below FB_FENCE_MAX */
+	FB_ACQ_ERROR, /* a remote lease service did not answer */
 } fb_acquire;
 
 /* The caller's private contention counters; the table never shares them. */

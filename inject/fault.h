@@ -8,16 +8,19 @@
 #define FB_FAULT_H
 
 typedef enum fb_fault {
-	FB_FAULT_PAUSE, /* the holder is suspended past the TTL: the GC pause */
-	FB_FAULT_SKEW,  /* a clock lies: the worker's runs slow or jumps back (it
-	                   believes a dead lease is live); a wall-clock lease
-	                   service's steps forward (leases die early) */
-	FB_FAULT_DELAY, /* a write already sent is delivered after the TTL */
-	FB_FAULT_CRASH, /* the holder dies holding the lease; the TTL must free it */
-	FB_FAULT_RENEW, /* a late heartbeat: the renewal races the expiry and the
-	                   client believes it extended a lease already taken */
-	FB_FAULT_RETRY, /* a write's acknowledgement is lost: the client sends the
-	                   same write again, with the same fence (contract 5) */
+	FB_FAULT_PAUSE,        /* the holder is suspended past the TTL: the GC pause */
+	FB_FAULT_SKEW,         /* a clock lies: the worker's runs slow or jumps back (it
+	                          believes a dead lease is live); a wall-clock lease
+	                          service's steps forward (leases die early) */
+	FB_FAULT_DELAY,        /* a write already sent is delivered after the TTL */
+	FB_FAULT_CRASH,        /* the holder dies holding the lease; the TTL must free it */
+	FB_FAULT_RENEW,        /* a late heartbeat: the renewal races the expiry and the
+	                          client believes it extended a lease already taken */
+	FB_FAULT_RETRY,        /* a write's acknowledgement is lost: the client sends the
+	                          same write again, with the same fence (contract 5) */
+	FB_FAULT_SERVER_PAUSE, /* the lease service itself stops answering for a
+	                          while (Redis CLIENT PAUSE): every client's lease
+	                          call waits, and leases run out meanwhile */
 	FB_FAULTS
 } fb_fault;
 

@@ -17,7 +17,7 @@ void fb_port_take(fb_fault_port *p, fb_fault f, uint64_t arg_ns)
 	atomic_store_explicit(&p->armed, 0, memory_order_relaxed);
 	atomic_fetch_or_explicit(&p->faulted, 1u << f, memory_order_relaxed);
 	fb_counter_add(&p->taken[f], 1);
-	if (arg_ns > fb_lease_ttl(p->leases))
+	if (arg_ns > p->ttl_ns)
 		fb_counter_add(&p->over_ttl[f], 1);
 }
 
@@ -30,7 +30,7 @@ void fb_pause_now(fb_fault_port *p, bool at_point)
 	bool holding = phase == FB_PHASE_HOLDING;
 	uint32_t key = atomic_load_explicit(&p->held_key, memory_order_relaxed);
 	uint64_t fence = atomic_load_explicit(&p->held_fence, memory_order_relaxed);
-	const fb_clock *clk = fb_lease_clock(p->leases);
+	const fb_clock *clk = p->lease_clock;
 	uint64_t t0 = fb_clock_now(clk);
 	fb_fault_at at = at_point ? FB_ARM_AT(armed) : FB_AT_ANY;
 	if (at_point && holding && at == FB_AT_TAKEOVER) {
@@ -197,6 +197,18 @@ static void inject(fb_injector *inj, fb_fault f)
 	const fb_injector_config *c = &inj->cfg;
 	if (f == FB_FAULT_SKEW && c->service_clock && fb_prng_below(&inj->rng, 2)) {
 		step_service(inj);
+		return;
+	}
+	if (f == FB_FAULT_SERVER_PAUSE) { /* the service, not a worker */
+		uint64_t d = draw(inj, c->pause_min_ns, c->pause_max_ns);
+		inj->st.sent[f]++;
+		if (!c->server_pause || c->server_pause(c->server_ctx, d) != 0)
+			return;
+		inj->st.server_paused++;
+		if (d > c->ttl_ns)
+			inj->st.server_over_ttl++;
+		if (c->server_pauses) /* relaxed: workers only compare it across a cycle */
+			atomic_fetch_add_explicit(c->server_pauses, 1, memory_order_relaxed);
 		return;
 	}
 	if (f == FB_FAULT_CRASH && inj->crashes + 1 >= inj->n)

@@ -66,9 +66,10 @@ typedef struct fb_fault_port {
 	_Atomic uint32_t last_where;
 	pthread_t tid;
 	uint16_t worker;
-	fb_lease_table *leases;
-	fb_pause_trap *traps; /* one per key */
-	fb_plan_log *log;     /* where taken faults are recorded (--plan-out), or NULL */
+	uint64_t ttl_ns;             /* the leases' TTL: what a fault must outlast */
+	const fb_clock *lease_clock; /* the lease service's clock, as the caller reads it */
+	fb_pause_trap *traps;        /* one per key */
+	fb_plan_log *log;            /* where taken faults are recorded (--plan-out), or NULL */
 	/* counters written only on the worker's own thread (main flow or handler,
 	 * never both at once: `pending` keeps them apart) */
 	fb_counter taken[FB_FAULTS];
@@ -159,6 +160,10 @@ typedef struct fb_injector_config {
 	_Atomic uint64_t *steps;        /* counts the steps, for the workers to notice */
 	fb_plan_log *log;
 	const fb_plan *plan; /* replaying: only the service's steps are the injector's */
+	/* server-pause: suspend the lease service for ns; 0 on success */
+	int (*server_pause)(void *ctx, uint64_t ns);
+	void *server_ctx;
+	_Atomic uint64_t *server_pauses; /* counts them, for the workers to notice */
 } fb_injector_config;
 
 typedef struct fb_injector fb_injector;
@@ -167,6 +172,8 @@ typedef struct fb_injector_stats {
 	uint64_t sent[FB_FAULTS]; /* faults armed or signalled */
 	uint64_t missed;          /* aimed at a worker holding no lease: none held one */
 	uint64_t service_steps;   /* steps of the lease service's clock */
+	uint64_t server_paused;   /* server pauses the service took */
+	uint64_t server_over_ttl; /* ... longer than the TTL */
 } fb_injector_stats;
 
 fb_err fb_injector_start(const fb_injector_config *cfg, fb_fault_port **ports, uint32_t n,

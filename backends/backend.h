@@ -1,0 +1,190 @@
+/*
+ * Engines: where the leases live and where the balances are written. The
+ * workers, the injector, the checker and the report talk to two ops
+ * vectors, one for the lease service (--lease URL) and one for the store
+ * (--store URL), and never to an engine directly. The in-process engine
+ * (core/lease, core/store) is the default and the first instance; Redis
+ * (leases and store) and PostgreSQL (store) are the others.
+ *
+ * An engine is opened once per run (open), prepared (prepare: tables,
+ * scripts, initial balances), then every worker thread connects for its own
+ * context (connect: one server connection per worker for the remote
+ * engines). Every call on a context comes from the thread that owns it.
+ *
+ * Remote calls can fail. A call that could not be completed returns
+ * FB_IO_ERROR (or FB_ACQ_ERROR) and leaves the reason in fb_*_error(conn);
+ * the run then stops, writes what it measured and exits 3. A write whose
+ * reply never came is of unknown outcome: the run counts it as
+ * indeterminate, never as corrupt, and the store's own history (which the
+ * engine writes in the same step as the balance) tells later what it did.
+ */
+#ifndef FB_BACKEND_H
+#define FB_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bug.h"
+#include "clock.h"
+#include "common.h"
+#include "lease.h"
+#include "store.h"
+
+/* What every engine is told about the run (the same in every process of a
+ * shared run, except client_id). */
+typedef struct fb_engine_config {
+	uint32_t keys;
+	uint64_t ttl_ns;
+	fb_fence_source fence; /* global counter or per-key fences */
+	uint64_t first_fence;
+	const fb_clock *clock; /* the in-process lease service's clock */
+	fb_bug bug;            /* a planted bug (in-process engine only) */
+	void (*between)(void); /* two-step: the fault point between SET and mint */
+	uint32_t modes;        /* bit (1 << fb_discipline) per store discipline used */
+	int64_t initial_balance;
+	int64_t amount;
+	int op; /* fb_op: FB_OP_RMW (client computes) or FB_OP_DEBIT (store subtracts) */
+	uint32_t client_id; /* 0: a single process; N: process N of a shared run */
+	uint32_t threads;   /* workers that will connect */
+} fb_engine_config;
+
+/* The outcome of one remote (or in-process) call. */
+typedef enum fb_io {
+	FB_IO_OK,      /* read served / write accepted / lease released, held, renewed */
+	FB_IO_REFUSED, /* read refused / write rejected as stale / lease not ours */
+	FB_IO_ERROR,   /* no answer: the connection failed (fb_*_error says why).
+	                  For a write, its outcome is unknown: indeterminate */
+} fb_io;
+
+/* An engine's round trips, one histogram each (the report's per-operation
+ * latency). */
+typedef enum fb_engine_op {
+	FB_EOP_ACQUIRE,
+	FB_EOP_RELEASE,
+	FB_EOP_IS_HELD,
+	FB_EOP_READ,
+	FB_EOP_WRITE,
+	FB_EOPS
+} fb_engine_op;
+
+extern const char *const fb_engine_op_names[FB_EOPS];
+
+/* ---- leases ------------------------------------------------------------ */
+
+/* fb_lease as a remote engine fills it: fence and owner as for the
+ * in-process table; expires_at on the caller's clock (cfg->clock, read
+ * when the request was sent: never later than the server's own expiry);
+ * and `service_at`, the acquisition instant on the lease service's own
+ * clock (ns), which is what the lease witness orders leases by. */
+
+typedef struct fb_lease_ops {
+	const char *scheme; /* "inproc", "redis": the URL's scheme */
+	const char *name;   /* for the report: "in-process", "Redis" */
+	/* Open the engine at url; on failure a message (URL with any password
+	 * redacted, and the library's reason) goes to err, and FB_ESYS (cannot
+	 * reach the server) or FB_EINVAL (a malformed URL or option). */
+	fb_err (*open)(const fb_engine_config *cfg, const char *url, void **eng, char *err,
+	               size_t errlen);
+	/* The server's version, e.g. "7.0.15", into buf. */
+	void (*version)(void *eng, char *buf, size_t len);
+	/* Before the workers start: reset (forget every lease and fence) when
+	 * `fresh`, otherwise only make sure the engine is ready. */
+	fb_err (*prepare)(void *eng, bool fresh, char *err, size_t errlen);
+	void (*close)(void *eng);
+	fb_err (*connect)(void *eng, uint16_t worker, void **conn, char *err, size_t errlen);
+	void (*disconnect)(void *conn);
+	/* The last failure on this context, for the error line. */
+	const char *(*error)(void *conn);
+	/* Take key for this worker if free or expired, minting its fence.
+	 * FB_ACQ_ERROR: no answer. */
+	fb_acquire (*acquire)(void *conn, uint32_t key, fb_lease *out, fb_lease_stats *st);
+	/* Compare-and-delete by (owner, fence): OK released, REFUSED taken over. */
+	fb_io (*release)(void *conn, uint32_t key, const fb_lease *l);
+	/* OK while the lease is this worker's and live. */
+	fb_io (*is_held)(void *conn, uint32_t key, const fb_lease *l);
+	/* Extend a lease still held by (owner, fence) by a TTL from now. */
+	fb_io (*renew)(void *conn, uint32_t key, const fb_lease *l, fb_lease *out);
+	/* The lease a key holds now (owner 0: none), for the report's timeline. */
+	fb_io (*peek)(void *conn, uint32_t key, fb_lease *out);
+	/* Optional (NULL): suspend the whole service for ns (Redis CLIENT
+	 * PAUSE), from the injector's own context. */
+	fb_io (*server_pause)(void *conn, uint64_t ns);
+} fb_lease_ops;
+
+/* ---- stores ------------------------------------------------------------ */
+
+/* One accepted write as the store recorded it, in the same step. */
+typedef struct fb_history_row {
+	fb_discipline d;
+	uint32_t key;
+	uint64_t version; /* 1, 2, ... per (discipline, key) */
+	uint64_t fence;
+	int64_t before, after; /* the balance it replaced and the one it left */
+	bool store_stale;      /* the store's own verdict: token <= last accepted */
+	uint32_t client, worker;
+} fb_history_row;
+
+typedef struct fb_store_meta {
+	int64_t initial_balance, amount;
+	uint32_t keys;
+	int op;
+	uint32_t modes;
+} fb_store_meta;
+
+/* A store engine serves every discipline of cfg->modes; results are
+ * fb_store_result as core/store.h defines them (version: the write's place
+ * in the key's commit order, mod 2^16; stale: the store's own view that
+ * the token was <= the last accepted fence; before / balance / highest). */
+typedef struct fb_store_ops {
+	const char *scheme; /* "inproc", "redis", "postgres" */
+	const char *name;
+	fb_err (*open)(const fb_engine_config *cfg, const char *url, void **eng, char *err,
+	               size_t errlen);
+	void (*version)(void *eng, char *buf, size_t len);
+	/* fresh: drop every record and the history, and start each selected
+	 * discipline's keys at cfg->initial_balance. Otherwise create what is
+	 * missing only (a shared run's later processes), refusing (FB_EINVAL)
+	 * a store prepared with another balance, amount or key count. */
+	fb_err (*prepare)(void *eng, bool fresh, char *err, size_t errlen);
+	void (*close)(void *eng);
+	fb_err (*connect)(void *eng, uint16_t worker, void **conn, char *err, size_t errlen);
+	void (*disconnect)(void *conn);
+	const char *(*error)(void *conn);
+	/* fenced: refused if token < highest seen, registered otherwise. */
+	fb_io (*read)(void *conn, fb_discipline d, uint32_t key, uint64_t token,
+	              fb_store_result *r);
+	/* Set the balance with the token; `read` is this worker's read of the
+	 * key in this cycle (a hint the in-process store uses). */
+	fb_io (*write)(void *conn, fb_discipline d, uint32_t key, int64_t balance, uint64_t token,
+	               const fb_store_result *read, fb_store_result *r);
+	/* Subtract amount with the token (the article's debit). */
+	fb_io (*debit)(void *conn, fb_discipline d, uint32_t key, int64_t amount, uint64_t token,
+	               fb_store_result *r);
+	/* After the run: each key's balance and last accepted fence. */
+	fb_io (*final)(void *conn, fb_discipline d, uint32_t keys, int64_t *balance,
+	               uint64_t *last_fence);
+	/* Optional (NULL for the in-process store, which keeps none): visit the
+	 * stored history of accepted writes, ordered by discipline, key and
+	 * version, for `fencebench check`. */
+	fb_io (*history)(void *conn, void (*row)(void *ctx, const fb_history_row *h), void *ctx);
+	/* Optional: what prepare recorded (balance, amount, keys, op). */
+	fb_io (*meta)(void *conn, fb_store_meta *out);
+} fb_store_ops;
+
+/* ---- the registry ------------------------------------------------------ */
+
+/* The engine for a URL's scheme ("inproc" or NULL: the in-process one);
+ * NULL for an unknown scheme. */
+const fb_lease_ops *fb_lease_engine(const char *url);
+const fb_store_ops *fb_store_engine(const char *url);
+
+/* "inproc, redis" / "inproc, redis, postgres": for the error line. */
+const char *fb_lease_schemes(void);
+const char *fb_store_schemes(void);
+
+/* Copy url into buf with any password replaced by "***" (URL userinfo or
+ * a conninfo's password=...). */
+void fb_url_redact(const char *url, char *buf, size_t len);
+
+#endif

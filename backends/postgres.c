@@ -1,0 +1,699 @@
+#include "postgres.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+/*
+ * The tables. One row per (discipline, key): balance, last_fence (the last
+ * accepted write's fence), seen (the highest fence the row has seen: fenced
+ * reads register theirs, every accepted write raises it to its own) and
+ * version (accepted writes so far). The prev_* columns are scratch: an
+ * UPDATE copies the values it replaces there, because the right-hand sides
+ * of SET read the very row version being updated (after a lock wait too:
+ * READ COMMITTED re-evaluates them on the newest version), so RETURNING
+ * them is the race-free way to learn what a write replaced. fillfactor
+ * leaves room on each page for HOT updates: no index column ever changes.
+ *
+ * The history is written by the same statement as the balance, so a
+ * write whose reply was lost is still there, or not, for the checker.
+ */
+#define ACCOUNT_COLUMNS                                                                            \
+	"(discipline smallint NOT NULL, id int NOT NULL, balance bigint NOT NULL,"                 \
+	" last_fence bigint NOT NULL DEFAULT 0, seen bigint NOT NULL DEFAULT 0,"                   \
+	" version bigint NOT NULL DEFAULT 0, prev_balance bigint, prev_fence bigint,"              \
+	" prev_seen bigint, PRIMARY KEY (discipline, id)) WITH (fillfactor = 50)"
+#define HISTORY_COLUMNS                                                                            \
+	"(discipline smallint NOT NULL, id int NOT NULL, version bigint NOT NULL,"                 \
+	" fence bigint NOT NULL, before bigint NOT NULL, after bigint NOT NULL,"                   \
+	" stale boolean NOT NULL, client int NOT NULL, worker int NOT NULL,"                       \
+	" at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (discipline, id, version))"
+#define META_COLUMNS                                                                               \
+	"(one boolean PRIMARY KEY DEFAULT true CHECK (one), initial_balance bigint NOT NULL,"      \
+	" amount bigint NOT NULL, keys int NOT NULL, op int NOT NULL, modes int NOT NULL)"
+
+/* pg_type OIDs of the parameters (server/catalog/pg_type_d.h, not in libpq-fe.h) */
+#define INT8OID 20
+#define INT4OID 23
+
+typedef struct pg_engine pg_engine;
+
+/* One server connection and its last failure. */
+typedef struct pg_conn {
+	PGconn *pg;
+	pg_engine *e;
+	uint16_t worker;
+	char err[768];
+} pg_conn;
+
+/*
+ * The engine keeps the admin connection for prepare and version. It is the
+ * struct's first member, so the engine itself is a valid context for
+ * final, history, meta and error, which need no prepared statement.
+ */
+struct pg_engine {
+	pg_conn admin;
+	fb_engine_config cfg;
+	char *url;
+	char redacted[512];
+};
+
+/* snprintf that may cut: a message too long for its buffer is still one. */
+static void say(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+}
+
+/* The first line of a libpq message, without its trailing newline. */
+static void first_line(const char *msg, char *buf, size_t len)
+{
+	if (!msg || !*msg)
+		msg = "unknown error";
+	size_t n = strcspn(msg, "\n");
+	if (n >= len)
+		n = len - 1;
+	memcpy(buf, msg, n);
+	buf[n] = 0;
+}
+
+/* DROP ... IF EXISTS and friends talk; a benchmark's stderr is not theirs. */
+static void quiet(void *arg, const char *message)
+{
+	(void)arg;
+	(void)message;
+}
+
+/*
+ * A failed call: FB_IO_ERROR, with the reason in c->err. A server error
+ * names its SQLSTATE; a failure without one (no result, or a result libpq
+ * made up itself) is a lost connection, described by libpq's message.
+ * Either way a write's outcome is unknown to us: the caller counts it as
+ * indeterminate and the history says later what happened.
+ */
+static fb_io fail(pg_conn *c, PGresult *res)
+{
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	char line[512];
+	if (state && PQstatus(c->pg) == CONNECTION_OK) {
+		first_line(PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY), line, sizeof line);
+		say(c->err, sizeof c->err, "%s: %s (SQLSTATE %s)", c->e->redacted, line, state);
+	} else {
+		first_line(res && *PQresultErrorMessage(res) ? PQresultErrorMessage(res)
+		                                             : PQerrorMessage(c->pg),
+		           line, sizeof line);
+		say(c->err, sizeof c->err, "%s: %s", c->e->redacted, line);
+	}
+	PQclear(res);
+	return FB_IO_ERROR;
+}
+
+static fb_err dial(pg_engine *e, uint16_t worker, pg_conn *c, char *err, size_t errlen)
+{
+	c->e = e;
+	c->worker = worker;
+	c->err[0] = 0;
+	c->pg = PQconnectdb(e->url);
+	if (!c->pg) {
+		say(err, errlen, "%s: out of memory for a connection", e->redacted);
+		return FB_ENOMEM;
+	}
+	if (PQstatus(c->pg) != CONNECTION_OK) {
+		char line[512];
+		first_line(PQerrorMessage(c->pg), line, sizeof line);
+		say(err, errlen, "%s: %s", e->redacted, line);
+		PQfinish(c->pg);
+		c->pg = NULL;
+		return FB_ESYS;
+	}
+	PQsetNoticeProcessor(c->pg, quiet, NULL);
+	return FB_OK;
+}
+
+/*
+ * Mask in libpq's complaint about a malformed URL every quoted fragment the
+ * redacted URL does not contain: such a fragment can only have come from
+ * the password ("invalid percent-encoded token: "...").
+ */
+static void scrub(char *msg, const char *redacted)
+{
+	for (char *q = strchr(msg, '"'); q; q = strchr(q, '"')) {
+		char *end = strchr(q + 1, '"');
+		if (!end)
+			break;
+		char frag[512];
+		size_t n = (size_t)(end - q - 1);
+		if (n >= sizeof frag)
+			n = sizeof frag - 1;
+		memcpy(frag, q + 1, n);
+		frag[n] = 0;
+		if (n && !strstr(redacted, frag)) {
+			memmove(q + 4, end, strlen(end) + 1);
+			memcpy(q + 1, "***", 3);
+			end = q + 4;
+		}
+		q = end + 1;
+	}
+}
+
+static fb_err pg_open(const fb_engine_config *cfg, const char *url, void **eng, char *err,
+                      size_t errlen)
+{
+	*eng = NULL;
+	if (!url)
+		url = "";
+	pg_engine *e = calloc(1, sizeof *e);
+	if (!e || !(e->url = strdup(url))) {
+		free(e);
+		say(err, errlen, "out of memory");
+		return FB_ENOMEM;
+	}
+	e->cfg = *cfg;
+	fb_url_redact(url, e->redacted, sizeof e->redacted);
+
+	/* A URL libpq cannot parse is the user's typo, not an unreachable server. */
+	char *perr = NULL;
+	PQconninfoOption *opts = PQconninfoParse(url, &perr);
+	if (!opts) {
+		char line[512];
+		first_line(perr ? perr : "malformed URL or conninfo", line, sizeof line);
+		scrub(line, e->redacted);
+		say(err, errlen, "%s: %s", e->redacted, line);
+		PQfreemem(perr);
+		free(e->url);
+		free(e);
+		return FB_EINVAL;
+	}
+	PQconninfoFree(opts);
+
+	fb_err rc = dial(e, 0, &e->admin, err, errlen);
+	if (rc != FB_OK) {
+		free(e->url);
+		free(e);
+		return rc;
+	}
+	*eng = e;
+	return FB_OK;
+}
+
+static void pg_version(void *eng, char *buf, size_t len)
+{
+	pg_engine *e = eng;
+	const char *v = PQparameterStatus(e->admin.pg, "server_version");
+	/* "15.13 (Debian 15.13-0+deb12u1)": the number is the version */
+	say(buf, len, "%.*s", v ? (int)strcspn(v, " ") : 1, v ? v : "?");
+}
+
+static void pg_close(void *eng)
+{
+	pg_engine *e = eng;
+	if (!e)
+		return;
+	PQfinish(e->admin.pg);
+	free(e->url);
+	free(e);
+}
+
+/* ---- prepare -------------------------------------------------------------- */
+
+/* One statement on the admin connection; false with err set on failure. */
+static bool exec_ok(pg_engine *e, const char *sql, char *err, size_t errlen)
+{
+	PGresult *res = PQexec(e->admin.pg, sql);
+	ExecStatusType st = PQresultStatus(res);
+	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+		PQclear(res);
+		return true;
+	}
+	fail(&e->admin, res);
+	say(err, errlen, "%s", e->admin.err);
+	return false;
+}
+
+/*
+ * The meta row against this run: false, with what differs in err, when a
+ * store prepared for another balance, amount or key count would mix two
+ * runs' numbers. A different op or set of disciplines is fine: the rows
+ * and the history tell each discipline's story on their own.
+ */
+static bool meta_matches(pg_engine *e, const fb_store_meta *m, char *err, size_t errlen)
+{
+	const fb_engine_config *c = &e->cfg;
+	char diff[384] = "";
+	size_t o = 0;
+	if (m->initial_balance != c->initial_balance)
+		o += (size_t)snprintf(diff + o, sizeof diff - o,
+		                      "%sinitial balance %lld (this run %lld)", o ? ", " : "",
+		                      (long long)m->initial_balance, (long long)c->initial_balance);
+	if (o < sizeof diff && m->amount != c->amount)
+		o += (size_t)snprintf(diff + o, sizeof diff - o, "%samount %lld (this run %lld)",
+		                      o ? ", " : "", (long long)m->amount, (long long)c->amount);
+	if (o < sizeof diff && m->keys != c->keys)
+		o += (size_t)snprintf(diff + o, sizeof diff - o, "%s%u keys (this run %u)",
+		                      o ? ", " : "", m->keys, c->keys);
+	if (!o)
+		return true;
+	say(err, errlen,
+	    "%s: the store was prepared with %s; prepare it afresh or run with its settings",
+	    e->redacted, diff);
+	return false;
+}
+
+static fb_io read_meta(pg_conn *c, fb_store_meta *out);
+
+/*
+ * Everything in one transaction, serialized against other fencebench
+ * processes preparing the same database by an advisory lock: a shared run's
+ * processes may all start at once, and CREATE TABLE IF NOT EXISTS is not
+ * safe against a concurrent twin.
+ */
+static fb_err pg_prepare(void *eng, bool fresh, char *err, size_t errlen)
+{
+	pg_engine *e = eng;
+	const fb_engine_config *c = &e->cfg;
+	const char *ine = fresh ? "" : "IF NOT EXISTS ";
+	char sql[2048];
+	if (!exec_ok(e, "BEGIN", err, errlen))
+		return FB_ESYS;
+	if (!exec_ok(e, "SELECT pg_advisory_xact_lock(hashtext('fencebench prepare'))", err,
+	             errlen))
+		goto fail;
+	if (fresh && !exec_ok(e,
+	                      "DROP TABLE IF EXISTS fencebench_history, fencebench_account, "
+	                      "fencebench_meta",
+	                      err, errlen))
+		goto fail;
+	say(sql, sizeof sql,
+	    "CREATE TABLE %sfencebench_account " ACCOUNT_COLUMNS "; "
+	    "CREATE TABLE %sfencebench_history " HISTORY_COLUMNS "; "
+	    "CREATE TABLE %sfencebench_meta " META_COLUMNS,
+	    ine, ine, ine);
+	if (!exec_ok(e, sql, err, errlen))
+		goto fail;
+	say(sql, sizeof sql,
+	    "INSERT INTO fencebench_meta (initial_balance, amount, keys, op, modes)"
+	    " VALUES (%lld, %lld, %u, %d, %u) ON CONFLICT (one) DO NOTHING",
+	    (long long)c->initial_balance, (long long)c->amount, c->keys, c->op, c->modes);
+	if (!exec_ok(e, sql, err, errlen))
+		goto fail;
+	if (!fresh) {
+		fb_store_meta m;
+		if (read_meta(&e->admin, &m) != FB_IO_OK) {
+			say(err, errlen, "%s", e->admin.err);
+			goto fail;
+		}
+		if (!meta_matches(e, &m, err, errlen)) {
+			PQclear(PQexec(e->admin.pg, "ROLLBACK"));
+			return FB_EINVAL;
+		}
+		say(sql, sizeof sql, "UPDATE fencebench_meta SET modes = modes | %u", c->modes);
+		if (!exec_ok(e, sql, err, errlen))
+			goto fail;
+	}
+	char list[32] = "";
+	for (int d = 0; d < FB_DISCIPLINES; d++)
+		if (c->modes & (1u << d))
+			say(list + strlen(list), sizeof list - strlen(list), "%s%d",
+			    *list ? "," : "", d);
+	if (*list && c->keys) {
+		say(sql, sizeof sql,
+		    "INSERT INTO fencebench_account (discipline, id, balance)"
+		    " SELECT d, k, %lld FROM unnest('{%s}'::smallint[]) AS d,"
+		    " generate_series(0, %u) AS k ON CONFLICT DO NOTHING",
+		    (long long)c->initial_balance, list, c->keys - 1);
+		if (!exec_ok(e, sql, err, errlen))
+			goto fail;
+	}
+	if (!exec_ok(e, "COMMIT", err, errlen))
+		goto fail;
+	return FB_OK;
+fail:
+	if (PQstatus(e->admin.pg) == CONNECTION_OK)
+		PQclear(PQexec(e->admin.pg, "ROLLBACK"));
+	return FB_ESYS;
+}
+
+/* ---- workers -------------------------------------------------------------- */
+
+/*
+ * The statements, one per discipline and kind. The discipline's rule is
+ * the WHERE clause; a refused operation touches no row. Parameters:
+ *   write/debit  $1 balance or amount, $2 token, $3 key, $4 client, $5 worker
+ *   fenced read  $1 key, $2 token;  other reads  $1 key
+ * Each result row: version, balance, prev_balance, prev_fence, prev_seen,
+ * stale (writes); balance, prev_seen, last_fence, version (reads).
+ */
+static const char *const rule[FB_DISCIPLINES] = {
+        [FB_FENCED] = " AND last_fence < $2 AND seen <= $2",
+        [FB_WRITE_FENCED] = " AND last_fence < $2",
+        [FB_UNFENCED] = "",
+};
+
+/* The store's own staleness verdict: token <= the highest fence accepted
+ * before. Accepted fences only grow in the fenced disciplines, so there
+ * that is the last one; unfenced reads register nothing, so there `seen`
+ * is the highest ever accepted. */
+static const char *const stale_expr[FB_DISCIPLINES] = {
+        [FB_FENCED] = "prev_fence >= $2",
+        [FB_WRITE_FENCED] = "prev_fence >= $2",
+        [FB_UNFENCED] = "prev_seen >= $2",
+};
+
+static void write_sql(char *buf, size_t len, fb_discipline d, bool debit)
+{
+	say(buf, len,
+	    "WITH u AS (UPDATE fencebench_account"
+	    " SET prev_balance = balance, prev_fence = last_fence, prev_seen = seen,"
+	    " balance = %s, last_fence = $2, seen = greatest(seen, $2), version = version + 1"
+	    " WHERE discipline = %d AND id = $3%s"
+	    " RETURNING version, balance, prev_balance, prev_fence, prev_seen, %s AS stale),"
+	    " h AS (INSERT INTO fencebench_history"
+	    " (discipline, id, version, fence, before, after, stale, client, worker)"
+	    " SELECT %d, $3, version, $2, prev_balance, balance, stale, $4, $5 FROM u)"
+	    " SELECT version, balance, prev_balance, prev_fence, prev_seen, stale FROM u",
+	    debit ? "balance - $1" : "$1", (int)d, rule[d], stale_expr[d], (int)d);
+}
+
+static void read_sql(char *buf, size_t len, fb_discipline d)
+{
+	if (d == FB_FENCED)
+		say(buf, len,
+		    "UPDATE fencebench_account SET prev_seen = seen, seen = $2"
+		    " WHERE discipline = %d AND id = $1 AND seen <= $2"
+		    " RETURNING balance, prev_seen, last_fence, version",
+		    (int)d);
+	else
+		say(buf, len,
+		    "SELECT balance, seen, last_fence, version FROM fencebench_account"
+		    " WHERE discipline = %d AND id = $1",
+		    (int)d);
+}
+
+enum { ST_WRITE, ST_DEBIT, ST_READ };
+
+static void statement_name(char *buf, size_t len, int kind, fb_discipline d)
+{
+	say(buf, len, "fb_%c%d", "wdr"[kind], (int)d);
+}
+
+static fb_err prepare_statements(pg_conn *c, char *err, size_t errlen)
+{
+	static const Oid write_types[] = {INT8OID, INT8OID, INT4OID, INT4OID, INT4OID};
+	static const Oid read_types[] = {INT4OID, INT8OID};
+	for (int d = 0; d < FB_DISCIPLINES; d++) {
+		for (int kind = ST_WRITE; kind <= ST_READ; kind++) {
+			char name[16], sql[1024];
+			if (kind == ST_READ)
+				read_sql(sql, sizeof sql, (fb_discipline)d);
+			else
+				write_sql(sql, sizeof sql, (fb_discipline)d, kind == ST_DEBIT);
+			statement_name(name, sizeof name, kind, (fb_discipline)d);
+			int n = kind != ST_READ ? 5 : d == FB_FENCED ? 2 : 1;
+			PGresult *res = PQprepare(c->pg, name, sql, n,
+			                          kind == ST_READ ? read_types : write_types);
+			if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+				fail(c, res);
+				say(err, errlen, "%s", c->err);
+				return FB_ESYS;
+			}
+			PQclear(res);
+		}
+	}
+	return FB_OK;
+}
+
+static fb_err pg_connect(void *eng, uint16_t worker, void **conn, char *err, size_t errlen)
+{
+	pg_engine *e = eng;
+	*conn = NULL;
+	pg_conn *c = calloc(1, sizeof *c);
+	if (!c) {
+		say(err, errlen, "out of memory");
+		return FB_ENOMEM;
+	}
+	fb_err rc = dial(e, worker, c, err, errlen);
+	if (rc == FB_OK)
+		rc = prepare_statements(c, err, errlen);
+	if (rc != FB_OK) {
+		PQfinish(c->pg);
+		free(c);
+		return rc;
+	}
+	*conn = c;
+	return FB_OK;
+}
+
+static void pg_disconnect(void *conn)
+{
+	pg_conn *c = conn;
+	if (!c)
+		return;
+	PQfinish(c->pg);
+	free(c);
+}
+
+static const char *pg_error(void *conn)
+{
+	pg_conn *c = conn;
+	return c->err[0] ? c->err : "no error";
+}
+
+static int64_t i64(const PGresult *res, int row, int col)
+{
+	return strtoll(PQgetvalue(res, row, col), NULL, 10);
+}
+
+static bool bad_discipline(pg_conn *c, fb_discipline d)
+{
+	if ((unsigned)d < FB_DISCIPLINES)
+		return false;
+	say(c->err, sizeof c->err, "%s: no discipline %d", c->e->redacted, (int)d);
+	return true;
+}
+
+/*
+ * A write or a debit: one statement, which decides, applies and records
+ * the write in the history, or touches nothing (refused).
+ */
+static fb_io apply(pg_conn *c, int kind, fb_discipline d, uint32_t key, int64_t value,
+                   uint64_t token, fb_store_result *r)
+{
+	memset(r, 0, sizeof *r);
+	r->token = token;
+	if (bad_discipline(c, d))
+		return FB_IO_ERROR;
+	if (token > FB_FENCE_MAX) /* no lease service mints one: as core/store.c */
+		return FB_IO_REFUSED;
+	char v[5][24], name[16];
+	snprintf(v[0], sizeof v[0], "%lld", (long long)value);
+	snprintf(v[1], sizeof v[1], "%llu", (unsigned long long)token);
+	snprintf(v[2], sizeof v[2], "%u", key);
+	snprintf(v[3], sizeof v[3], "%u", c->e->cfg.client_id);
+	snprintf(v[4], sizeof v[4], "%u", (unsigned)c->worker);
+	const char *vals[5] = {v[0], v[1], v[2], v[3], v[4]};
+	statement_name(name, sizeof name, kind, d);
+	PGresult *res = PQexecPrepared(c->pg, name, 5, vals, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		return fail(c, res);
+	if (PQntuples(res) != 1) {
+		PQclear(res);
+		r->stale = true; /* as core/store.c: a refused write is the stale one */
+		return FB_IO_REFUSED;
+	}
+	uint64_t prev_fence = (uint64_t)i64(res, 0, 3), prev_seen = (uint64_t)i64(res, 0, 4);
+	r->ok = true;
+	r->version = (uint16_t)i64(res, 0, 0);
+	r->balance = i64(res, 0, 1);
+	r->before = i64(res, 0, 2);
+	r->highest = prev_fence > prev_seen ? prev_fence : prev_seen;
+	r->highest_written = prev_fence >= prev_seen;
+	r->stale = PQgetvalue(res, 0, 5)[0] == 't';
+	PQclear(res);
+	return FB_IO_OK;
+}
+
+static fb_io pg_write(void *conn, fb_discipline d, uint32_t key, int64_t balance, uint64_t token,
+                      const fb_store_result *read, fb_store_result *r)
+{
+	(void)read; /* the in-process store's hint; the server decides on its own row */
+	return apply(conn, ST_WRITE, d, key, balance, token, r);
+}
+
+static fb_io pg_debit(void *conn, fb_discipline d, uint32_t key, int64_t amount, uint64_t token,
+                      fb_store_result *r)
+{
+	return apply(conn, ST_DEBIT, d, key, amount, token, r);
+}
+
+/*
+ * fenced: an UPDATE that registers the token unless a higher one was seen
+ * (no row: refused). The others: a plain SELECT, registering nothing.
+ */
+static fb_io pg_read(void *conn, fb_discipline d, uint32_t key, uint64_t token, fb_store_result *r)
+{
+	pg_conn *c = conn;
+	memset(r, 0, sizeof *r);
+	r->token = token;
+	if (bad_discipline(c, d))
+		return FB_IO_ERROR;
+	if (token > FB_FENCE_MAX)
+		return FB_IO_REFUSED;
+	char k[16], t[24], name[16];
+	snprintf(k, sizeof k, "%u", key);
+	snprintf(t, sizeof t, "%llu", (unsigned long long)token);
+	const char *vals[2] = {k, t};
+	statement_name(name, sizeof name, ST_READ, d);
+	PGresult *res = PQexecPrepared(c->pg, name, d == FB_FENCED ? 2 : 1, vals, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		return fail(c, res);
+	if (PQntuples(res) != 1) {
+		PQclear(res);
+		if (d == FB_FENCED)
+			return FB_IO_REFUSED;
+		say(c->err, sizeof c->err, "%s: no %s row for key %u: is the store prepared?",
+		    c->e->redacted, fb_discipline_name(d), key);
+		return FB_IO_ERROR;
+	}
+	uint64_t seen = (uint64_t)i64(res, 0, 1), last = (uint64_t)i64(res, 0, 2);
+	r->ok = true;
+	r->balance = r->before = i64(res, 0, 0);
+	r->highest = seen > last ? seen : last;
+	r->highest_written = last >= seen;
+	r->version = (uint16_t)i64(res, 0, 3);
+	PQclear(res);
+	return FB_IO_OK;
+}
+
+/* ---- after the run: plain statements, so any connection serves ----------- */
+
+static fb_io pg_final(void *conn, fb_discipline d, uint32_t keys, int64_t *balance,
+                      uint64_t *last_fence)
+{
+	pg_conn *c = conn;
+	if (bad_discipline(c, d))
+		return FB_IO_ERROR;
+	char dv[8], kv[16];
+	snprintf(dv, sizeof dv, "%d", (int)d);
+	snprintf(kv, sizeof kv, "%u", keys);
+	const char *vals[2] = {dv, kv};
+	PGresult *res = PQexecParams(c->pg,
+	                             "SELECT id, balance, last_fence FROM fencebench_account"
+	                             " WHERE discipline = $1::smallint AND id >= 0 AND id < $2::int"
+	                             " ORDER BY id",
+	                             2, NULL, vals, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		return fail(c, res);
+	int n = PQntuples(res);
+	bool whole = n >= 0 && (uint32_t)n == keys;
+	for (int i = 0; whole && i < n; i++) {
+		whole = i64(res, i, 0) == i;
+		balance[i] = i64(res, i, 1);
+		last_fence[i] = (uint64_t)i64(res, i, 2);
+	}
+	PQclear(res);
+	if (!whole) {
+		say(c->err, sizeof c->err, "%s: %d %s rows for %u keys: is the store prepared?",
+		    c->e->redacted, n, fb_discipline_name(d), keys);
+		return FB_IO_ERROR;
+	}
+	return FB_IO_OK;
+}
+
+/*
+ * Streamed one row at a time (single-row mode): a long run's history is
+ * millions of rows, which PQexec would hold in memory all at once.
+ */
+static fb_io pg_history(void *conn, void (*row)(void *ctx, const fb_history_row *h), void *ctx)
+{
+	pg_conn *c = conn;
+	if (!PQsendQuery(c->pg, "SELECT discipline, id, version, fence, before, after, stale,"
+	                        " client, worker FROM fencebench_history"
+	                        " ORDER BY discipline, id, version"))
+		return fail(c, NULL);
+	/* Should single-row mode be refused, the rows come in one result:
+	 * the loop serves both. */
+	PQsetSingleRowMode(c->pg);
+	fb_io rc = FB_IO_OK;
+	PGresult *res;
+	/* every result up to the NULL is read, failed or not, or the
+	 * connection would stay busy */
+	while ((res = PQgetResult(c->pg))) {
+		ExecStatusType st = PQresultStatus(res);
+		if (st != PGRES_SINGLE_TUPLE && st != PGRES_TUPLES_OK) {
+			if (rc == FB_IO_OK) {
+				rc = fail(c, res);
+				continue;
+			}
+		} else if (rc == FB_IO_OK) {
+			for (int i = 0; i < PQntuples(res); i++) {
+				fb_history_row h = {
+				        .d = (fb_discipline)i64(res, i, 0),
+				        .key = (uint32_t)i64(res, i, 1),
+				        .version = (uint64_t)i64(res, i, 2),
+				        .fence = (uint64_t)i64(res, i, 3),
+				        .before = i64(res, i, 4),
+				        .after = i64(res, i, 5),
+				        .store_stale = PQgetvalue(res, i, 6)[0] == 't',
+				        .client = (uint32_t)i64(res, i, 7),
+				        .worker = (uint32_t)i64(res, i, 8),
+				};
+				row(ctx, &h);
+			}
+		}
+		PQclear(res);
+	}
+	if (rc == FB_IO_OK && PQstatus(c->pg) != CONNECTION_OK)
+		return fail(c, NULL);
+	return rc;
+}
+
+/* FB_IO_REFUSED: no meta row (the store was never prepared). */
+static fb_io read_meta(pg_conn *c, fb_store_meta *out)
+{
+	PGresult *res = PQexec(
+	        c->pg, "SELECT initial_balance, amount, keys, op, modes FROM fencebench_meta");
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		return fail(c, res);
+	if (PQntuples(res) != 1) {
+		PQclear(res);
+		say(c->err, sizeof c->err, "%s: the store has no meta row: it was never prepared",
+		    c->e->redacted);
+		return FB_IO_REFUSED;
+	}
+	out->initial_balance = i64(res, 0, 0);
+	out->amount = i64(res, 0, 1);
+	out->keys = (uint32_t)i64(res, 0, 2);
+	out->op = (int)i64(res, 0, 3);
+	out->modes = (uint32_t)i64(res, 0, 4);
+	PQclear(res);
+	return FB_IO_OK;
+}
+
+static fb_io pg_meta(void *conn, fb_store_meta *out)
+{
+	return read_meta(conn, out);
+}
+
+const fb_store_ops fb_pg_store_ops = {
+        .scheme = "postgres",
+        .name = "PostgreSQL",
+        .open = pg_open,
+        .version = pg_version,
+        .prepare = pg_prepare,
+        .close = pg_close,
+        .connect = pg_connect,
+        .disconnect = pg_disconnect,
+        .error = pg_error,
+        .read = pg_read,
+        .write = pg_write,
+        .debit = pg_debit,
+        .final = pg_final,
+        .history = pg_history,
+        .meta = pg_meta,
+};

@@ -1,0 +1,1678 @@
+#include "redis.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include <hiredis/hiredis.h>
+
+/*
+ * Keys (all under "fb:", so a fresh prepare never touches anything else in
+ * the user's database):
+ *   fb:lease:<k>            the lease, PX ttl: "c<client>.w<worker>.f<fence>"
+ *                           (script), or "c<client>.w<worker>.s<seq>" (incr)
+ *                           until its mint appends ".f<fence>"
+ *   fb:fence, fb:fence:<k>  the fence counter: global, or one per key
+ *   fb:acct:<d>:<k>         hash {balance, last, highest, version}
+ *   fb:hist:<d>:<k>         list, one "version fence before after stale
+ *                           client worker" per accepted write, in order
+ *   fb:meta                 hash {balance, amount, keys, op, modes}
+ * <d> is the discipline's JSON spelling (fenced, write_fenced, unfenced).
+ */
+
+#define CONNECT_TIMEOUT_S 2
+#define COMMAND_TIMEOUT_S 10
+#define ERRLEN            640
+#define URLLEN            512
+#define HELD_SLOTS        8
+#define VALLEN            64
+#define CMD_MAX           16
+#define ARGLEN            64
+#define PIPE_CHUNK        128
+#define SCAN_COUNT        "1000"
+#define HIST_CHUNK        1000
+
+/* ---- the scripts ------------------------------------------------------- */
+
+/*
+ * Every number that goes back into a key or a reply as text is formatted
+ * with string.format('%d'): Lua 5.1 numbers are doubles, and concatenating
+ * one prints "%.14g", which turns a 15-digit fence into 1.4073748835533e+14.
+ * Balances are copied as the server's own strings, never through a double.
+ */
+enum { S_ACQUIRE, S_MINT, S_RELEASE, S_RENEW, S_INIT, S_READ, S_WRITE, SCRIPTS };
+
+typedef struct script {
+	const char *name;
+	const char *body;
+} script;
+
+static const script scripts[SCRIPTS] = {
+        /* KEYS: lease, counter. ARGV: value prefix, ttl ms, FB_FENCE_MAX.
+         * Taking the key and minting its fence are one server step: no
+         * holder can carry a fence older than its predecessor's. */
+        [S_ACQUIRE] = {"acquire",
+                       "if redis.replicate_commands then redis.replicate_commands() end\n"
+                       "local v = redis.call('GET', KEYS[1])\n"
+                       "if v then return {0, v, redis.call('PTTL', KEYS[1])} end\n"
+                       "local f = redis.call('INCR', KEYS[2])\n"
+                       "if f > tonumber(ARGV[3]) then return {2, f} end\n"
+                       "redis.call('SET', KEYS[1], ARGV[1] .. '.f' .. string.format('%d', f),"
+                       " 'PX', ARGV[2])\n"
+                       "local t = redis.call('TIME')\n"
+                       "return {1, f, t[1], t[2]}\n"},
+        /* KEYS: lease, counter. ARGV: our value, FB_FENCE_MAX. The incr
+         * strategy's second step, a separate server step after the SET:
+         * INCR, and if the lease is still ours, write the fence into its
+         * value (TTL kept) so that peek and a contender can see it. The
+         * trap stands: the fence is minted after, not with, the SET.
+         * Reply: fence, tagged (1/0). */
+        [S_MINT] = {"mint",
+                    "local f = redis.call('INCR', KEYS[2])\n"
+                    "if f <= tonumber(ARGV[2]) and redis.call('GET', KEYS[1]) == ARGV[1] then\n"
+                    "  local t = redis.call('PTTL', KEYS[1])\n"
+                    "  if t > 0 then\n"
+                    "    redis.call('SET', KEYS[1], ARGV[1] .. '.f' .. string.format('%d', f),"
+                    " 'PX', t)\n"
+                    "    return {f, 1}\n"
+                    "  end\n"
+                    "end\n"
+                    "return {f, 0}\n"},
+        /* KEYS: lease. ARGV: our value. Compare-and-delete. */
+        [S_RELEASE] = {"release", "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
+                                  "  redis.call('DEL', KEYS[1]) return 1\n"
+                                  "end\n"
+                                  "return 0\n"},
+        /* KEYS: lease. ARGV: our value, ttl ms. Compare-and-PEXPIRE. */
+        [S_RENEW] = {"renew", "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
+                              "  redis.call('PEXPIRE', KEYS[1], ARGV[2]) return 1\n"
+                              "end\n"
+                              "return 0\n"},
+        /* KEYS: meta. ARGV: balance, amount, keys, op, modes, then the
+         * three disciplines' account prefixes. A meta that exists must
+         * agree; every selected account that is missing is created. One
+         * step, so two processes preparing at once cannot interleave. */
+        [S_INIT] = {"init",
+                    "local m = redis.call('HMGET', KEYS[1], 'balance', 'amount', 'keys', 'modes')\n"
+                    "if m[1] then\n"
+                    "  if m[1] ~= ARGV[1] or m[2] ~= ARGV[2] or m[3] ~= ARGV[3] then\n"
+                    "    return {0, m[1], m[2] or '', m[3] or ''}\n"
+                    "  end\n"
+                    "  local all = bit.bor(tonumber(m[4] or '0'), tonumber(ARGV[5]))\n"
+                    "  redis.call('HSET', KEYS[1], 'modes', string.format('%d', all))\n"
+                    "else\n"
+                    "  redis.call('HSET', KEYS[1], 'balance', ARGV[1], 'amount', ARGV[2],"
+                    " 'keys', ARGV[3], 'op', ARGV[4], 'modes', ARGV[5])\n"
+                    "end\n"
+                    "local modes, keys = tonumber(ARGV[5]), tonumber(ARGV[3])\n"
+                    "for d = 0, 2 do\n"
+                    "  if bit.band(modes, bit.lshift(1, d)) ~= 0 then\n"
+                    "    for k = 0, keys - 1 do\n"
+                    "      local a = ARGV[6 + d] .. string.format('%d', k)\n"
+                    "      if redis.call('EXISTS', a) == 0 then\n"
+                    "        redis.call('HSET', a, 'balance', ARGV[1], 'last', '0',"
+                    " 'highest', '0', 'version', '0')\n"
+                    "      end\n"
+                    "    end\n"
+                    "  end\n"
+                    "end\n"
+                    "return {1}\n"},
+        /* KEYS: account. ARGV: token, fenced (1/0). A fenced read below the
+         * highest fence seen is refused; otherwise it registers its token.
+         * Reply: ok, balance, last, highest (before), version. */
+        [S_READ] = {"read",
+                    "local h = redis.call('HMGET', KEYS[1], 'balance', 'last', 'highest', "
+                    "'version')\n"
+                    "if not h[1] then return redis.error_reply('ERR ' .. KEYS[1] .. "
+                    "' does not exist: the store was not prepared') end\n"
+                    "if ARGV[2] == '1' then\n"
+                    "  local t = tonumber(ARGV[1])\n"
+                    "  local high = tonumber(h[3])\n"
+                    "  if t < high then return {0, h[1], h[2], h[3], h[4]} end\n"
+                    "  if t > high then redis.call('HSET', KEYS[1], 'highest', ARGV[1]) end\n"
+                    "end\n"
+                    "return {1, h[1], h[2], h[3], h[4]}\n"},
+        /* KEYS: account, history. ARGV: discipline (f, w, u), op (set,
+         * debit), balance or increment, token, client, worker. Compare,
+         * apply and record in one step. The store's own staleness is the
+         * token against the highest fence accepted before: the last one
+         * in the fenced disciplines (accepted fences only grow there), the
+         * highest in unfenced (whose reads register nothing).
+         * Reply: ok, balance after, before, last, highest (before),
+         * version, stale. */
+        [S_WRITE] = {"write",
+                     "local h = redis.call('HMGET', KEYS[1], 'balance', 'last', 'highest', "
+                     "'version')\n"
+                     "if not h[1] then return redis.error_reply('ERR ' .. KEYS[1] .. "
+                     "' does not exist: the store was not prepared') end\n"
+                     "local t = tonumber(ARGV[4])\n"
+                     "local last = tonumber(h[2])\n"
+                     "local high = tonumber(h[3])\n"
+                     "local ok = true\n"
+                     "if ARGV[1] == 'f' then ok = t >= high and t > last\n"
+                     "elseif ARGV[1] == 'w' then ok = t > last end\n"
+                     "if not ok then return {0, h[1], h[1], h[2], h[3], h[4], 1} end\n"
+                     "local top = last\n"
+                     "if ARGV[1] == 'u' then top = high end\n"
+                     "local stale = 0\n"
+                     "if t <= top then stale = 1 end\n"
+                     "local after = ARGV[3]\n"
+                     "if ARGV[2] == 'debit' then\n"
+                     "  redis.call('HINCRBY', KEYS[1], 'balance', ARGV[3])\n"
+                     "  after = redis.call('HGET', KEYS[1], 'balance')\n"
+                     "else\n"
+                     "  redis.call('HSET', KEYS[1], 'balance', after)\n"
+                     "end\n"
+                     "local v = string.format('%d', redis.call('HINCRBY', KEYS[1], 'version', 1))\n"
+                     "if t > high then\n"
+                     "  redis.call('HSET', KEYS[1], 'last', ARGV[4], 'highest', ARGV[4])\n"
+                     "else\n"
+                     "  redis.call('HSET', KEYS[1], 'last', ARGV[4])\n"
+                     "end\n"
+                     "redis.call('RPUSH', KEYS[2], v .. ' ' .. ARGV[4] .. ' ' .. h[1] .. ' ' .. "
+                     "after .. ' ' .. stale .. ' ' .. ARGV[5] .. ' ' .. ARGV[6])\n"
+                     "return {1, after, h[1], h[2], h[3], v, stale}\n"},
+};
+
+/* ---- the URL ----------------------------------------------------------- */
+
+typedef enum fence_way {
+	WAY_SCRIPT, /* acquire and mint in one script */
+	WAY_INCR,   /* SET NX PX, then INCR: the trap */
+} fence_way;
+
+typedef struct rurl {
+	char host[256];
+	int port;
+	long db;
+	char user[128];
+	char pass[256];
+	bool has_pass;
+	fence_way way;
+} rurl;
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Copy [s, e) into out with %XX decoded; false if it does not fit, an
+ * escape is malformed or decodes to NUL. */
+static bool decode(const char *s, const char *e, char *out, size_t len)
+{
+	size_t o = 0;
+	for (; s < e; s++) {
+		int c = (unsigned char)*s;
+		if (c == '%') {
+			if (e - s < 3 || hexval(s[1]) < 0 || hexval(s[2]) < 0)
+				return false;
+			c = hexval(s[1]) * 16 + hexval(s[2]);
+			if (!c)
+				return false;
+			s += 2;
+		}
+		if (o + 1 >= len)
+			return false;
+		out[o++] = (char)c;
+	}
+	out[o] = 0;
+	return true;
+}
+
+/* Digits only, in [lo, hi]. */
+static bool parse_num(const char *s, const char *e, long lo, long hi, long *out)
+{
+	if (s == e || e - s > 10)
+		return false;
+	long v = 0;
+	for (; s < e; s++) {
+		if (*s < '0' || *s > '9')
+			return false;
+		v = v * 10 + (*s - '0');
+	}
+	if (v < lo || v > hi)
+		return false;
+	*out = v;
+	return true;
+}
+
+/*
+ * redis://[[user]:password@]host[:port][/db][?fence=script|incr], with
+ * %XX escapes in user and password and an IPv6 host in brackets. On
+ * failure *why says what is wrong (never quoting the password).
+ */
+static bool parse_url(const char *url, rurl *u, const char **why)
+{
+	static const char prefix[] = "redis://";
+	memset(u, 0, sizeof *u);
+	u->port = 6379;
+	u->way = WAY_SCRIPT;
+	*why = "expected redis://[[user]:password@]host[:port][/db][?fence=script|incr]";
+	if (!url || strncmp(url, prefix, sizeof prefix - 1) != 0)
+		return false;
+	const char *auth = url + sizeof prefix - 1;
+	const char *end = auth + strcspn(auth, "/?#");
+	if (*end == '#') {
+		*why = "a fragment (#...) means nothing here";
+		return false;
+	}
+	const char *at = NULL;
+	for (const char *p = auth; p < end; p++)
+		if (*p == '@')
+			at = p;
+	const char *hp = auth;
+	if (at) {
+		const char *colon = memchr(auth, ':', (size_t)(at - auth));
+		if (!colon) {
+			*why = "user info needs a password: [user]:password@";
+			return false;
+		}
+		if (!decode(auth, colon, u->user, sizeof u->user) ||
+		    !decode(colon + 1, at, u->pass, sizeof u->pass)) {
+			*why = "user or password malformed (bad %XX escape, or too long)";
+			return false;
+		}
+		if (!u->pass[0]) {
+			*why = "empty password";
+			return false;
+		}
+		u->has_pass = true;
+		hp = at + 1;
+	}
+	const char *host_end, *port = NULL;
+	if (*hp == '[') {
+		host_end = memchr(hp, ']', (size_t)(end - hp));
+		if (!host_end || host_end == hp + 1) {
+			*why = "an IPv6 host needs [address]";
+			return false;
+		}
+		if (host_end + 1 < end) {
+			if (host_end[1] != ':') {
+				*why = "junk after the IPv6 address";
+				return false;
+			}
+			port = host_end + 2;
+		}
+		hp++;
+	} else {
+		host_end = memchr(hp, ':', (size_t)(end - hp));
+		if (host_end)
+			port = host_end + 1;
+		else
+			host_end = end;
+	}
+	if (host_end == hp || (size_t)(host_end - hp) >= sizeof u->host) {
+		*why = "no host (or a host too long)";
+		return false;
+	}
+	for (const char *p = hp; p < host_end; p++)
+		if (!(strchr("-._:%", *p) || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
+		      (*p >= 'A' && *p <= 'Z'))) {
+			*why = "the host has a character a host name cannot have";
+			return false;
+		}
+	memcpy(u->host, hp, (size_t)(host_end - hp));
+	u->host[host_end - hp] = 0;
+	long v;
+	if (port) {
+		if (!parse_num(port, end, 1, 65535, &v)) {
+			*why = "the port must be a number in 1..65535";
+			return false;
+		}
+		u->port = (int)v;
+	}
+	const char *p = end;
+	if (*p == '/') {
+		const char *db_end = p + 1 + strcspn(p + 1, "?");
+		if (db_end > p + 1) {
+			if (!parse_num(p + 1, db_end, 0, 1000000, &v)) {
+				*why = "the database must be a number (redis://host:port/0)";
+				return false;
+			}
+			u->db = v;
+		}
+		p = db_end;
+	}
+	if (*p == '?') {
+		for (p++; *p;) {
+			size_t n = strcspn(p, "&");
+			if (n == strlen("fence=script") && strncmp(p, "fence=script", n) == 0)
+				u->way = WAY_SCRIPT;
+			else if (n == strlen("fence=incr") && strncmp(p, "fence=incr", n) == 0)
+				u->way = WAY_INCR;
+			else {
+				*why = "the only option is fence=script or fence=incr";
+				return false;
+			}
+			p += n;
+			if (*p == '&')
+				p++;
+		}
+	}
+	return true;
+}
+
+/* ---- one connection ---------------------------------------------------- */
+
+/* A server connection and the last failure on it, as "<url>: <reason>". */
+typedef struct rlink {
+	redisContext *c;
+	const char *url; /* redacted; the engine's */
+	char err[ERRLEN];
+} rlink;
+
+static void fail(rlink *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(rlink *l, const char *fmt, ...)
+{
+	int n = snprintf(l->err, sizeof l->err, "%s: ", l->url);
+	if (n < 0 || (size_t)n >= sizeof l->err)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(l->err + n, sizeof l->err - (size_t)n, fmt, ap);
+	va_end(ap);
+}
+
+/* No reply came: the connection failed (hiredis says why in errstr). */
+static void lost(rlink *l)
+{
+	if (l->c && l->c->err)
+		fail(l, "%s", l->c->errstr[0] ? l->c->errstr : "connection failed");
+	else
+		fail(l, "no reply");
+}
+
+/* A command's arguments: argv[0..n) with their lengths. Numbers and built
+ * key names are formatted into the command's own buffers. */
+typedef struct cmd {
+	int n;
+	const char *v[CMD_MAX];
+	size_t len[CMD_MAX];
+	char buf[CMD_MAX][ARGLEN];
+} cmd;
+
+static void arg(cmd *c, const char *s)
+{
+	if (c->n >= CMD_MAX)
+		return; /* a programming error; the server answers "wrong number" */
+	c->v[c->n] = s;
+	c->len[c->n] = strlen(s);
+	c->n++;
+}
+
+static void argf(cmd *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void argf(cmd *c, const char *fmt, ...)
+{
+	if (c->n >= CMD_MAX)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->buf[c->n], ARGLEN, fmt, ap);
+	va_end(ap);
+	arg(c, c->buf[c->n]);
+}
+
+/* Check one reply: NULL (no answer) or an error reply fail the link and
+ * return false (the reply is freed). */
+static bool good(rlink *l, redisReply *r, const char *what)
+{
+	if (!r) {
+		lost(l);
+		return false;
+	}
+	if (r->type == REDIS_REPLY_ERROR) {
+		fail(l, "%s: %.*s", what, (int)r->len, r->str);
+		freeReplyObject(r);
+		return false;
+	}
+	return true;
+}
+
+/* One command, its reply or NULL (l->err says why). */
+static redisReply *run(rlink *l, cmd *c)
+{
+	redisReply *r = redisCommandArgv(l->c, c->n, c->v, c->len);
+	return good(l, r, c->v[0]) ? r : NULL;
+}
+
+/* A command whose reply is not needed beyond "not an error". */
+static bool run_ok(rlink *l, cmd *c)
+{
+	redisReply *r = run(l, c);
+	if (!r)
+		return false;
+	freeReplyObject(r);
+	return true;
+}
+
+/*
+ * Send n commands in one write, then read the n replies into out. False
+ * (every reply freed, l->err set) if any is missing or an error.
+ */
+static bool pipeline(rlink *l, int n, cmd *cs, redisReply **out)
+{
+	for (int i = 0; i < n; i++)
+		out[i] = NULL;
+	for (int i = 0; i < n; i++)
+		if (redisAppendCommandArgv(l->c, cs[i].n, cs[i].v, cs[i].len) != REDIS_OK) {
+			lost(l);
+			return false;
+		}
+	bool ok = true;
+	for (int i = 0; i < n; i++) {
+		void *r = NULL;
+		if (ok && redisGetReply(l->c, &r) != REDIS_OK) {
+			lost(l);
+			ok = false;
+		}
+		out[i] = r;
+		if (ok && !good(l, out[i], cs[i].v[0])) {
+			out[i] = NULL;
+			/* keep reading: the replies still due belong to this
+			 * pipeline, not to the next command */
+			ok = false;
+			for (int j = i + 1; j < n; j++) {
+				void *rest = NULL;
+				if (redisGetReply(l->c, &rest) != REDIS_OK)
+					break;
+				freeReplyObject(rest);
+			}
+			break;
+		}
+	}
+	if (!ok)
+		for (int i = 0; i < n; i++) {
+			freeReplyObject(out[i]);
+			out[i] = NULL;
+		}
+	return ok;
+}
+
+static void free_replies(int n, redisReply **r)
+{
+	for (int i = 0; i < n; i++)
+		freeReplyObject(r[i]);
+}
+
+/*
+ * Connect (2 s), set the command timeout (10 s), AUTH and SELECT. On
+ * failure the link is closed, l->err says why, and the error is FB_ESYS
+ * (no server, or it refused us) or FB_EINVAL (no such database).
+ */
+static fb_err dial(rlink *l, const rurl *u)
+{
+	struct timeval ct = {CONNECT_TIMEOUT_S, 0}, rt = {COMMAND_TIMEOUT_S, 0};
+	l->c = redisConnectWithTimeout(u->host, u->port, ct);
+	if (!l->c) {
+		fail(l, "cannot allocate a hiredis context");
+		return FB_ENOMEM;
+	}
+	fb_err e = FB_ESYS;
+	if (l->c->err) {
+		lost(l);
+		goto err;
+	}
+	if (redisSetTimeout(l->c, rt) != REDIS_OK) {
+		lost(l);
+		goto err;
+	}
+	(void)redisEnableKeepAlive(l->c);
+	if (u->has_pass) {
+		cmd c = {0};
+		arg(&c, "AUTH");
+		if (u->user[0])
+			arg(&c, u->user);
+		arg(&c, u->pass);
+		if (!run_ok(l, &c))
+			goto err;
+	}
+	if (u->db) {
+		cmd c = {0};
+		arg(&c, "SELECT");
+		argf(&c, "%ld", u->db);
+		if (!run_ok(l, &c)) {
+			if (!l->c->err)
+				e = FB_EINVAL;
+			goto err;
+		}
+	}
+	return FB_OK;
+err:
+	redisFree(l->c);
+	l->c = NULL;
+	return e;
+}
+
+/* ---- the engine -------------------------------------------------------- */
+
+/* One engine (lease or store): the run's configuration, the parsed URL and
+ * one admin connection for prepare and version. Read-only once prepared:
+ * the workers' connections read it from their own threads. */
+typedef struct reng {
+	fb_engine_config cfg;
+	rurl u;
+	char url[URLLEN]; /* redacted */
+	rlink admin;
+	char version[32];
+	char sha[SCRIPTS][41];
+} reng;
+
+/* A worker's connection: its own server connection, and (leases) the value
+ * of each lease it holds, which release, is_held and renew compare. */
+typedef struct held {
+	bool used;
+	uint32_t key;
+	uint64_t fence;
+	char val[VALLEN];
+} held;
+
+typedef struct rconn {
+	const reng *e;
+	rlink l;
+	uint16_t worker;
+	uint64_t seq;
+	unsigned next;
+	held held[HELD_SLOTS];
+} rconn;
+
+static void set_err(char *err, size_t errlen, const char *msg)
+{
+	if (err && errlen)
+		snprintf(err, errlen, "%s", msg);
+}
+
+/* SCRIPT LOAD every script; the SHAs are the scripts' (content hashes), so
+ * a reload finds the same ones. */
+static bool load_scripts(reng *e)
+{
+	for (int i = 0; i < SCRIPTS; i++) {
+		cmd c = {0};
+		arg(&c, "SCRIPT");
+		arg(&c, "LOAD");
+		arg(&c, scripts[i].body);
+		redisReply *r = run(&e->admin, &c);
+		if (!r)
+			return false;
+		bool ok = r->type == REDIS_REPLY_STRING && r->len == 40;
+		/* written once, at open: the workers' connections read it */
+		if (ok && !e->sha[i][0])
+			memcpy(e->sha[i], r->str, 41);
+		else if (ok && memcmp(e->sha[i], r->str, 40) != 0)
+			ok = false;
+		freeReplyObject(r);
+		if (!ok) {
+			fail(&e->admin, "SCRIPT LOAD %s: unexpected reply", scripts[i].name);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* "redis_version:7.0.15" from INFO server. */
+static void read_version(reng *e)
+{
+	snprintf(e->version, sizeof e->version, "unknown");
+	cmd c = {0};
+	arg(&c, "INFO");
+	arg(&c, "server");
+	redisReply *r = run(&e->admin, &c);
+	if (!r)
+		return;
+	const char *v = r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS
+	                        ? strstr(r->str, "redis_version:")
+	                        : NULL;
+	if (v) {
+		v += strlen("redis_version:");
+		size_t n = strcspn(v, "\r\n");
+		if (n >= sizeof e->version)
+			n = sizeof e->version - 1;
+		memcpy(e->version, v, n);
+		e->version[n] = 0;
+	}
+	freeReplyObject(r);
+}
+
+/*
+ * Open either engine: check the configuration and the URL (FB_EINVAL, the
+ * URL named with its password redacted), connect the admin connection
+ * (FB_ESYS: "<url>: <hiredis reason>"), read the version and load the
+ * scripts.
+ */
+static fb_err open_engine(const fb_engine_config *cfg, const char *url, bool store, void **eng,
+                          char *err, size_t errlen)
+{
+	reng *e = calloc(1, sizeof *e);
+	if (!e) {
+		set_err(err, errlen, "out of memory for the Redis engine");
+		return FB_ENOMEM;
+	}
+	e->cfg = *cfg;
+	if (!e->cfg.clock)
+		e->cfg.clock = fb_clock_monotonic();
+	fb_url_redact(url ? url : "", e->url, sizeof e->url);
+	e->admin.url = e->url;
+	const char *why = NULL;
+	fb_err rc = FB_EINVAL;
+	if (!parse_url(url, &e->u, &why))
+		goto bad;
+	why = NULL;
+	if (!cfg->keys)
+		why = "the engine needs at least one key";
+	else if (!store && !cfg->ttl_ns)
+		why = "the lease TTL must be positive";
+	else if (!store && (cfg->first_fence == 0 || cfg->first_fence > FB_FENCE_MAX))
+		why = "the first fence must be in 1..2^47-1";
+	else if (store && (!cfg->modes || cfg->modes >= 1u << FB_DISCIPLINES))
+		why = "no store discipline selected (or an unknown one)";
+	if (why)
+		goto bad;
+	rc = dial(&e->admin, &e->u);
+	if (rc != FB_OK)
+		goto err;
+	read_version(e);
+	if (!load_scripts(e)) {
+		rc = FB_ESYS;
+		goto err;
+	}
+	*eng = e;
+	return FB_OK;
+bad:
+	fail(&e->admin, "%s", why);
+err:
+	set_err(err, errlen, e->admin.err);
+	if (e->admin.c)
+		redisFree(e->admin.c);
+	free(e);
+	return rc;
+}
+
+static void engine_version(void *eng, char *buf, size_t len)
+{
+	const reng *e = eng;
+	if (len)
+		snprintf(buf, len, "%s", e->version);
+}
+
+static void engine_close(void *eng)
+{
+	reng *e = eng;
+	if (!e)
+		return;
+	if (e->admin.c)
+		redisFree(e->admin.c);
+	free(e);
+}
+
+static fb_err engine_connect(void *eng, uint16_t worker, void **conn, char *err, size_t errlen)
+{
+	const reng *e = eng;
+	rconn *c = calloc(1, sizeof *c);
+	if (!c) {
+		set_err(err, errlen, "out of memory for a Redis connection");
+		return FB_ENOMEM;
+	}
+	c->e = e;
+	c->l.url = e->url;
+	c->worker = worker;
+	fb_err rc = dial(&c->l, &e->u);
+	if (rc != FB_OK) {
+		set_err(err, errlen, c->l.err);
+		free(c);
+		return rc;
+	}
+	*conn = c;
+	return FB_OK;
+}
+
+static void engine_disconnect(void *conn)
+{
+	rconn *c = conn;
+	if (!c)
+		return;
+	if (c->l.c)
+		redisFree(c->l.c);
+	free(c);
+}
+
+static const char *engine_error(void *conn)
+{
+	const rconn *c = conn;
+	return c->l.err[0] ? c->l.err : "no error";
+}
+
+/* Start a script call: argv[0..1] are filled by eval(). */
+static void eval_begin(cmd *c, int nkeys)
+{
+	c->n = 2;
+	argf(c, "%d", nkeys);
+}
+
+/*
+ * EVALSHA the script; if the server does not have it (NOSCRIPT: restarted,
+ * or SCRIPT FLUSH), EVAL it once, which caches it again. The reply, or
+ * NULL with the link's error set.
+ */
+static redisReply *eval(rlink *l, const reng *e, int s, cmd *c)
+{
+	c->v[0] = "EVALSHA";
+	c->len[0] = strlen("EVALSHA");
+	c->v[1] = e->sha[s];
+	c->len[1] = 40;
+	redisReply *r = redisCommandArgv(l->c, c->n, c->v, c->len);
+	if (r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
+		freeReplyObject(r);
+		c->v[0] = "EVAL";
+		c->len[0] = strlen("EVAL");
+		c->v[1] = scripts[s].body;
+		c->len[1] = strlen(scripts[s].body);
+		r = redisCommandArgv(l->c, c->n, c->v, c->len);
+	}
+	return good(l, r, scripts[s].name) ? r : NULL;
+}
+
+/* Reply element i as an integer: an integer reply, or a string of digits
+ * (what HMGET and the scripts' copied fields give). */
+static bool el_int(const redisReply *r, size_t i, long long *out)
+{
+	if (r->type != REDIS_REPLY_ARRAY || i >= r->elements)
+		return false;
+	const redisReply *x = r->element[i];
+	if (x->type == REDIS_REPLY_INTEGER) {
+		*out = x->integer;
+		return true;
+	}
+	if (x->type != REDIS_REPLY_STRING || !x->len || x->len > 20)
+		return false;
+	char buf[24], *end;
+	memcpy(buf, x->str, x->len);
+	buf[x->len] = 0;
+	errno = 0;
+	*out = strtoll(buf, &end, 10);
+	return !errno && *end == 0;
+}
+
+/*
+ * Delete every key matching pattern: SCAN in batches and UNLINK each
+ * batch (DEL where the server predates UNLINK). Never FLUSHDB: the
+ * database may hold the user's own keys.
+ */
+static bool scan_delete(rlink *l, const char *pattern)
+{
+	char cursor[32] = "0";
+	do {
+		cmd c = {0};
+		arg(&c, "SCAN");
+		arg(&c, cursor);
+		arg(&c, "MATCH");
+		arg(&c, pattern);
+		arg(&c, "COUNT");
+		arg(&c, SCAN_COUNT);
+		redisReply *r = run(l, &c);
+		if (!r)
+			return false;
+		if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+		    r->element[0]->type != REDIS_REPLY_STRING ||
+		    r->element[0]->len >= sizeof cursor ||
+		    r->element[1]->type != REDIS_REPLY_ARRAY) {
+			freeReplyObject(r);
+			fail(l, "SCAN: unexpected reply");
+			return false;
+		}
+		memcpy(cursor, r->element[0]->str, r->element[0]->len);
+		cursor[r->element[0]->len] = 0;
+		const redisReply *ks = r->element[1];
+		if (ks->elements) {
+			size_t n = ks->elements + 1;
+			const char **argv = malloc(n * sizeof *argv);
+			size_t *lens = malloc(n * sizeof *lens);
+			bool ok = argv && lens;
+			if (ok) {
+				for (size_t i = 0; i < ks->elements; i++) {
+					argv[i + 1] = ks->element[i]->str;
+					lens[i + 1] = ks->element[i]->len;
+				}
+				for (int pass = 0; pass < 2; pass++) {
+					argv[0] = pass ? "DEL" : "UNLINK";
+					lens[0] = strlen(argv[0]);
+					redisReply *d = redisCommandArgv(l->c, (int)n, argv, lens);
+					bool retry = !pass && d && d->type == REDIS_REPLY_ERROR &&
+					             strstr(d->str, "unknown command");
+					if (retry) {
+						freeReplyObject(d);
+						continue;
+					}
+					ok = good(l, d, argv[0]);
+					if (ok)
+						freeReplyObject(d);
+					break;
+				}
+			} else {
+				fail(l, "out of memory deleting %s", pattern);
+			}
+			free(argv);
+			free(lens);
+			if (!ok) {
+				freeReplyObject(r);
+				return false;
+			}
+		}
+		freeReplyObject(r);
+	} while (strcmp(cursor, "0") != 0);
+	return true;
+}
+
+/* ---- leases ------------------------------------------------------------ */
+
+static fb_err lease_open(const fb_engine_config *cfg, const char *url, void **eng, char *err,
+                         size_t errlen)
+{
+	return open_engine(cfg, url, false, eng, err, errlen);
+}
+
+static void counter_key(const reng *e, uint32_t key, cmd *c)
+{
+	if (e->cfg.fence == FB_FENCE_GLOBAL)
+		arg(c, "fb:fence");
+	else
+		argf(c, "fb:fence:%" PRIu32, key);
+}
+
+/*
+ * fresh: forget every lease and fence (fb:lease:*, fb:fence*), then start
+ * the counter(s) one below first_fence, so the first fence minted is
+ * first_fence. Otherwise (a shared run's other processes) only create the
+ * counters that are missing.
+ */
+static fb_err lease_prepare(void *eng, bool fresh, char *err, size_t errlen)
+{
+	reng *e = eng;
+	rlink *l = &e->admin;
+	if (!load_scripts(e))
+		goto err;
+	if (fresh && (!scan_delete(l, "fb:lease:*") || !scan_delete(l, "fb:fence*")))
+		goto err;
+	uint32_t n = e->cfg.fence == FB_FENCE_GLOBAL ? 1 : e->cfg.keys;
+	cmd *cs = malloc(PIPE_CHUNK * sizeof *cs);
+	redisReply *rs[PIPE_CHUNK];
+	if (!cs) {
+		fail(l, "out of memory");
+		goto err;
+	}
+	for (uint32_t k = 0; k < n;) {
+		int m = 0;
+		for (; m < PIPE_CHUNK && k < n; m++, k++) {
+			cs[m].n = 0;
+			arg(&cs[m], "SET");
+			counter_key(e, k, &cs[m]);
+			argf(&cs[m], "%" PRIu64, e->cfg.first_fence - 1);
+			if (!fresh)
+				arg(&cs[m], "NX");
+		}
+		if (!pipeline(l, m, cs, rs)) {
+			free(cs);
+			goto err;
+		}
+		free_replies(m, rs);
+	}
+	free(cs);
+	return FB_OK;
+err:
+	set_err(err, errlen, l->err);
+	return FB_ESYS;
+}
+
+/* "c<client>.w<worker>.f<fence>": the worker, and the fence where the
+ * value carries one (0 otherwise: the incr strategy's values). */
+static void parse_value(const char *v, size_t len, uint16_t *owner, uint64_t *fence)
+{
+	char buf[VALLEN];
+	*owner = 0;
+	*fence = 0;
+	if (len >= sizeof buf)
+		return;
+	memcpy(buf, v, len);
+	buf[len] = 0;
+	const char *w = strstr(buf, ".w"), *f = strstr(buf, ".f");
+	if (w) {
+		unsigned long x = strtoul(w + 2, NULL, 10);
+		*owner = x <= UINT16_MAX ? (uint16_t)x : 0;
+	}
+	if (f)
+		*fence = strtoull(f + 2, NULL, 10);
+}
+
+static void remember(rconn *c, uint32_t key, uint64_t fence, const char *val)
+{
+	held *h = NULL;
+	for (int i = 0; i < HELD_SLOTS && !h; i++)
+		if (c->held[i].used && c->held[i].key == key)
+			h = &c->held[i];
+	for (int i = 0; i < HELD_SLOTS && !h; i++)
+		if (!c->held[i].used)
+			h = &c->held[i];
+	if (!h)
+		h = &c->held[c->next++ % HELD_SLOTS];
+	*h = (held){.used = true, .key = key, .fence = fence};
+	snprintf(h->val, sizeof h->val, "%s", val);
+}
+
+static held *find_held(rconn *c, uint32_t key, uint64_t fence)
+{
+	for (int i = 0; i < HELD_SLOTS; i++)
+		if (c->held[i].used && c->held[i].key == key && c->held[i].fence == fence)
+			return &c->held[i];
+	return NULL;
+}
+
+/*
+ * The value this connection stored for lease l of key: remembered at
+ * acquire, or (script strategy) rebuilt, since there (client, owner,
+ * fence) determine it. False: not a lease this connection can prove.
+ */
+static bool value_of(rconn *c, uint32_t key, const fb_lease *l, char *val, size_t len)
+{
+	held *h = find_held(c, key, l->fence);
+	if (h) {
+		snprintf(val, len, "%s", h->val);
+		return true;
+	}
+	if (c->e->u.way != WAY_SCRIPT || !l->owner)
+		return false;
+	snprintf(val, len, "c%" PRIu32 ".w%u.f%" PRIu64, c->e->cfg.client_id, l->owner, l->fence);
+	return true;
+}
+
+static uint64_t ttl_ms(const reng *e)
+{
+	/* rounded up: the server's expiry is never before the client's
+	 * now + ttl */
+	return (e->cfg.ttl_ns + 999999) / 1000000;
+}
+
+static uint64_t pttl_to_expiry(uint64_t now, long long pttl)
+{
+	return pttl >= 0 ? now + (uint64_t)pttl * 1000000 : 0;
+}
+
+/* The whole acquire and mint in one script. */
+static fb_acquire acquire_script(rconn *c, uint32_t key, fb_lease *out, uint64_t now)
+{
+	const reng *e = c->e;
+	cmd m = {0};
+	eval_begin(&m, 2);
+	argf(&m, "fb:lease:%" PRIu32, key);
+	counter_key(e, key, &m);
+	argf(&m, "c%" PRIu32 ".w%u", e->cfg.client_id, c->worker);
+	argf(&m, "%" PRIu64, ttl_ms(e));
+	argf(&m, "%" PRIu64, (uint64_t)FB_FENCE_MAX);
+	redisReply *r = eval(&c->l, e, S_ACQUIRE, &m);
+	if (!r)
+		return FB_ACQ_ERROR;
+	long long tag, a = 0, s = 0, us = 0;
+	fb_acquire res = FB_ACQ_ERROR;
+	if (!el_int(r, 0, &tag))
+		goto bad;
+	if (tag == 1) {
+		if (!el_int(r, 1, &a) || !el_int(r, 2, &s) || !el_int(r, 3, &us) || a <= 0)
+			goto bad;
+		*out = (fb_lease){.fence = (uint64_t)a,
+		                  .owner = c->worker,
+		                  .expires_at = now + e->cfg.ttl_ns,
+		                  .service_at = (uint64_t)s * 1000000000u + (uint64_t)us * 1000u};
+		char val[VALLEN];
+		snprintf(val, sizeof val, "c%" PRIu32 ".w%u.f%lld", e->cfg.client_id, c->worker, a);
+		remember(c, key, out->fence, val);
+		res = FB_ACQUIRED;
+	} else if (tag == 0) {
+		if (r->elements != 3 || r->element[1]->type != REDIS_REPLY_STRING ||
+		    !el_int(r, 2, &a))
+			goto bad;
+		*out = (fb_lease){.expires_at = pttl_to_expiry(now, a)};
+		parse_value(r->element[1]->str, r->element[1]->len, &out->owner, &out->fence);
+		res = FB_HELD;
+	} else if (tag == 2) {
+		res = FB_EXHAUSTED;
+	} else {
+		goto bad;
+	}
+	freeReplyObject(r);
+	return res;
+bad:
+	freeReplyObject(r);
+	fail(&c->l, "acquire: unexpected reply");
+	return FB_ACQ_ERROR;
+}
+
+static fb_io release_value(rconn *c, uint32_t key, const char *val);
+
+/*
+ * The trap: SET NX PX (with TIME in the same pipeline: the server's time of
+ * the SET), then cfg->between (the fault point), then a separate step that
+ * INCRs the counter (the mint script, which also tags the lease with its
+ * fence if it is still ours). A holder paused between the two mints its
+ * fence after a successor that acquired later: a newer fence on an older
+ * lease.
+ */
+static fb_acquire acquire_incr(rconn *c, uint32_t key, fb_lease *out, uint64_t now)
+{
+	const reng *e = c->e;
+	char val[VALLEN];
+	snprintf(val, sizeof val, "c%" PRIu32 ".w%u.s%" PRIu64, e->cfg.client_id, c->worker,
+	         ++c->seq);
+	cmd cs[4] = {{0}};
+	arg(&cs[0], "SET");
+	argf(&cs[0], "fb:lease:%" PRIu32, key);
+	arg(&cs[0], val);
+	arg(&cs[0], "NX");
+	arg(&cs[0], "PX");
+	argf(&cs[0], "%" PRIu64, ttl_ms(e));
+	arg(&cs[1], "TIME");
+	/* on contention, the holder's expiry and owner in the same trip */
+	arg(&cs[2], "PTTL");
+	arg(&cs[2], cs[0].v[1]);
+	arg(&cs[3], "GET");
+	arg(&cs[3], cs[0].v[1]);
+	redisReply *r[4];
+	if (!pipeline(&c->l, 4, cs, r))
+		return FB_ACQ_ERROR;
+	fb_acquire res = FB_ACQ_ERROR;
+	long long s, us, pttl;
+	if (r[0]->type == REDIS_REPLY_NIL) {
+		if (r[2]->type != REDIS_REPLY_INTEGER)
+			goto bad;
+		pttl = r[2]->integer;
+		*out = (fb_lease){.expires_at = pttl_to_expiry(now, pttl)};
+		if (r[3]->type == REDIS_REPLY_STRING)
+			parse_value(r[3]->str, r[3]->len, &out->owner, &out->fence);
+		else
+			out->expires_at = 0; /* gone already: try again */
+		free_replies(4, r);
+		return FB_HELD;
+	}
+	if (r[0]->type != REDIS_REPLY_STATUS || !el_int(r[1], 0, &s) || !el_int(r[1], 1, &us))
+		goto bad;
+	free_replies(4, r);
+	if (e->cfg.between)
+		e->cfg.between();
+	cmd m = {0};
+	eval_begin(&m, 2);
+	argf(&m, "fb:lease:%" PRIu32, key);
+	counter_key(e, key, &m);
+	arg(&m, val);
+	argf(&m, "%" PRIu64, (uint64_t)FB_FENCE_MAX);
+	redisReply *f = eval(&c->l, e, S_MINT, &m);
+	if (!f)
+		return FB_ACQ_ERROR;
+	long long fence, tagged;
+	if (!el_int(f, 0, &fence) || !el_int(f, 1, &tagged) || fence <= 0) {
+		freeReplyObject(f);
+		fail(&c->l, "mint: unexpected reply");
+		return FB_ACQ_ERROR;
+	}
+	freeReplyObject(f);
+	if ((uint64_t)fence > FB_FENCE_MAX)
+		return release_value(c, key, val) == FB_IO_ERROR ? FB_ACQ_ERROR : FB_EXHAUSTED;
+	*out = (fb_lease){.fence = (uint64_t)fence,
+	                  .owner = c->worker,
+	                  .expires_at = now + e->cfg.ttl_ns,
+	                  .service_at = (uint64_t)s * 1000000000u + (uint64_t)us * 1000u};
+	/* the value the key holds now, if it is still ours */
+	if (tagged == 1) {
+		size_t n = strlen(val);
+		snprintf(val + n, sizeof val - n, ".f%lld", fence);
+	}
+	remember(c, key, out->fence, val);
+	return FB_ACQUIRED;
+bad:
+	free_replies(4, r);
+	fail(&c->l, "acquire: unexpected reply");
+	return res;
+}
+
+/*
+ * expires_at is the client's clock read before the request leaves plus
+ * the TTL: the server's own expiry (from its receipt, TTL rounded up to
+ * ms) is never earlier. service_at is the server's TIME of the
+ * acquisition.
+ */
+static fb_acquire lease_acquire(void *conn, uint32_t key, fb_lease *out, fb_lease_stats *st)
+{
+	rconn *c = conn;
+	(void)st; /* no CAS here: the counters stay 0 */
+	if (key >= c->e->cfg.keys) {
+		fail(&c->l, "acquire: key %" PRIu32 " out of range", key);
+		return FB_ACQ_ERROR;
+	}
+	uint64_t now = fb_clock_now(c->e->cfg.clock);
+	return c->e->u.way == WAY_SCRIPT ? acquire_script(c, key, out, now)
+	                                 : acquire_incr(c, key, out, now);
+}
+
+/* Compare-and-delete by value. */
+static fb_io release_value(rconn *c, uint32_t key, const char *val)
+{
+	cmd m = {0};
+	eval_begin(&m, 1);
+	argf(&m, "fb:lease:%" PRIu32, key);
+	arg(&m, val);
+	redisReply *r = eval(&c->l, c->e, S_RELEASE, &m);
+	if (!r)
+		return FB_IO_ERROR;
+	if (r->type != REDIS_REPLY_INTEGER) {
+		freeReplyObject(r);
+		fail(&c->l, "release: unexpected reply");
+		return FB_IO_ERROR;
+	}
+	fb_io res = r->integer == 1 ? FB_IO_OK : FB_IO_REFUSED;
+	freeReplyObject(r);
+	return res;
+}
+
+static fb_io lease_release(void *conn, uint32_t key, const fb_lease *l)
+{
+	rconn *c = conn;
+	char val[VALLEN];
+	if (!value_of(c, key, l, val, sizeof val))
+		return FB_IO_REFUSED;
+	fb_io res = release_value(c, key, val);
+	held *h = find_held(c, key, l->fence);
+	if (h && res != FB_IO_ERROR)
+		h->used = false;
+	return res;
+}
+
+static fb_io lease_is_held(void *conn, uint32_t key, const fb_lease *l)
+{
+	rconn *c = conn;
+	char val[VALLEN];
+	if (!value_of(c, key, l, val, sizeof val))
+		return FB_IO_REFUSED;
+	cmd m = {0};
+	arg(&m, "GET");
+	argf(&m, "fb:lease:%" PRIu32, key);
+	redisReply *r = run(&c->l, &m);
+	if (!r)
+		return FB_IO_ERROR;
+	fb_io res = r->type == REDIS_REPLY_STRING && r->len == strlen(val) &&
+	                            memcmp(r->str, val, r->len) == 0
+	                    ? FB_IO_OK
+	                    : FB_IO_REFUSED;
+	freeReplyObject(r);
+	return res;
+}
+
+static fb_io lease_renew(void *conn, uint32_t key, const fb_lease *l, fb_lease *out)
+{
+	rconn *c = conn;
+	char val[VALLEN];
+	if (!value_of(c, key, l, val, sizeof val))
+		return FB_IO_REFUSED;
+	uint64_t now = fb_clock_now(c->e->cfg.clock);
+	cmd m = {0};
+	eval_begin(&m, 1);
+	argf(&m, "fb:lease:%" PRIu32, key);
+	arg(&m, val);
+	argf(&m, "%" PRIu64, ttl_ms(c->e));
+	redisReply *r = eval(&c->l, c->e, S_RENEW, &m);
+	if (!r)
+		return FB_IO_ERROR;
+	if (r->type != REDIS_REPLY_INTEGER) {
+		freeReplyObject(r);
+		fail(&c->l, "renew: unexpected reply");
+		return FB_IO_ERROR;
+	}
+	fb_io res = r->integer == 1 ? FB_IO_OK : FB_IO_REFUSED;
+	freeReplyObject(r);
+	if (res == FB_IO_OK && out) {
+		*out = *l;
+		out->expires_at = now + c->e->cfg.ttl_ns;
+	}
+	return res;
+}
+
+static fb_io lease_peek(void *conn, uint32_t key, fb_lease *out)
+{
+	rconn *c = conn;
+	uint64_t now = fb_clock_now(c->e->cfg.clock);
+	cmd cs[2] = {{0}};
+	arg(&cs[0], "GET");
+	argf(&cs[0], "fb:lease:%" PRIu32, key);
+	arg(&cs[1], "PTTL");
+	arg(&cs[1], cs[0].v[1]);
+	redisReply *r[2];
+	if (!pipeline(&c->l, 2, cs, r))
+		return FB_IO_ERROR;
+	*out = (fb_lease){0};
+	if (r[0]->type == REDIS_REPLY_STRING) {
+		parse_value(r[0]->str, r[0]->len, &out->owner, &out->fence);
+		if (r[1]->type == REDIS_REPLY_INTEGER)
+			out->expires_at = pttl_to_expiry(now, r[1]->integer);
+	}
+	free_replies(2, r);
+	return FB_IO_OK;
+}
+
+/* CLIENT PAUSE <ms> ALL (Redis 6.2); older servers take no mode. */
+static fb_io lease_server_pause(void *conn, uint64_t ns)
+{
+	rconn *c = conn;
+	cmd m = {0};
+	arg(&m, "CLIENT");
+	arg(&m, "PAUSE");
+	argf(&m, "%" PRIu64, ns / 1000000 ? (ns + 999999) / 1000000 : 1);
+	arg(&m, "ALL");
+	redisReply *r = redisCommandArgv(c->l.c, m.n, m.v, m.len);
+	if (r && r->type == REDIS_REPLY_ERROR) {
+		freeReplyObject(r);
+		r = redisCommandArgv(c->l.c, m.n - 1, m.v, m.len);
+	}
+	if (!good(&c->l, r, "CLIENT PAUSE"))
+		return FB_IO_ERROR;
+	freeReplyObject(r);
+	return FB_IO_OK;
+}
+
+const fb_lease_ops fb_redis_lease_ops = {
+        .scheme = "redis",
+        .name = "Redis",
+        .open = lease_open,
+        .version = engine_version,
+        .prepare = lease_prepare,
+        .close = engine_close,
+        .connect = engine_connect,
+        .disconnect = engine_disconnect,
+        .error = engine_error,
+        .acquire = lease_acquire,
+        .release = lease_release,
+        .is_held = lease_is_held,
+        .renew = lease_renew,
+        .peek = lease_peek,
+        .server_pause = lease_server_pause,
+};
+
+/* ---- the store --------------------------------------------------------- */
+
+static fb_err store_open(const fb_engine_config *cfg, const char *url, void **eng, char *err,
+                         size_t errlen)
+{
+	return open_engine(cfg, url, true, eng, err, errlen);
+}
+
+/*
+ * fresh: delete every account, history and the meta (fb:acct:*, fb:hist:*,
+ * fb:meta), then create them. Otherwise the init script alone: it refuses
+ * a meta recorded with another balance, amount or key count (FB_EINVAL,
+ * naming what differs) and creates only the accounts that are missing.
+ */
+static fb_err store_prepare(void *eng, bool fresh, char *err, size_t errlen)
+{
+	reng *e = eng;
+	rlink *l = &e->admin;
+	fb_err rc = FB_ESYS;
+	if (!load_scripts(e))
+		goto err;
+	if (fresh) {
+		cmd del = {0};
+		arg(&del, "DEL");
+		arg(&del, "fb:meta");
+		if (!scan_delete(l, "fb:acct:*") || !scan_delete(l, "fb:hist:*") ||
+		    !run_ok(l, &del))
+			goto err;
+	}
+	cmd m = {0};
+	eval_begin(&m, 1);
+	arg(&m, "fb:meta");
+	argf(&m, "%" PRId64, e->cfg.initial_balance);
+	argf(&m, "%" PRId64, e->cfg.amount);
+	argf(&m, "%" PRIu32, e->cfg.keys);
+	argf(&m, "%d", e->cfg.op);
+	argf(&m, "%" PRIu32, e->cfg.modes);
+	for (int d = 0; d < FB_DISCIPLINES; d++)
+		argf(&m, "fb:acct:%s:", fb_discipline_key((fb_discipline)d));
+	redisReply *r = eval(l, e, S_INIT, &m);
+	if (!r)
+		goto err;
+	long long tag;
+	if (!el_int(r, 0, &tag)) {
+		freeReplyObject(r);
+		fail(l, "init: unexpected reply");
+		goto err;
+	}
+	if (tag == 0) {
+		char diff[400] = "";
+		size_t o = 0;
+		const char *name[] = {"initial balance", "amount", "keys"};
+		char mine[3][24];
+		snprintf(mine[0], sizeof mine[0], "%" PRId64, e->cfg.initial_balance);
+		snprintf(mine[1], sizeof mine[1], "%" PRId64, e->cfg.amount);
+		snprintf(mine[2], sizeof mine[2], "%" PRIu32, e->cfg.keys);
+		for (size_t i = 0; i < 3 && i + 1 < r->elements; i++) {
+			const redisReply *x = r->element[i + 1];
+			if (x->type != REDIS_REPLY_STRING ||
+			    (x->len == strlen(mine[i]) && memcmp(x->str, mine[i], x->len) == 0))
+				continue;
+			int n = snprintf(diff + o, sizeof diff - o, "%s%s %.*s (this run: %s)",
+			                 o ? ", " : "", name[i], (int)(x->len > 40 ? 40 : x->len),
+			                 x->str, mine[i]);
+			if (n > 0 && (size_t)n < sizeof diff - o)
+				o += (size_t)n;
+		}
+		fail(l,
+		     "fb:meta was prepared for another run: %s; share it with the same options "
+		     "or prepare it fresh",
+		     diff);
+		rc = FB_EINVAL;
+		freeReplyObject(r);
+		goto err;
+	}
+	freeReplyObject(r);
+	return FB_OK;
+err:
+	set_err(err, errlen, l->err);
+	return rc;
+}
+
+static bool store_args_ok(rconn *c, fb_discipline d, uint32_t key, const char *what)
+{
+	if ((unsigned)d < FB_DISCIPLINES && key < c->e->cfg.keys)
+		return true;
+	fail(&c->l, "%s: discipline %d / key %" PRIu32 " out of range", what, (int)d, key);
+	return false;
+}
+
+/* The result for a token no lease can mint: refused, not stale, as the
+ * in-process store does. */
+static fb_io out_of_range_token(uint64_t token, fb_store_result *r)
+{
+	*r = (fb_store_result){.token = token};
+	return FB_IO_REFUSED;
+}
+
+static fb_io store_read(void *conn, fb_discipline d, uint32_t key, uint64_t token,
+                        fb_store_result *r)
+{
+	rconn *c = conn;
+	if (!store_args_ok(c, d, key, "read"))
+		return FB_IO_ERROR;
+	if (token > FB_FENCE_MAX)
+		return out_of_range_token(token, r);
+	cmd m = {0};
+	eval_begin(&m, 1);
+	argf(&m, "fb:acct:%s:%" PRIu32, fb_discipline_key(d), key);
+	argf(&m, "%" PRIu64, token);
+	arg(&m, d == FB_FENCED ? "1" : "0");
+	redisReply *x = eval(&c->l, c->e, S_READ, &m);
+	if (!x)
+		return FB_IO_ERROR;
+	long long ok, bal, last, high, ver;
+	if (!el_int(x, 0, &ok) || !el_int(x, 1, &bal) || !el_int(x, 2, &last) ||
+	    !el_int(x, 3, &high) || !el_int(x, 4, &ver)) {
+		freeReplyObject(x);
+		fail(&c->l, "read: unexpected reply");
+		return FB_IO_ERROR;
+	}
+	freeReplyObject(x);
+	*r = (fb_store_result){.ok = ok == 1,
+	                       .version = (uint16_t)ver,
+	                       .balance = bal,
+	                       .before = bal,
+	                       .token = token,
+	                       .highest = (uint64_t)high,
+	                       .highest_written = d != FB_FENCED || high == last};
+	return r->ok ? FB_IO_OK : FB_IO_REFUSED;
+}
+
+/* write and debit: one script, compare then apply and record. */
+static fb_io store_apply(rconn *c, fb_discipline d, uint32_t key, bool debit, int64_t value,
+                         uint64_t token, fb_store_result *r)
+{
+	static const char *const mode[FB_DISCIPLINES] = {"f", "w", "u"};
+	const char *what = debit ? "debit" : "write";
+	if (!store_args_ok(c, d, key, what))
+		return FB_IO_ERROR;
+	if (token > FB_FENCE_MAX)
+		return out_of_range_token(token, r);
+	if (debit && value == INT64_MIN) {
+		fail(&c->l, "debit: amount out of range");
+		return FB_IO_ERROR;
+	}
+	cmd m = {0};
+	eval_begin(&m, 2);
+	argf(&m, "fb:acct:%s:%" PRIu32, fb_discipline_key(d), key);
+	argf(&m, "fb:hist:%s:%" PRIu32, fb_discipline_key(d), key);
+	arg(&m, mode[d]);
+	arg(&m, debit ? "debit" : "set");
+	argf(&m, "%" PRId64, debit ? -value : value);
+	argf(&m, "%" PRIu64, token);
+	argf(&m, "%" PRIu32, c->e->cfg.client_id);
+	argf(&m, "%u", c->worker);
+	redisReply *x = eval(&c->l, c->e, S_WRITE, &m);
+	if (!x)
+		return FB_IO_ERROR;
+	long long ok, after, before, last, high, ver, stale;
+	if (!el_int(x, 0, &ok) || !el_int(x, 1, &after) || !el_int(x, 2, &before) ||
+	    !el_int(x, 3, &last) || !el_int(x, 4, &high) || !el_int(x, 5, &ver) ||
+	    !el_int(x, 6, &stale)) {
+		freeReplyObject(x);
+		fail(&c->l, "%s: unexpected reply", what);
+		return FB_IO_ERROR;
+	}
+	freeReplyObject(x);
+	*r = (fb_store_result){.ok = ok == 1,
+	                       .stale = stale == 1,
+	                       .version = (uint16_t)ver,
+	                       .balance = after,
+	                       .before = before,
+	                       .token = token,
+	                       .highest = (uint64_t)high,
+	                       .highest_written = d != FB_FENCED || high == last};
+	return r->ok ? FB_IO_OK : FB_IO_REFUSED;
+}
+
+static fb_io store_write(void *conn, fb_discipline d, uint32_t key, int64_t balance, uint64_t token,
+                         const fb_store_result *read, fb_store_result *r)
+{
+	(void)read; /* the server decides on its own state */
+	return store_apply(conn, d, key, false, balance, token, r);
+}
+
+static fb_io store_debit(void *conn, fb_discipline d, uint32_t key, int64_t amount, uint64_t token,
+                         fb_store_result *r)
+{
+	return store_apply(conn, d, key, true, amount, token, r);
+}
+
+/* Each key's balance and last accepted fence: HMGETs pipelined in chunks. */
+static fb_io store_final(void *conn, fb_discipline d, uint32_t keys, int64_t *balance,
+                         uint64_t *last_fence)
+{
+	rconn *c = conn;
+	if ((unsigned)d >= FB_DISCIPLINES) {
+		fail(&c->l, "final: discipline %d out of range", (int)d);
+		return FB_IO_ERROR;
+	}
+	cmd *cs = malloc(PIPE_CHUNK * sizeof *cs);
+	redisReply *rs[PIPE_CHUNK];
+	if (!cs) {
+		fail(&c->l, "out of memory");
+		return FB_IO_ERROR;
+	}
+	for (uint32_t k = 0; k < keys;) {
+		uint32_t k0 = k;
+		int m = 0;
+		for (; m < PIPE_CHUNK && k < keys; m++, k++) {
+			cs[m].n = 0;
+			arg(&cs[m], "HMGET");
+			argf(&cs[m], "fb:acct:%s:%" PRIu32, fb_discipline_key(d), k);
+			arg(&cs[m], "balance");
+			arg(&cs[m], "last");
+		}
+		if (!pipeline(&c->l, m, cs, rs)) {
+			free(cs);
+			return FB_IO_ERROR;
+		}
+		for (int i = 0; i < m; i++) {
+			long long b, f;
+			if (!el_int(rs[i], 0, &b) || !el_int(rs[i], 1, &f)) {
+				fail(&c->l, "final: fb:acct:%s:%" PRIu32 " missing or malformed",
+				     fb_discipline_key(d), k0 + (uint32_t)i);
+				free_replies(m, rs);
+				free(cs);
+				return FB_IO_ERROR;
+			}
+			if (balance)
+				balance[k0 + (uint32_t)i] = b;
+			if (last_fence)
+				last_fence[k0 + (uint32_t)i] = (uint64_t)f;
+		}
+		free_replies(m, rs);
+	}
+	free(cs);
+	return FB_IO_OK;
+}
+
+static fb_io store_meta(void *conn, fb_store_meta *out)
+{
+	rconn *c = conn;
+	cmd m = {0};
+	arg(&m, "HMGET");
+	arg(&m, "fb:meta");
+	arg(&m, "balance");
+	arg(&m, "amount");
+	arg(&m, "keys");
+	arg(&m, "op");
+	arg(&m, "modes");
+	redisReply *r = run(&c->l, &m);
+	if (!r)
+		return FB_IO_ERROR;
+	long long v[5];
+	for (size_t i = 0; i < 5; i++)
+		if (!el_int(r, i, &v[i])) {
+			bool absent = r->type == REDIS_REPLY_ARRAY && r->elements == 5 &&
+			              r->element[0]->type == REDIS_REPLY_NIL;
+			freeReplyObject(r);
+			fail(&c->l, absent ? "no fb:meta: the store was never prepared"
+			                   : "fb:meta is malformed");
+			return absent ? FB_IO_REFUSED : FB_IO_ERROR;
+		}
+	freeReplyObject(r);
+	*out = (fb_store_meta){.initial_balance = v[0],
+	                       .amount = v[1],
+	                       .keys = (uint32_t)v[2],
+	                       .op = (int)v[3],
+	                       .modes = (uint32_t)v[4]};
+	return FB_IO_OK;
+}
+
+/* "version fence before after stale client worker" */
+static bool parse_row(const redisReply *x, fb_history_row *h)
+{
+	char buf[160], *p = buf, *end;
+	if (x->type != REDIS_REPLY_STRING || x->len >= sizeof buf)
+		return false;
+	memcpy(buf, x->str, x->len);
+	buf[x->len] = 0;
+	long long v[7];
+	for (int i = 0; i < 7; i++) {
+		if (i && *p != ' ')
+			return false;
+		errno = 0;
+		v[i] = strtoll(p, &end, 10);
+		if (errno || end == p)
+			return false;
+		p = end;
+	}
+	if (*p || v[0] <= 0 || v[1] < 0 || (v[4] != 0 && v[4] != 1) || v[5] < 0 || v[6] < 0)
+		return false;
+	h->version = (uint64_t)v[0];
+	h->fence = (uint64_t)v[1];
+	h->before = v[2];
+	h->after = v[3];
+	h->store_stale = v[4] == 1;
+	h->client = (uint32_t)v[5];
+	h->worker = (uint32_t)v[6];
+	return true;
+}
+
+/*
+ * Every accepted write the store recorded, ordered by discipline, key and
+ * version: for each discipline and key that fb:meta names, the history
+ * list read in chunks (RPUSHed by the write script, so already in version
+ * order).
+ */
+static fb_io store_history(void *conn, void (*row)(void *ctx, const fb_history_row *h), void *ctx)
+{
+	rconn *c = conn;
+	fb_store_meta meta;
+	fb_io io = store_meta(c, &meta);
+	if (io != FB_IO_OK)
+		return io;
+	for (int d = 0; d < FB_DISCIPLINES; d++) {
+		if (!(meta.modes & (1u << d)))
+			continue;
+		for (uint32_t k = 0; k < meta.keys; k++) {
+			for (long long at = 0;; at += HIST_CHUNK) {
+				cmd m = {0};
+				arg(&m, "LRANGE");
+				argf(&m, "fb:hist:%s:%" PRIu32, fb_discipline_key((fb_discipline)d),
+				     k);
+				argf(&m, "%lld", at);
+				argf(&m, "%lld", at + HIST_CHUNK - 1);
+				redisReply *r = run(&c->l, &m);
+				if (!r)
+					return FB_IO_ERROR;
+				if (r->type != REDIS_REPLY_ARRAY) {
+					freeReplyObject(r);
+					fail(&c->l, "LRANGE: unexpected reply");
+					return FB_IO_ERROR;
+				}
+				for (size_t i = 0; i < r->elements; i++) {
+					fb_history_row h = {.d = (fb_discipline)d, .key = k};
+					if (!parse_row(r->element[i], &h)) {
+						fail(&c->l,
+						     "fb:hist:%s:%" PRIu32
+						     " entry %lld is malformed",
+						     fb_discipline_key((fb_discipline)d), k,
+						     at + (long long)i);
+						freeReplyObject(r);
+						return FB_IO_ERROR;
+					}
+					row(ctx, &h);
+				}
+				size_t got = r->elements;
+				freeReplyObject(r);
+				if (got < HIST_CHUNK)
+					break;
+			}
+		}
+	}
+	return FB_IO_OK;
+}
+
+const fb_store_ops fb_redis_store_ops = {
+        .scheme = "redis",
+        .name = "Redis",
+        .open = store_open,
+        .version = engine_version,
+        .prepare = store_prepare,
+        .close = engine_close,
+        .connect = engine_connect,
+        .disconnect = engine_disconnect,
+        .error = engine_error,
+        .read = store_read,
+        .write = store_write,
+        .debit = store_debit,
+        .final = store_final,
+        .history = store_history,
+        .meta = store_meta,
+};
