@@ -6,6 +6,7 @@
 #ifndef FB_COMMANDS_H
 #define FB_COMMANDS_H
 
+#include "check.h"
 #include "compare.h"
 #include "floor.h"
 #include "plot.h"
@@ -22,6 +23,8 @@ typedef struct fb_command {
 	        {"floor", fb_floor_main, "the raw primitives' throughput: the machine's limit"},   \
 	        {"plot", fb_plot_main, "SVG charts of a run or sweep document (gnuplot)"},         \
 	        {"compare", fb_compare_main,                                                       \
-	         "two runs or two sweeps side by side with B/A ratios"},
+	         "two runs or two sweeps side by side with B/A ratios"},                           \
+	        {"check", fb_check_main,                                                           \
+	         "re-verify the history a real store recorded (after shared runs)"},
 
 #endif

@@ -1,0 +1,648 @@
+#include "check.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "compare.h"
+#include "history.h"
+#include "options.h"
+#include "util.h"
+
+#define G(v) fb_grouped((char[48]){0}, 48, (double)(v))
+
+/* Everything one check holds, from the open store to the verdicts. */
+typedef struct check {
+	const fb_check_opts *o;
+	FILE *out, *err;
+	const fb_store_ops *ops;
+	char url[512]; /* redacted */
+	char server[128];
+	fb_store_meta meta;
+	fb_history *h;
+	fb_history_verdict v[FB_DISCIPLINES], total;
+	bool progress;
+	uint64_t next_progress;
+	bool client_oom;
+} check;
+
+#define PROGRESS_EVERY (UINT64_C(1) << 20)
+
+static void on_row(void *ctx, const fb_history_row *r)
+{
+	check *c = ctx;
+	if (fb_history_feed(c->h, r) != FB_OK)
+		c->client_oom = true;
+	if (c->progress && fb_history_rows(c->h) >= c->next_progress) {
+		c->next_progress += PROGRESS_EVERY;
+		fprintf(c->err, "\rfencebench check: %s rows of history read",
+		        G(fb_history_rows(c->h)));
+		fflush(c->err);
+	}
+}
+
+/* An engine's message, which may already begin with the (redacted) URL:
+ * the error lines name the URL themselves, once. */
+static const char *reason(const check *c, const char *why)
+{
+	if (!why || !*why)
+		return "no reason given";
+	size_t n = strlen(c->url);
+	if (n && strncmp(why, c->url, n) == 0 && why[n] == ':') {
+		why += n + 1;
+		while (*why == ' ')
+			why++;
+	}
+	return why;
+}
+
+/* The runtime error line, `fencebench: check: URL: reason` (exit 3). */
+static int runtime(check *c, const char *why)
+{
+	why = reason(c, why);
+	if (c->progress)
+		fprintf(c->err, "\r%-72s\r", "");
+	fprintf(c->err, "fencebench: check: %s: %s\n", c->url, why);
+	return 3;
+}
+
+static const char *conn_error(const check *c, void *conn)
+{
+	const char *e = conn && c->ops->error ? c->ops->error(conn) : NULL;
+	return e && *e ? e : "the server gave no reason";
+}
+
+/* ---- the table ---- */
+
+enum col { C_ROWS, C_STALE, C_FLAGGED, C_LOST_H, C_LOST_L, C_GAPS, C_ORDER, C_BREAKS, C_FOREIGN };
+
+static long long value(const fb_history_verdict *v, enum col k)
+{
+	switch (k) {
+	case C_ROWS:
+		return (long long)v->rows;
+	case C_STALE:
+		return (long long)v->stale_accepted;
+	case C_FLAGGED:
+		return (long long)v->store_stale;
+	case C_LOST_H:
+		return (long long)v->lost_history;
+	case C_LOST_L:
+		return (long long)v->lost_updates;
+	case C_GAPS:
+		return (long long)v->version_gaps;
+	case C_ORDER:
+		return (long long)v->out_of_order;
+	case C_BREAKS:
+		return (long long)v->chain_breaks;
+	case C_FOREIGN:
+		return (long long)v->foreign;
+	}
+	return 0;
+}
+
+#define LABEL_W 28
+
+static void print_table(check *c)
+{
+	static const struct {
+		const char *label, *note;
+		enum col col;
+		bool only_if_any; /* shown only when some discipline has one */
+	} rows[] = {
+	        {"writes in history", NULL, C_ROWS, false},
+	        {"stale accepted (checker)", "<- writes that went backwards", C_STALE, false},
+	        {"  ... flagged by the store", NULL, C_FLAGGED, false},
+	        {"lost updates (history)", "<- debits erased, write by write", C_LOST_H, false},
+	        {"lost updates (ledger)", "<- the final balances' account", C_LOST_L, false},
+	        {"version gaps", "<- writes missing from the history", C_GAPS, false},
+	        {"versions out of order", "<- rows recorded twice or backwards", C_ORDER, true},
+	        {"chain breaks", "<- a write replaced a balance nobody left", C_BREAKS, false},
+	        {"rows outside the run", "<- keys beyond the run's", C_FOREIGN, true},
+	};
+	FILE *out = c->out;
+	fprintf(out, "\n%-*s", LABEL_W, "");
+	for (int d = 0; d < FB_DISCIPLINES; d++)
+		if (c->v[d].on)
+			fprintf(out, " %13s", fb_discipline_name((fb_discipline)d));
+	fprintf(out, "\n");
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		bool any = false;
+		for (int d = 0; d < FB_DISCIPLINES; d++)
+			any |= c->v[d].on && value(&c->v[d], rows[i].col) != 0;
+		if (rows[i].only_if_any && !any)
+			continue;
+		fprintf(out, "%-*s", LABEL_W, rows[i].label);
+		for (int d = 0; d < FB_DISCIPLINES; d++)
+			if (c->v[d].on)
+				fprintf(out, " %13s", G(value(&c->v[d], rows[i].col)));
+		fprintf(out, "%s%s\n", rows[i].note ? "   " : "", rows[i].note ? rows[i].note : "");
+	}
+	fprintf(out, "%-*s", LABEL_W, "clients");
+	for (int d = 0; d < FB_DISCIPLINES; d++)
+		if (c->v[d].on)
+			fprintf(out, " %13s", G(c->v[d].clients));
+	fprintf(out, "   <- processes that wrote\n%-*s", LABEL_W, "checker agrees");
+	for (int d = 0; d < FB_DISCIPLINES; d++)
+		if (c->v[d].on)
+			fprintf(out, " %13s", c->v[d].agrees ? "yes" : "NO");
+	fprintf(out, "\n");
+}
+
+#define CLIENTS_SHOWN 32
+
+/* Writes per client id: a shared run's processes, one line each. */
+static void print_clients(check *c)
+{
+	size_t n = fb_history_clients(c->h, NULL, 0);
+	if (!n)
+		return;
+	fb_history_client shown[CLIENTS_SHOWN];
+	size_t got = fb_history_clients(c->h, shown, CLIENTS_SHOWN);
+	FILE *out = c->out;
+	fprintf(out, "\n%-*s", LABEL_W, "writes per client");
+	for (int d = 0; d < FB_DISCIPLINES; d++)
+		if (c->v[d].on)
+			fprintf(out, " %13s", fb_discipline_name((fb_discipline)d));
+	fprintf(out, "\n");
+	for (size_t i = 0; i < got && i < CLIENTS_SHOWN; i++) {
+		char label[32];
+		snprintf(label, sizeof label, "  client %u", shown[i].id);
+		fprintf(out, "%-*s", LABEL_W, label);
+		for (int d = 0; d < FB_DISCIPLINES; d++)
+			if (c->v[d].on)
+				fprintf(out, " %13s", G(shown[i].writes[d]));
+		fprintf(out, "\n");
+	}
+	if (n > CLIENTS_SHOWN)
+		fprintf(out, "  ... and %s more clients (--json lists them all)\n",
+		        G(n - CLIENTS_SHOWN));
+	if (c->client_oom)
+		fprintf(out, "  (out of memory counting clients: these numbers are short)\n");
+}
+
+/* What broke, for a VIOLATED line: the nonzero counts, or the disagreement. */
+static void violations(char *buf, size_t len, const fb_history_verdict *v, bool lost)
+{
+	size_t o = 0;
+	buf[0] = 0;
+#define ADD(cond, ...)                                                                             \
+	do {                                                                                       \
+		if ((cond) && o < len) {                                                           \
+			int w_ = snprintf(buf + o, len - o, "%s", o ? ", " : "");                  \
+			o += w_ > 0 ? (size_t)w_ : 0;                                              \
+			if (o < len) {                                                             \
+				w_ = snprintf(buf + o, len - o, __VA_ARGS__);                      \
+				o += w_ > 0 ? (size_t)w_ : 0;                                      \
+			}                                                                          \
+		}                                                                                  \
+	} while (0)
+	ADD(v->stale_accepted, "%s stale writes accepted", G(v->stale_accepted));
+	/* below zero the books do not balance: the disagreement says why */
+	ADD(lost && (v->lost_updates > 0 || v->lost_history > 0), "%s updates lost",
+	    G(v->lost_updates > v->lost_history ? v->lost_updates : v->lost_history));
+	ADD(v->version_gaps, "%s writes missing from the history", G(v->version_gaps));
+	ADD(v->chain_breaks, "%s chain breaks", G(v->chain_breaks));
+	ADD(!o && !v->agrees, "the history disagrees with the store");
+#undef ADD
+}
+
+/* The verdict lines in the run's words. */
+static void print_verdicts(check *c)
+{
+	FILE *out = c->out;
+	char why[256];
+	bool any_disagrees = false;
+	for (int d = 0; d < FB_DISCIPLINES; d++) {
+		const fb_history_verdict *v = &c->v[d];
+		if (v->on && !v->agrees) {
+			fprintf(out, "%s: CHECKER DISAGREES: %s\n",
+			        fb_discipline_name((fb_discipline)d), v->disagreement);
+			any_disagrees = true;
+		}
+	}
+	if (!any_disagrees && !c->total.agrees)
+		fprintf(out, "history: CHECKER DISAGREES: %s\n", c->total.disagreement);
+	const fb_history_verdict *f = &c->v[FB_FENCED], *w = &c->v[FB_WRITE_FENCED],
+	                         *u = &c->v[FB_UNFENCED];
+	if (f->on) {
+		if (fb_history_failed(FB_FENCED, f)) {
+			violations(why, sizeof why, f, true);
+			fprintf(out, "fenced: VIOLATED !!! (%s)\n", why);
+		} else if (!f->rows) {
+			fprintf(out,
+			        "fenced: no violation, but vacuous: the history holds no write\n");
+		} else {
+			fprintf(out,
+			        "fenced: SAFE (%s writes re-verified: none stale, no update lost, "
+			        "none missing)\n",
+			        G(f->rows));
+		}
+	}
+	if (w->on) {
+		if (fb_history_failed(FB_WRITE_FENCED, w)) {
+			violations(why, sizeof why, w, false);
+			fprintf(out, "write-fenced: VIOLATED !!! (%s)\n", why);
+		} else if (w->lost_updates) {
+			fprintf(out,
+			        "write-fenced: no stale write, but %s updates lost (reads were not "
+			        "fenced: two holders read the same balance, both writes went "
+			        "forward)\n",
+			        G(w->lost_updates));
+		} else {
+			fprintf(out, "write-fenced: no stale write, no update lost%s\n",
+			        c->meta.op == FB_OP_DEBIT
+			                ? " (the store subtracts: nothing to lose)"
+			        : !w->rows ? " (vacuous: the history holds no write)"
+			                   : "");
+		}
+	}
+	if (u->on) {
+		if (u->stale_accepted || u->lost_updates)
+			fprintf(out,
+			        "unfenced: CORRUPTED (%s stale writes accepted, %s debits "
+			        "erased)\n",
+			        G(u->stale_accepted), G(u->lost_updates));
+		else
+			fprintf(out, "unfenced: no corruption observed%s\n",
+			        u->rows ? "" : " (vacuous: the history holds no write)");
+	}
+}
+
+/* ---- JSON ---- */
+
+static json_object *j_u(uint64_t v)
+{
+	return json_object_new_uint64(v);
+}
+
+static json_object *j_i(int64_t v)
+{
+	return json_object_new_int64(v);
+}
+
+static json_object *j_verdict(check *c, const fb_history_verdict *v, int d,
+                              const fb_history_client *cl, size_t ncl)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "rows", j_u(v->rows));
+	json_object_object_add(o, "stale_accepted", j_u(v->stale_accepted));
+	json_object_object_add(o, "store_stale", j_u(v->store_stale));
+	json_object_object_add(o, "stale_flags_agree", json_object_new_boolean(v->stale_agrees));
+	json_object_object_add(o, "stale_flag_mismatches", j_u(v->flag_mismatches));
+	json_object_object_add(o, "lost_updates", j_i(v->lost_updates));
+	json_object_object_add(o, "lost_history", j_i(v->lost_history));
+	json_object_object_add(o, "version_gaps", j_u(v->version_gaps));
+	json_object_object_add(o, "versions_out_of_order", j_u(v->out_of_order));
+	json_object_object_add(o, "chain_breaks", j_u(v->chain_breaks));
+	json_object_object_add(o, "foreign_rows", j_u(v->foreign));
+	json_object_object_add(o, "keys_written", j_u(v->keys_written));
+	json_object_object_add(o, "max_fence", j_u(v->max_fence));
+	json_object_object_add(o, "clients", j_u(v->clients));
+	json_object *pc = json_object_new_object();
+	for (size_t i = 0; i < ncl; i++) {
+		uint64_t n = 0;
+		for (int k = 0; k < FB_DISCIPLINES; k++)
+			if (d < 0 ? c->v[k].on : k == d)
+				n += cl[i].writes[k];
+		if (!n)
+			continue;
+		char id[16];
+		snprintf(id, sizeof id, "%u", cl[i].id);
+		json_object_object_add(pc, id, j_u(n));
+	}
+	json_object_object_add(o, "writes_per_client", pc);
+	json_object_object_add(o, "checker_agrees", json_object_new_boolean(v->agrees));
+	if (!v->agrees)
+		json_object_object_add(o, "disagreement", json_object_new_string(v->disagreement));
+	if (d >= 0)
+		json_object_object_add(
+		        o, "verdict",
+		        json_object_new_string(fb_history_outcome((fb_discipline)d, v)));
+	return o;
+}
+
+/* The document: schema 1, kind "check", the store, the run's meta, per
+ * discipline the numbers and the verdict, the total, the exit code. */
+static int write_json(check *c, int code)
+{
+	size_t ncl = fb_history_clients(c->h, NULL, 0);
+	fb_history_client *cl = calloc(ncl ? ncl : 1, sizeof *cl);
+	if (!cl) {
+		fprintf(c->err, "fencebench: check: out of memory writing '%s'\n", c->o->json);
+		return -1;
+	}
+	ncl = fb_history_clients(c->h, cl, ncl);
+	char stamp[32], iso[64];
+	fb_clock_wall_stamp(stamp, sizeof stamp, iso, sizeof iso);
+	json_object *doc = json_object_new_object();
+	json_object_object_add(doc, "schema", j_u(FB_DOC_SCHEMA));
+	json_object_object_add(doc, "tool", json_object_new_string("fencebench"));
+	json_object_object_add(doc, "version", json_object_new_string(FB_VERSION));
+	json_object_object_add(doc, "kind", json_object_new_string("check"));
+	json_object_object_add(doc, "checked_at", json_object_new_string(iso));
+	json_object *st = json_object_new_object();
+	json_object_object_add(st, "url", json_object_new_string(c->url));
+	json_object_object_add(st, "engine", json_object_new_string(c->ops->name));
+	json_object_object_add(st, "scheme", json_object_new_string(c->ops->scheme));
+	json_object_object_add(st, "server_version", json_object_new_string(c->server));
+	json_object_object_add(doc, "store", st);
+	json_object *m = json_object_new_object();
+	json_object_object_add(m, "initial_balance", j_i(c->meta.initial_balance));
+	json_object_object_add(m, "amount", j_i(c->meta.amount));
+	json_object_object_add(m, "keys", j_u(c->meta.keys));
+	json_object_object_add(m, "op",
+	                       json_object_new_string(c->meta.op == FB_OP_DEBIT ? "debit" : "rmw"));
+	json_object *ml = json_object_new_array();
+	for (int d = 0; d < FB_DISCIPLINES; d++)
+		if (c->v[d].on)
+			json_object_array_add(
+			        ml, json_object_new_string(fb_discipline_key((fb_discipline)d)));
+	json_object_object_add(m, "modes", ml);
+	json_object_object_add(doc, "meta", m);
+	json_object *modes = json_object_new_object();
+	for (int d = 0; d < FB_DISCIPLINES; d++)
+		if (c->v[d].on)
+			json_object_object_add(modes, fb_discipline_key((fb_discipline)d),
+			                       j_verdict(c, &c->v[d], d, cl, ncl));
+	json_object_object_add(doc, "modes", modes);
+	json_object_object_add(doc, "total", j_verdict(c, &c->total, -1, cl, ncl));
+	json_object_object_add(doc, "exit_code", j_u((uint64_t)code));
+	free(cl);
+	const char *text = json_object_to_json_string_ext(
+	        doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
+	size_t n = strlen(c->o->json) + 8;
+	char *tmp = malloc(n);
+	int rc = -1;
+	if (tmp) {
+		snprintf(tmp, n, "%s.tmp", c->o->json);
+		rc = fb_write_atomically(c->o->json, tmp, text);
+		if (rc)
+			fprintf(c->err, "fencebench: check: cannot write '%s': errno=%d (%s)\n",
+			        c->o->json, errno, strerror(errno));
+		free(tmp);
+	} else {
+		fprintf(c->err, "fencebench: check: out of memory writing '%s'\n", c->o->json);
+	}
+	json_object_put(doc);
+	return rc;
+}
+
+/* ---- the check ---- */
+
+/* Read the finals of every discipline of the run and close its books. */
+static int finish(check *c, void *conn)
+{
+	uint32_t keys = c->meta.keys;
+	int64_t *bal = calloc(keys, sizeof *bal);
+	uint64_t *last = calloc(keys, sizeof *last);
+	int code = 0;
+	if (!bal || !last) {
+		code = runtime(c, "out of memory for the final balances");
+		goto out;
+	}
+	for (int d = 0; d < FB_DISCIPLINES; d++) {
+		if (!(c->meta.modes & (1u << d)))
+			continue;
+		if (c->ops->final(conn, (fb_discipline)d, keys, bal, last) != FB_IO_OK) {
+			char why[512];
+			snprintf(why, sizeof why, "reading the %s final balances: %s",
+			         fb_discipline_name((fb_discipline)d), conn_error(c, conn));
+			code = runtime(c, why);
+			goto out;
+		}
+		fb_history_finish(c->h, (fb_discipline)d, bal, last, &c->v[d], NULL, NULL);
+	}
+	fb_history_total(c->h, &c->total);
+out:
+	free(bal);
+	free(last);
+	return code;
+}
+
+/*
+ * Open the store without preparing it (prepare would reset it), read what
+ * the run recorded (meta), stream the history through the offline checker,
+ * read every discipline's finals, then report. Every failure to talk to
+ * the server is a runtime error (3); a store that keeps no history is a
+ * usage error (2).
+ */
+int fb_check_store(const fb_store_ops *ops, const fb_check_opts *o)
+{
+	check c = {.o = o, .out = o->out ? o->out : stdout, .err = o->err ? o->err : stderr};
+	fb_url_redact(o->url, c.url, sizeof c.url);
+	c.ops = ops ? ops : fb_store_engine(o->url);
+	if (!c.ops) {
+		fprintf(c.err, "fencebench check: --store '%s': unknown scheme; use %s\n", c.url,
+		        fb_store_schemes());
+		return 2;
+	}
+	if (!c.ops->history) {
+		fprintf(c.err,
+		        "fencebench check: --store '%s': the %s store keeps no history of its "
+		        "writes; check needs a redis:// or postgres:// store\n",
+		        c.url, c.ops->name);
+		return 2;
+	}
+	/* A reader's configuration: client 0, one connection. The engines
+	 * refuse to open without a key and a discipline, but nothing here
+	 * shapes what is read: the run's meta, read below, says how many keys
+	 * in which disciplines. */
+	fb_engine_config cfg;
+	memset(&cfg, 0, sizeof cfg);
+	cfg.threads = 1;
+	cfg.keys = 1;
+	cfg.modes = (1u << FB_DISCIPLINES) - 1;
+	cfg.amount = 1;
+	void *eng = NULL, *conn = NULL;
+	char err[512] = "";
+	int code = 0;
+	fb_err e = c.ops->open(&cfg, o->url, &eng, err, sizeof err);
+	if (e != FB_OK) {
+		if (e == FB_EINVAL) {
+			fprintf(c.err, "fencebench check: --store '%s': %s\n", c.url,
+			        reason(&c, *err ? err : "malformed"));
+			return 2;
+		}
+		return runtime(&c, err);
+	}
+	snprintf(c.server, sizeof c.server, "?");
+	if (c.ops->version)
+		c.ops->version(eng, c.server, sizeof c.server);
+	if (c.ops->connect(eng, 0, &conn, err, sizeof err) != FB_OK) {
+		code = runtime(&c, err);
+		conn = NULL;
+		goto out;
+	}
+	fb_io io = c.ops->meta ? c.ops->meta(conn, &c.meta) : FB_IO_REFUSED;
+	if (io == FB_IO_ERROR) {
+		code = runtime(&c, conn_error(&c, conn));
+		goto out;
+	}
+	if (io != FB_IO_OK) {
+		code = runtime(&c, "no fencebench run recorded here");
+		goto out;
+	}
+	e = fb_history_create(&c.meta, &c.h);
+	if (e != FB_OK) {
+		snprintf(err, sizeof err,
+		         e == FB_EINVAL
+		                 ? "the run's record is malformed (keys %u, amount %lld, "
+		                   "disciplines %#x)"
+		                 : "out of memory for %u keys (amount %lld, disciplines %#x)",
+		         c.meta.keys, (long long)c.meta.amount, c.meta.modes);
+		code = runtime(&c, err);
+		goto out;
+	}
+	c.progress = !o->quiet && isatty(fileno(c.err));
+	c.next_progress = PROGRESS_EVERY;
+	io = c.ops->history(conn, on_row, &c);
+	if (c.progress)
+		fprintf(c.err, "\r%-72s\r", "");
+	c.progress = false;
+	if (io != FB_IO_OK) {
+		snprintf(err, sizeof err, "reading the history: %s", conn_error(&c, conn));
+		code = runtime(&c, err);
+		goto out;
+	}
+	code = finish(&c, conn);
+	if (code)
+		goto out;
+	c.ops->disconnect(conn);
+	conn = NULL;
+	c.ops->close(eng);
+	eng = NULL;
+
+	for (int d = 0; d < FB_DISCIPLINES; d++)
+		if (fb_history_failed((fb_discipline)d, &c.v[d]))
+			code = 1;
+	if (!c.total.agrees)
+		code = 1;
+	FILE *out = c.out;
+	if (!o->quiet) {
+		fprintf(out, "fencebench %s check  %s  (%s %s)\n", FB_VERSION, c.url, c.ops->name,
+		        c.server);
+		fprintf(out, "the run: %u keys, initial balance %s, debit %s, op %s, disciplines",
+		        c.meta.keys, G(c.meta.initial_balance), G(c.meta.amount),
+		        c.meta.op == FB_OP_DEBIT ? "debit" : "rmw");
+		for (int d = 0, n = 0; d < FB_DISCIPLINES; d++)
+			if (c.v[d].on)
+				fprintf(out, "%s %s", n++ ? "," : "",
+				        fb_discipline_name((fb_discipline)d));
+		fprintf(out, "\n");
+		print_table(&c);
+		print_clients(&c);
+		fprintf(out, "\n");
+	}
+	print_verdicts(&c);
+	fprintf(out, "\n%s:", code ? "FAIL !!!" : "PASS");
+	for (int d = 0; d < FB_DISCIPLINES; d++) {
+		const fb_history_verdict *v = &c.v[d];
+		if (v->on)
+			fprintf(out, " %s writes=%llu stale=%llu lost=%lld agree=%s;",
+			        fb_discipline_name((fb_discipline)d), (unsigned long long)v->rows,
+			        (unsigned long long)v->stale_accepted, (long long)v->lost_updates,
+			        v->agrees ? "yes" : "NO");
+	}
+	fprintf(out, " store: %s\n", c.url);
+	fflush(out);
+	if (o->json && write_json(&c, code))
+		code = 3;
+out:
+	if (conn)
+		c.ops->disconnect(conn);
+	if (eng)
+		c.ops->close(eng);
+	fb_history_destroy(c.h);
+	return code;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+	        "usage: fencebench check --store URL [--json FILE] [-q]\n"
+	        "\n"
+	        "Re-verify, after a run (or after every process of a shared run finished),\n"
+	        "the history of accepted writes a real store recorded in the same step as\n"
+	        "each write, with the checker's rules and not the store's: stale writes\n"
+	        "accepted (and whether the store flagged the same ones), versions missing,\n"
+	        "breaks in the chain of balances, lost updates from the history and from the\n"
+	        "final balances, writes per client. The store is only read, never reset.\n"
+	        "\n"
+	        "  --store URL   the store the run wrote to: %s\n"
+	        "                (the in-process store keeps no history)\n"
+	        "  --json FILE   also write the numbers as a JSON document (kind \"check\")\n"
+	        "  -q, --quiet   the verdict lines only: no table, no progress\n"
+	        "  -h, --help    this text\n"
+	        "\n"
+	        "Exit 0 when the fenced disciplines are clean and the history agrees with the\n"
+	        "store, 1 when a fenced discipline was violated or the history disagrees with\n"
+	        "the store, 2 for a usage error, 3 when the store cannot be read or holds no\n"
+	        "run.\n",
+	        fb_store_schemes());
+}
+
+/* --name VALUE or --name=VALUE at argv[*i]: the value, or NULL when a
+ * value is missing (the error said). */
+static const char *value_of(int argc, char **argv, int *i, const char *name, const char *what)
+{
+	const char *a = argv[*i];
+	size_t n = strlen(name);
+	if (a[n] == '=')
+		return a + n + 1;
+	if (*i + 1 < argc) {
+		(*i)++;
+		return argv[*i];
+	}
+	fprintf(stderr, "fencebench check: %s needs a %s\n", name, what);
+	return NULL;
+}
+
+static bool is_opt(const char *a, const char *name)
+{
+	size_t n = strlen(name);
+	return strncmp(a, name, n) == 0 && (a[n] == 0 || a[n] == '=');
+}
+
+int fb_check_main(int argc, char **argv)
+{
+	fb_check_opts o = {0};
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			return 0;
+		}
+		if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+			o.quiet = true;
+		} else if (is_opt(a, "--store")) {
+			if (!(o.url = value_of(argc, argv, &i, "--store", "URL")))
+				return 2;
+		} else if (is_opt(a, "--json")) {
+			if (!(o.json = value_of(argc, argv, &i, "--json", "FILE")))
+				return 2;
+			if (!*o.json) {
+				fprintf(stderr, "fencebench check: --json '': needs a file name\n");
+				return 2;
+			}
+		} else if (a[0] == '-') {
+			fprintf(stderr, "fencebench check: unknown option '%s' (see --help)\n", a);
+			return 2;
+		} else {
+			fprintf(stderr,
+			        "fencebench check: '%s': unexpected argument; the store is given "
+			        "with --store URL\n",
+			        a);
+			return 2;
+		}
+	}
+	if (!o.url) {
+		fprintf(stderr, "fencebench check: --store URL is required (%s)\n",
+		        fb_store_schemes());
+		return 2;
+	}
+	return fb_check_store(NULL, &o);
+}
