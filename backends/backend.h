@@ -47,6 +47,10 @@ typedef struct fb_engine_config {
 	int op; /* fb_op: FB_OP_RMW (client computes) or FB_OP_DEBIT (store subtracts) */
 	uint32_t client_id; /* 0: a single process; N: process N of a shared run */
 	uint32_t threads;   /* workers that will connect */
+	/* How long a remote call may go unanswered before the engine gives up
+	 * (FB_IO_ERROR): longer than any pause the run injects into the
+	 * service itself. 0: the engine's default of 10 s. */
+	uint64_t timeout_ns;
 } fb_engine_config;
 
 /* The outcome of one remote (or in-process) call. */

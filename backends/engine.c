@@ -76,9 +76,11 @@ const char *fb_store_schemes(void)
 }
 
 /*
- * Hide a password: a URL's userinfo "user:secret@" becomes "user:***@", a
- * conninfo's "password=secret" becomes "password=***". Everything else is
- * copied; the result is always terminated.
+ * Hide a password: a URL's userinfo "user:secret@" becomes "user:***@" (the
+ * userinfo ends at the last '@', since a careless password may hold '/',
+ * '?' or '#' unescaped: better to hide too much), and any "password=..." in
+ * its query or in a conninfo becomes "password=***" (a conninfo value may
+ * be 'quoted'). Everything else is copied; the result is always terminated.
  */
 void fb_url_redact(const char *url, char *buf, size_t len)
 {
@@ -98,53 +100,43 @@ void fb_url_redact(const char *url, char *buf, size_t len)
 			PUT(*p_);                                                                  \
 	} while (0)
 	const char *sep = strstr(url, "://");
-	if (sep) {
-		const char *auth = sep + 3;
-		const char *end = auth + strcspn(auth, "/?#");
-		const char *at = NULL;
-		for (const char *p = auth; p < end; p++)
-			if (*p == '@')
-				at = p; /* the last '@' ends the userinfo */
-		const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
-		for (const char *p = url; *p; p++) {
-			if (colon && p == colon + 1) {
-				PUTS("***");
-				p = at - 1;
-				continue;
-			}
-			PUT(*p);
+	const char *at = sep ? strrchr(sep + 3, '@') : NULL;
+	const char *colon = at ? memchr(sep + 3, ':', (size_t)(at - (sep + 3))) : NULL;
+	const char *p = url;
+	while (*p) {
+		if (colon && p == colon + 1) {
+			PUTS("***@"); /* past the '@': an empty password must not loop */
+			p = at + 1;
+			continue;
 		}
-	} else {
-		/* conninfo: key=value words; a value may be 'quoted' */
-		const char *p = url;
-		while (*p) {
-			if ((p == url || p[-1] == ' ' || p[-1] == '\t') &&
-			    strncmp(p, "password", 8) == 0) {
-				const char *q = p + 8;
+		/* password=VALUE: a conninfo word, or a URL query parameter */
+		bool starts =
+		        p == url || p[-1] == ' ' || p[-1] == '\t' || p[-1] == '?' || p[-1] == '&';
+		if (starts && strncmp(p, "password", 8) == 0) {
+			const char *q = p + 8;
+			while (*q == ' ')
+				q++;
+			if (*q == '=') {
+				PUTS("password=***");
+				q++;
 				while (*q == ' ')
 					q++;
-				if (*q == '=') {
-					PUTS("password=***");
-					q++;
-					while (*q == ' ')
+				if (*q == '\'') {
+					for (q++; *q && *q != '\''; q++)
+						if (*q == '\\' && q[1])
+							q++;
+					if (*q)
 						q++;
-					if (*q == '\'') {
-						for (q++; *q && *q != '\''; q++)
-							if (*q == '\\' && q[1])
-								q++;
-						if (*q)
-							q++;
-					} else {
-						while (*q && *q != ' ' && *q != '\t')
-							q++;
-					}
-					p = q;
-					continue;
+				} else {
+					while (*q && *q != ' ' && *q != '\t' && *q != '&')
+						q++;
 				}
+				p = q;
+				continue;
 			}
-			PUT(*p);
-			p++;
 		}
+		PUT(*p);
+		p++;
 	}
 	buf[o] = 0;
 #undef PUT

@@ -1,9 +1,13 @@
 #include "postgres.h"
 
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <libpq-fe.h>
 
@@ -35,13 +39,20 @@
 	"(one boolean PRIMARY KEY DEFAULT true CHECK (one), initial_balance bigint NOT NULL,"      \
 	" amount bigint NOT NULL, keys int NOT NULL, op int NOT NULL, modes int NOT NULL)"
 
+/* cfg->timeout_ns of 0; and the least a connection attempt is given (libpq's
+ * own floor for connect_timeout) */
+#define DEFAULT_TIMEOUT_NS (UINT64_C(10) * 1000000000)
+#define MIN_CONNECT_NS     (UINT64_C(2) * 1000000000)
+
 /* pg_type OIDs of the parameters (server/catalog/pg_type_d.h, not in libpq-fe.h) */
 #define INT8OID 20
 #define INT4OID 23
 
 typedef struct pg_engine pg_engine;
 
-/* One server connection and its last failure. */
+/* One server connection and its last failure. pg is NULL once a call went
+ * unanswered past the deadline: the connection was closed, and every later
+ * call fails at once with that call's message. */
 typedef struct pg_conn {
 	PGconn *pg;
 	pg_engine *e;
@@ -57,8 +68,10 @@ typedef struct pg_conn {
 struct pg_engine {
 	pg_conn admin;
 	fb_engine_config cfg;
+	uint64_t timeout_ns; /* cfg.timeout_ns, or the default */
 	char *url;
 	char redacted[512];
+	char version[64]; /* the server's, read at open */
 };
 
 /* snprintf that may cut: a message too long for its buffer is still one. */
@@ -114,26 +127,231 @@ static fb_io fail(pg_conn *c, PGresult *res)
 	return FB_IO_ERROR;
 }
 
+/* ---- calls with a deadline ------------------------------------------------ */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t deadline_of(const pg_conn *c)
+{
+	return now_ns() + c->e->timeout_ns;
+}
+
+/* ns as seconds, without trailing zeros: "10", "0.5", "2.25". */
+static void seconds(char *buf, size_t len, uint64_t ns)
+{
+	say(buf, len, "%.3f", (double)ns / 1e9);
+	char *end = buf + strlen(buf);
+	while (end > buf && end[-1] == '0')
+		*--end = 0;
+	if (end > buf && end[-1] == '.')
+		end[-1] = 0;
+}
+
+static void say_no_reply(char *buf, size_t len, const pg_engine *e, uint64_t ns)
+{
+	char s[32];
+	seconds(s, sizeof s, ns);
+	say(buf, len, "%s: no reply within %s s", e->redacted, s);
+}
+
+/* Wait until pg's socket is ready for events: 1 ready, 0 the deadline
+ * passed, -1 poll failed (errno says why). */
+static int wait_for(PGconn *pg, short events, uint64_t deadline)
+{
+	for (;;) {
+		uint64_t now = now_ns();
+		if (now >= deadline)
+			return 0;
+		uint64_t ms = (deadline - now + 999999) / 1000000;
+		struct pollfd p = {.fd = PQsocket(pg), .events = events};
+		if (p.fd < 0) {
+			errno = EBADF;
+			return -1;
+		}
+		int n = poll(&p, 1, ms > INT_MAX ? INT_MAX : (int)ms);
+		if (n > 0)
+			return 1;
+		if (n < 0 && errno != EINTR)
+			return -1;
+	}
+}
+
+/*
+ * No reply by the deadline (a stopped server, a partition): the connection
+ * is closed, since a reply still on its way must not be taken for a later
+ * call's, and every later call on it fails at once with this message.
+ */
+static fb_io timed_out(pg_conn *c)
+{
+	PQfinish(c->pg);
+	c->pg = NULL;
+	say_no_reply(c->err, sizeof c->err, c->e, c->e->timeout_ns);
+	return FB_IO_ERROR;
+}
+
+/* wait_for's answer as a call's outcome: FB_IO_OK ready; otherwise
+ * FB_IO_ERROR with c->err set. */
+static fb_io waited(pg_conn *c, int w)
+{
+	if (w > 0)
+		return FB_IO_OK;
+	if (w == 0)
+		return timed_out(c);
+	say(c->err, sizeof c->err, "%s: poll: %s", c->e->redacted, strerror(errno));
+	return FB_IO_ERROR;
+}
+
+/* Push a sent query out to the server (non-blocking connection). */
+static fb_io flush_by(pg_conn *c, uint64_t deadline)
+{
+	for (;;) {
+		int r = PQflush(c->pg);
+		if (r == 0)
+			return FB_IO_OK;
+		if (r < 0)
+			return fail(c, NULL);
+		/* the server may be waiting for us to read before it reads on */
+		if (waited(c, wait_for(c->pg, POLLOUT | POLLIN, deadline)) != FB_IO_OK)
+			return FB_IO_ERROR;
+		if (!PQconsumeInput(c->pg))
+			return fail(c, NULL);
+	}
+}
+
+/* Wait until the next PQgetResult will not block. */
+static fb_io ready_by(pg_conn *c, uint64_t deadline)
+{
+	while (PQisBusy(c->pg)) {
+		if (waited(c, wait_for(c->pg, POLLIN, deadline)) != FB_IO_OK)
+			return FB_IO_ERROR;
+		if (!PQconsumeInput(c->pg))
+			return fail(c, NULL);
+	}
+	return FB_IO_OK;
+}
+
+static bool failed(const PGresult *res)
+{
+	ExecStatusType st = PQresultStatus(res);
+	return st == PGRES_FATAL_ERROR || st == PGRES_NONFATAL_ERROR || st == PGRES_BAD_RESPONSE;
+}
+
+/*
+ * The rest of a call whose query `sent` (PQsend*'s return) went into the
+ * connection's buffer: flush it and read every result up to the end, so
+ * that the connection is free for the next call, all by the deadline. The
+ * result (the first failed one, else the last), or NULL with c->err set:
+ * a server error, a lost connection or no reply in time. `rows`: a
+ * statement that returns rows (PGRES_TUPLES_OK); otherwise any success.
+ */
+static PGresult *finish(pg_conn *c, uint64_t deadline, int sent, bool rows)
+{
+	if (!c->pg) /* closed by an earlier call's timeout: its message stands */
+		return NULL;
+	if (!sent) {
+		fail(c, NULL);
+		return NULL;
+	}
+	if (flush_by(c, deadline) != FB_IO_OK)
+		return NULL;
+	PGresult *keep = NULL;
+	for (;;) {
+		if (ready_by(c, deadline) != FB_IO_OK) {
+			PQclear(keep);
+			return NULL;
+		}
+		PGresult *res = PQgetResult(c->pg);
+		if (!res)
+			break;
+		if (!keep || !failed(keep)) {
+			PQclear(keep);
+			keep = res;
+		} else {
+			PQclear(res);
+		}
+	}
+	if (!keep || failed(keep) || (rows && PQresultStatus(keep) != PGRES_TUPLES_OK)) {
+		fail(c, keep);
+		return NULL;
+	}
+	return keep;
+}
+
+/* One or more SQL statements without parameters. */
+static PGresult *query(pg_conn *c, const char *sql, bool rows)
+{
+	uint64_t deadline = deadline_of(c);
+	return finish(c, deadline, c->pg && PQsendQuery(c->pg, sql), rows);
+}
+
+/*
+ * Open a connection, by the deadline (at least MIN_CONNECT_NS: libpq's
+ * own floor for connect_timeout): URL or conninfo alike (expand_dbname).
+ * Then make it non-blocking (every call waits in poll, against its
+ * deadline) and pin READ COMMITTED, whatever the database's default: the
+ * statements rely on its re-evaluation of an UPDATE on the newest row
+ * version after a lock wait, where REPEATABLE READ or SERIALIZABLE would
+ * fail concurrent writers with 40001.
+ */
 static fb_err dial(pg_engine *e, uint16_t worker, pg_conn *c, char *err, size_t errlen)
 {
 	c->e = e;
 	c->worker = worker;
 	c->err[0] = 0;
-	c->pg = PQconnectdb(e->url);
+	const char *const keys[] = {"dbname", NULL};
+	const char *const vals[] = {e->url, NULL};
+	c->pg = PQconnectStartParams(keys, vals, 1);
 	if (!c->pg) {
 		say(err, errlen, "%s: out of memory for a connection", e->redacted);
 		return FB_ENOMEM;
+	}
+	uint64_t limit = e->timeout_ns > MIN_CONNECT_NS ? e->timeout_ns : MIN_CONNECT_NS;
+	uint64_t deadline = now_ns() + limit;
+	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+	while (PQstatus(c->pg) != CONNECTION_BAD && st != PGRES_POLLING_OK &&
+	       st != PGRES_POLLING_FAILED) {
+		int w = wait_for(c->pg, st == PGRES_POLLING_READING ? POLLIN : POLLOUT, deadline);
+		if (w == 0) {
+			say_no_reply(err, errlen, e, limit);
+			goto fail;
+		}
+		if (w < 0) {
+			say(err, errlen, "%s: poll: %s", e->redacted, strerror(errno));
+			goto fail;
+		}
+		st = PQconnectPoll(c->pg);
 	}
 	if (PQstatus(c->pg) != CONNECTION_OK) {
 		char line[512];
 		first_line(PQerrorMessage(c->pg), line, sizeof line);
 		say(err, errlen, "%s: %s", e->redacted, line);
-		PQfinish(c->pg);
-		c->pg = NULL;
-		return FB_ESYS;
+		goto fail;
 	}
 	PQsetNoticeProcessor(c->pg, quiet, NULL);
+	if (PQsetnonblocking(c->pg, 1) != 0) {
+		fail(c, NULL);
+		say(err, errlen, "%s", c->err);
+		goto fail;
+	}
+	PGresult *res = query(c,
+	                      "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ "
+	                      "COMMITTED",
+	                      false);
+	if (!res) {
+		say(err, errlen, "%s", c->err);
+		goto fail;
+	}
+	PQclear(res);
 	return FB_OK;
+fail:
+	PQfinish(c->pg); /* NULL after a timeout: PQfinish ignores it */
+	c->pg = NULL;
+	return FB_ESYS;
 }
 
 /*
@@ -175,6 +393,7 @@ static fb_err pg_open(const fb_engine_config *cfg, const char *url, void **eng, 
 		return FB_ENOMEM;
 	}
 	e->cfg = *cfg;
+	e->timeout_ns = cfg->timeout_ns ? cfg->timeout_ns : DEFAULT_TIMEOUT_NS;
 	fb_url_redact(url, e->redacted, sizeof e->redacted);
 
 	/* A URL libpq cannot parse is the user's typo, not an unreachable server. */
@@ -198,6 +417,9 @@ static fb_err pg_open(const fb_engine_config *cfg, const char *url, void **eng, 
 		free(e);
 		return rc;
 	}
+	/* "15.13 (Debian 15.13-0+deb12u1)": the number is the version */
+	const char *v = PQparameterStatus(e->admin.pg, "server_version");
+	say(e->version, sizeof e->version, "%.*s", v ? (int)strcspn(v, " ") : 1, v ? v : "?");
 	*eng = e;
 	return FB_OK;
 }
@@ -205,9 +427,7 @@ static fb_err pg_open(const fb_engine_config *cfg, const char *url, void **eng, 
 static void pg_version(void *eng, char *buf, size_t len)
 {
 	pg_engine *e = eng;
-	const char *v = PQparameterStatus(e->admin.pg, "server_version");
-	/* "15.13 (Debian 15.13-0+deb12u1)": the number is the version */
-	say(buf, len, "%.*s", v ? (int)strcspn(v, " ") : 1, v ? v : "?");
+	say(buf, len, "%s", e->version);
 }
 
 static void pg_close(void *eng)
@@ -225,15 +445,26 @@ static void pg_close(void *eng)
 /* One statement on the admin connection; false with err set on failure. */
 static bool exec_ok(pg_engine *e, const char *sql, char *err, size_t errlen)
 {
-	PGresult *res = PQexec(e->admin.pg, sql);
-	ExecStatusType st = PQresultStatus(res);
-	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+	PGresult *res = query(&e->admin, sql, false);
+	if (res) {
 		PQclear(res);
 		return true;
 	}
-	fail(&e->admin, res);
 	say(err, errlen, "%s", e->admin.err);
 	return false;
+}
+
+/* End prepare's failed transaction, if the connection still can: the
+ * error already reported stays the admin connection's. */
+static void rollback(pg_engine *e)
+{
+	if (!e->admin.pg || PQstatus(e->admin.pg) != CONNECTION_OK)
+		return;
+	char keep[sizeof e->admin.err];
+	memcpy(keep, e->admin.err, sizeof keep);
+	PQclear(query(&e->admin, "ROLLBACK", false));
+	if (e->admin.pg) /* a timeout's message is the newer news */
+		memcpy(e->admin.err, keep, sizeof keep);
 }
 
 /*
@@ -268,10 +499,43 @@ static bool meta_matches(pg_engine *e, const fb_store_meta *m, char *err, size_t
 static fb_io read_meta(pg_conn *c, fb_store_meta *out);
 
 /*
- * Everything in one transaction, serialized against other fencebench
- * processes preparing the same database by an advisory lock: a shared run's
- * processes may all start at once, and CREATE TABLE IF NOT EXISTS is not
- * safe against a concurrent twin.
+ * Seed the selected disciplines' missing keys at the initial balance. One
+ * statement per discipline and chunk of keys, each its own transaction:
+ * every call is answered well within the deadline, where a million keys at
+ * once would take seconds (and, inside prepare's transaction, would hold
+ * every other process of a shared run waiting on the lock that long). In
+ * ascending (discipline, key) order, so two processes seeding at once wait
+ * at worst for each other's chunk, and never deadlock.
+ */
+#define SEED_CHUNK 32768u
+
+static bool seed(pg_engine *e, char *err, size_t errlen)
+{
+	const fb_engine_config *c = &e->cfg;
+	for (int d = 0; d < FB_DISCIPLINES; d++) {
+		if (!(c->modes & (1u << d)))
+			continue;
+		for (uint32_t lo = 0; lo < c->keys; lo += SEED_CHUNK) {
+			uint32_t hi = c->keys - lo > SEED_CHUNK ? lo + SEED_CHUNK - 1 : c->keys - 1;
+			char sql[512];
+			say(sql, sizeof sql,
+			    "INSERT INTO fencebench_account (discipline, id, balance)"
+			    " SELECT %d, k, %lld FROM generate_series(%u, %u) AS k"
+			    " ON CONFLICT DO NOTHING",
+			    d, (long long)c->initial_balance, lo, hi);
+			if (!exec_ok(e, sql, err, errlen))
+				return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * The tables and the meta row in one transaction, serialized against other
+ * fencebench processes preparing the same database by an advisory lock: a
+ * shared run's processes may all start at once, and CREATE TABLE IF NOT
+ * EXISTS is not safe against a concurrent twin. Then the keys, after the
+ * commit (seed).
  */
 static fb_err pg_prepare(void *eng, bool fresh, char *err, size_t errlen)
 {
@@ -309,33 +573,18 @@ static fb_err pg_prepare(void *eng, bool fresh, char *err, size_t errlen)
 			goto fail;
 		}
 		if (!meta_matches(e, &m, err, errlen)) {
-			PQclear(PQexec(e->admin.pg, "ROLLBACK"));
+			rollback(e);
 			return FB_EINVAL;
 		}
 		say(sql, sizeof sql, "UPDATE fencebench_meta SET modes = modes | %u", c->modes);
 		if (!exec_ok(e, sql, err, errlen))
 			goto fail;
 	}
-	char list[32] = "";
-	for (int d = 0; d < FB_DISCIPLINES; d++)
-		if (c->modes & (1u << d))
-			say(list + strlen(list), sizeof list - strlen(list), "%s%d",
-			    *list ? "," : "", d);
-	if (*list && c->keys) {
-		say(sql, sizeof sql,
-		    "INSERT INTO fencebench_account (discipline, id, balance)"
-		    " SELECT d, k, %lld FROM unnest('{%s}'::smallint[]) AS d,"
-		    " generate_series(0, %u) AS k ON CONFLICT DO NOTHING",
-		    (long long)c->initial_balance, list, c->keys - 1);
-		if (!exec_ok(e, sql, err, errlen))
-			goto fail;
-	}
 	if (!exec_ok(e, "COMMIT", err, errlen))
 		goto fail;
-	return FB_OK;
+	return seed(e, err, errlen) ? FB_OK : FB_ESYS;
 fail:
-	if (PQstatus(e->admin.pg) == CONNECTION_OK)
-		PQclear(PQexec(e->admin.pg, "ROLLBACK"));
+	rollback(e);
 	return FB_ESYS;
 }
 
@@ -415,10 +664,13 @@ static fb_err prepare_statements(pg_conn *c, char *err, size_t errlen)
 				write_sql(sql, sizeof sql, (fb_discipline)d, kind == ST_DEBIT);
 			statement_name(name, sizeof name, kind, (fb_discipline)d);
 			int n = kind != ST_READ ? 5 : d == FB_FENCED ? 2 : 1;
-			PGresult *res = PQprepare(c->pg, name, sql, n,
-			                          kind == ST_READ ? read_types : write_types);
-			if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-				fail(c, res);
+			uint64_t deadline = deadline_of(c);
+			PGresult *res =
+			        finish(c, deadline,
+			               PQsendPrepare(c->pg, name, sql, n,
+			                             kind == ST_READ ? read_types : write_types),
+			               false);
+			if (!res) {
 				say(err, errlen, "%s", c->err);
 				return FB_ESYS;
 			}
@@ -498,9 +750,12 @@ static fb_io apply(pg_conn *c, int kind, fb_discipline d, uint32_t key, int64_t 
 	snprintf(v[4], sizeof v[4], "%u", (unsigned)c->worker);
 	const char *vals[5] = {v[0], v[1], v[2], v[3], v[4]};
 	statement_name(name, sizeof name, kind, d);
-	PGresult *res = PQexecPrepared(c->pg, name, 5, vals, NULL, NULL, 0);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		return fail(c, res);
+	uint64_t deadline = deadline_of(c);
+	PGresult *res =
+	        finish(c, deadline,
+	               c->pg && PQsendQueryPrepared(c->pg, name, 5, vals, NULL, NULL, 0), true);
+	if (!res)
+		return FB_IO_ERROR;
 	if (PQntuples(res) != 1) {
 		PQclear(res);
 		r->stale = true; /* as core/store.c: a refused write is the stale one */
@@ -549,9 +804,13 @@ static fb_io pg_read(void *conn, fb_discipline d, uint32_t key, uint64_t token, 
 	snprintf(t, sizeof t, "%llu", (unsigned long long)token);
 	const char *vals[2] = {k, t};
 	statement_name(name, sizeof name, ST_READ, d);
-	PGresult *res = PQexecPrepared(c->pg, name, d == FB_FENCED ? 2 : 1, vals, NULL, NULL, 0);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		return fail(c, res);
+	uint64_t deadline = deadline_of(c);
+	PGresult *res = finish(c, deadline,
+	                       c->pg && PQsendQueryPrepared(c->pg, name, d == FB_FENCED ? 2 : 1,
+	                                                    vals, NULL, NULL, 0),
+	                       true);
+	if (!res)
+		return FB_IO_ERROR;
 	if (PQntuples(res) != 1) {
 		PQclear(res);
 		if (d == FB_FENCED)
@@ -582,13 +841,17 @@ static fb_io pg_final(void *conn, fb_discipline d, uint32_t keys, int64_t *balan
 	snprintf(dv, sizeof dv, "%d", (int)d);
 	snprintf(kv, sizeof kv, "%u", keys);
 	const char *vals[2] = {dv, kv};
-	PGresult *res = PQexecParams(c->pg,
-	                             "SELECT id, balance, last_fence FROM fencebench_account"
-	                             " WHERE discipline = $1::smallint AND id >= 0 AND id < $2::int"
-	                             " ORDER BY id",
-	                             2, NULL, vals, NULL, NULL, 0);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		return fail(c, res);
+	uint64_t deadline = deadline_of(c);
+	PGresult *res = finish(
+	        c, deadline,
+	        c->pg && PQsendQueryParams(c->pg,
+	                                   "SELECT id, balance, last_fence FROM fencebench_account"
+	                                   " WHERE discipline = $1::smallint AND id >= 0"
+	                                   " AND id < $2::int ORDER BY id",
+	                                   2, NULL, vals, NULL, NULL, 0),
+	        true);
+	if (!res)
+		return FB_IO_ERROR;
 	int n = PQntuples(res);
 	bool whole = n >= 0 && (uint32_t)n == keys;
 	for (int i = 0; whole && i < n; i++) {
@@ -607,11 +870,15 @@ static fb_io pg_final(void *conn, fb_discipline d, uint32_t keys, int64_t *balan
 
 /*
  * Streamed one row at a time (single-row mode): a long run's history is
- * millions of rows, which PQexec would hold in memory all at once.
+ * millions of rows, which PQexec would hold in memory all at once. The
+ * deadline is per result, not for the whole: a long history takes long to
+ * read, but the server must not go silent.
  */
 static fb_io pg_history(void *conn, void (*row)(void *ctx, const fb_history_row *h), void *ctx)
 {
 	pg_conn *c = conn;
+	if (!c->pg)
+		return FB_IO_ERROR; /* closed by an earlier timeout */
 	if (!PQsendQuery(c->pg, "SELECT discipline, id, version, fence, before, after, stale,"
 	                        " client, worker FROM fencebench_history"
 	                        " ORDER BY discipline, id, version"))
@@ -619,11 +886,17 @@ static fb_io pg_history(void *conn, void (*row)(void *ctx, const fb_history_row 
 	/* Should single-row mode be refused, the rows come in one result:
 	 * the loop serves both. */
 	PQsetSingleRowMode(c->pg);
+	if (flush_by(c, deadline_of(c)) != FB_IO_OK)
+		return FB_IO_ERROR;
 	fb_io rc = FB_IO_OK;
-	PGresult *res;
 	/* every result up to the NULL is read, failed or not, or the
 	 * connection would stay busy */
-	while ((res = PQgetResult(c->pg))) {
+	for (;;) {
+		if (ready_by(c, deadline_of(c)) != FB_IO_OK)
+			return FB_IO_ERROR;
+		PGresult *res = PQgetResult(c->pg);
+		if (!res)
+			break;
 		ExecStatusType st = PQresultStatus(res);
 		if (st != PGRES_SINGLE_TUPLE && st != PGRES_TUPLES_OK) {
 			if (rc == FB_IO_OK) {
@@ -656,10 +929,10 @@ static fb_io pg_history(void *conn, void (*row)(void *ctx, const fb_history_row 
 /* FB_IO_REFUSED: no meta row (the store was never prepared). */
 static fb_io read_meta(pg_conn *c, fb_store_meta *out)
 {
-	PGresult *res = PQexec(
-	        c->pg, "SELECT initial_balance, amount, keys, op, modes FROM fencebench_meta");
-	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		return fail(c, res);
+	PGresult *res = query(
+	        c, "SELECT initial_balance, amount, keys, op, modes FROM fencebench_meta", true);
+	if (!res)
+		return FB_IO_ERROR;
 	if (PQntuples(res) != 1) {
 		PQclear(res);
 		say(c->err, sizeof c->err, "%s: the store has no meta row: it was never prepared",

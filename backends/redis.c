@@ -13,7 +13,7 @@
 /*
  * Keys (all under "fb:", so a fresh prepare never touches anything else in
  * the user's database):
- *   fb:lease:<k>            the lease, PX ttl: "c<client>.w<worker>.f<fence>"
+ *   fb:lease:<k>            the lease, expiring at its TIME + ttl: "c<client>.w<worker>.f<fence>"
  *                           (script), or "c<client>.w<worker>.s<seq>" (incr)
  *                           until its mint appends ".f<fence>"
  *   fb:fence, fb:fence:<k>  the fence counter: global, or one per key
@@ -25,16 +25,17 @@
  */
 
 #define CONNECT_TIMEOUT_S 2
-#define COMMAND_TIMEOUT_S 10
-#define ERRLEN            640
-#define URLLEN            512
-#define HELD_SLOTS        8
-#define VALLEN            64
-#define CMD_MAX           16
-#define ARGLEN            64
-#define PIPE_CHUNK        128
-#define SCAN_COUNT        "1000"
-#define HIST_CHUNK        1000
+/* cfg->timeout_ns of 0: how long a command may go unanswered */
+#define DEFAULT_TIMEOUT_NS (UINT64_C(10) * 1000000000)
+#define ERRLEN             640
+#define URLLEN             512
+#define HELD_SLOTS         8
+#define VALLEN             64
+#define CMD_MAX            16
+#define ARGLEN             64
+#define PIPE_CHUNK         128
+#define SCAN_COUNT         "1000"
+#define HIST_CHUNK         1000
 
 /* ---- the scripts ------------------------------------------------------- */
 
@@ -44,7 +45,7 @@
  * one prints "%.14g", which turns a 15-digit fence into 1.4073748835533e+14.
  * Balances are copied as the server's own strings, never through a double.
  */
-enum { S_ACQUIRE, S_MINT, S_RELEASE, S_RENEW, S_INIT, S_READ, S_WRITE, SCRIPTS };
+enum { S_ACQUIRE, S_TAKE, S_MINT, S_RELEASE, S_RENEW, S_INIT, S_READ, S_WRITE, SCRIPTS };
 
 typedef struct script {
 	const char *name;
@@ -57,29 +58,44 @@ static const script scripts[SCRIPTS] = {
          * holder can carry a fence older than its predecessor's. */
         [S_ACQUIRE] = {"acquire",
                        "if redis.replicate_commands then redis.replicate_commands() end\n"
+                       "local t = redis.call('TIME')\n"
                        "local v = redis.call('GET', KEYS[1])\n"
                        "if v then return {0, v, redis.call('PTTL', KEYS[1])} end\n"
                        "local f = redis.call('INCR', KEYS[2])\n"
                        "if f > tonumber(ARGV[3]) then return {2, f} end\n"
-                       "redis.call('SET', KEYS[1], ARGV[1] .. '.f' .. string.format('%d', f),"
-                       " 'PX', ARGV[2])\n"
-                       "local t = redis.call('TIME')\n"
+                       "redis.call('SET', KEYS[1], ARGV[1] .. '.f' .. string.format('%d', f))\n"
+                       "redis.call('PEXPIREAT', KEYS[1], string.format('%d',"
+                       " t[1] * 1000 + math.floor(t[2] / 1000) + tonumber(ARGV[2])))\n"
                        "return {1, f, t[1], t[2]}\n"},
+        /* KEYS: lease. ARGV: our value, ttl ms. The incr strategy's first
+         * step: take the key (SET NX) and nothing else; its fence comes in
+         * a later step (S_MINT). As in S_ACQUIRE, the expiry is TIME + ttl
+         * from the TIME the lease reports as its start, so the lease
+         * witness, ordering leases by that TIME, sees the expiry the
+         * server enforces (a SET ... PX would count from the server's
+         * cached time, up to a stall earlier). Reply: {1, sec, usec}, or
+         * {0, holder's value or '', PTTL}. */
+        [S_TAKE] = {"take",
+                    "if redis.replicate_commands then redis.replicate_commands() end\n"
+                    "local t = redis.call('TIME')\n"
+                    "if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then\n"
+                    "  return {0, redis.call('GET', KEYS[1]) or '', redis.call('PTTL', KEYS[1])}\n"
+                    "end\n"
+                    "redis.call('PEXPIREAT', KEYS[1], string.format('%d',"
+                    " t[1] * 1000 + math.floor(t[2] / 1000) + tonumber(ARGV[2])))\n"
+                    "return {1, t[1], t[2]}\n"},
         /* KEYS: lease, counter. ARGV: our value, FB_FENCE_MAX. The incr
          * strategy's second step, a separate server step after the SET:
          * INCR, and if the lease is still ours, write the fence into its
-         * value (TTL kept) so that peek and a contender can see it. The
+         * value (KEEPTTL: the expiry S_TAKE set) so that peek and a contender can see it. The
          * trap stands: the fence is minted after, not with, the SET.
          * Reply: fence, tagged (1/0). */
         [S_MINT] = {"mint",
                     "local f = redis.call('INCR', KEYS[2])\n"
                     "if f <= tonumber(ARGV[2]) and redis.call('GET', KEYS[1]) == ARGV[1] then\n"
-                    "  local t = redis.call('PTTL', KEYS[1])\n"
-                    "  if t > 0 then\n"
-                    "    redis.call('SET', KEYS[1], ARGV[1] .. '.f' .. string.format('%d', f),"
-                    " 'PX', t)\n"
-                    "    return {f, 1}\n"
-                    "  end\n"
+                    "  redis.call('SET', KEYS[1], ARGV[1] .. '.f' .. string.format('%d', f),"
+                    " 'KEEPTTL')\n"
+                    "  return {f, 1}\n"
                     "end\n"
                     "return {f, 0}\n"},
         /* KEYS: lease. ARGV: our value. Compare-and-delete. */
@@ -364,10 +380,13 @@ static bool parse_url(const char *url, rurl *u, const char **why)
 
 /* ---- one connection ---------------------------------------------------- */
 
-/* A server connection and the last failure on it, as "<url>: <reason>". */
+/* A server connection and the last failure on it, as "<url>: <reason>".
+ * c is NULL once the connection was lost (or a reply did not come in
+ * time): every later call fails at once, and err still says why. */
 typedef struct rlink {
 	redisContext *c;
-	const char *url; /* redacted; the engine's */
+	const char *url;     /* redacted; the engine's */
+	uint64_t timeout_ns; /* a command's, from the engine's configuration */
 	char err[ERRLEN];
 } rlink;
 
@@ -383,13 +402,54 @@ static void fail(rlink *l, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* No reply came: the connection failed (hiredis says why in errstr). */
+/* ns as seconds, without trailing zeros: "10", "0.5", "2.25". */
+static void seconds(char *buf, size_t len, uint64_t ns)
+{
+	snprintf(buf, len, "%.3f", (double)ns / 1e9);
+	char *end = buf + strlen(buf);
+	while (end > buf && end[-1] == '0')
+		*--end = 0;
+	if (end > buf && end[-1] == '.')
+		end[-1] = 0;
+}
+
+/* Did the context fail by its read (or write) timeout? hiredis 0.14
+ * reports the socket's EAGAIN as an I/O error in strerror's words; later
+ * versions have an error code of their own. */
+static bool timed_out(const redisContext *c)
+{
+#ifdef REDIS_ERR_TIMEOUT
+	if (c->err == REDIS_ERR_TIMEOUT)
+		return true;
+#endif
+	char again[128] = "", block[128] = "";
+	if (c->err != REDIS_ERR_IO || strerror_r(EAGAIN, again, sizeof again) != 0 ||
+	    strerror_r(EWOULDBLOCK, block, sizeof block) != 0)
+		return false;
+	return strcmp(c->errstr, again) == 0 || strcmp(c->errstr, block) == 0;
+}
+
+/*
+ * No reply came: the connection failed (hiredis says why in errstr), or
+ * the reply did not come within the timeout. Either way the connection is
+ * closed: a late reply must never be read as a later command's, and every
+ * later call on the link then fails at once, its error still this one.
+ */
 static void lost(rlink *l)
 {
-	if (l->c && l->c->err)
+	if (!l->c)
+		return; /* closed by an earlier failure: l->err says why */
+	if (timed_out(l->c)) {
+		char s[32];
+		seconds(s, sizeof s, l->timeout_ns);
+		fail(l, "no reply within %s s", s);
+	} else if (l->c->err) {
 		fail(l, "%s", l->c->errstr[0] ? l->c->errstr : "connection failed");
-	else
+	} else {
 		fail(l, "no reply");
+	}
+	redisFree(l->c);
+	l->c = NULL;
 }
 
 /* A command's arguments: argv[0..n) with their lengths. Numbers and built
@@ -422,6 +482,13 @@ static void argf(cmd *c, const char *fmt, ...)
 	arg(c, c->buf[c->n]);
 }
 
+/* One command on the link, NULL if it is closed or the command got no
+ * reply (good() then says why). */
+static redisReply *command(rlink *l, int n, const char **v, const size_t *len)
+{
+	return l->c ? redisCommandArgv(l->c, n, v, len) : NULL;
+}
+
 /* Check one reply: NULL (no answer) or an error reply fail the link and
  * return false (the reply is freed). */
 static bool good(rlink *l, redisReply *r, const char *what)
@@ -441,7 +508,7 @@ static bool good(rlink *l, redisReply *r, const char *what)
 /* One command, its reply or NULL (l->err says why). */
 static redisReply *run(rlink *l, cmd *c)
 {
-	redisReply *r = redisCommandArgv(l->c, c->n, c->v, c->len);
+	redisReply *r = command(l, c->n, c->v, c->len);
 	return good(l, r, c->v[0]) ? r : NULL;
 }
 
@@ -463,6 +530,8 @@ static bool pipeline(rlink *l, int n, cmd *cs, redisReply **out)
 {
 	for (int i = 0; i < n; i++)
 		out[i] = NULL;
+	if (!l->c)
+		return false; /* closed by an earlier failure: l->err says why */
 	for (int i = 0; i < n; i++)
 		if (redisAppendCommandArgv(l->c, cs[i].n, cs[i].v, cs[i].len) != REDIS_OK) {
 			lost(l);
@@ -505,13 +574,16 @@ static void free_replies(int n, redisReply **r)
 }
 
 /*
- * Connect (2 s), set the command timeout (10 s), AUTH and SELECT. On
- * failure the link is closed, l->err says why, and the error is FB_ESYS
+ * Connect (2 s), set the command timeout (l->timeout_ns), AUTH and SELECT.
+ * On failure the link is closed, l->err says why, and the error is FB_ESYS
  * (no server, or it refused us) or FB_EINVAL (no such database).
  */
 static fb_err dial(rlink *l, const rurl *u)
 {
-	struct timeval ct = {CONNECT_TIMEOUT_S, 0}, rt = {COMMAND_TIMEOUT_S, 0};
+	/* at least 1 ms: a zero timeval is no timeout at all */
+	uint64_t us = l->timeout_ns / 1000 > 1000 ? l->timeout_ns / 1000 : 1000;
+	struct timeval ct = {CONNECT_TIMEOUT_S, 0}, rt = {.tv_sec = (time_t)(us / 1000000),
+	                                                  .tv_usec = (suseconds_t)(us % 1000000)};
 	l->c = redisConnectWithTimeout(u->host, u->port, ct);
 	if (!l->c) {
 		fail(l, "cannot allocate a hiredis context");
@@ -541,14 +613,15 @@ static fb_err dial(rlink *l, const rurl *u)
 		arg(&c, "SELECT");
 		argf(&c, "%ld", u->db);
 		if (!run_ok(l, &c)) {
-			if (!l->c->err)
+			if (l->c && !l->c->err) /* an error reply, not a lost link */
 				e = FB_EINVAL;
 			goto err;
 		}
 	}
 	return FB_OK;
 err:
-	redisFree(l->c);
+	if (l->c)
+		redisFree(l->c);
 	l->c = NULL;
 	return e;
 }
@@ -661,6 +734,7 @@ static fb_err open_engine(const fb_engine_config *cfg, const char *url, bool sto
 		e->cfg.clock = fb_clock_monotonic();
 	fb_url_redact(url ? url : "", e->url, sizeof e->url);
 	e->admin.url = e->url;
+	e->admin.timeout_ns = cfg->timeout_ns ? cfg->timeout_ns : DEFAULT_TIMEOUT_NS;
 	const char *why = NULL;
 	fb_err rc = FB_EINVAL;
 	if (!parse_url(url, &e->u, &why))
@@ -723,6 +797,7 @@ static fb_err engine_connect(void *eng, uint16_t worker, void **conn, char *err,
 	}
 	c->e = e;
 	c->l.url = e->url;
+	c->l.timeout_ns = e->admin.timeout_ns;
 	c->worker = worker;
 	fb_err rc = dial(&c->l, &e->u);
 	if (rc != FB_OK) {
@@ -768,14 +843,14 @@ static redisReply *eval(rlink *l, const reng *e, int s, cmd *c)
 	c->len[0] = strlen("EVALSHA");
 	c->v[1] = e->sha[s];
 	c->len[1] = 40;
-	redisReply *r = redisCommandArgv(l->c, c->n, c->v, c->len);
+	redisReply *r = command(l, c->n, c->v, c->len);
 	if (r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
 		freeReplyObject(r);
 		c->v[0] = "EVAL";
 		c->len[0] = strlen("EVAL");
 		c->v[1] = scripts[s].body;
 		c->len[1] = strlen(scripts[s].body);
-		r = redisCommandArgv(l->c, c->n, c->v, c->len);
+		r = command(l, c->n, c->v, c->len);
 	}
 	return good(l, r, scripts[s].name) ? r : NULL;
 }
@@ -844,7 +919,7 @@ static bool scan_delete(rlink *l, const char *pattern)
 				for (int pass = 0; pass < 2; pass++) {
 					argv[0] = pass ? "DEL" : "UNLINK";
 					lens[0] = strlen(argv[0]);
-					redisReply *d = redisCommandArgv(l->c, (int)n, argv, lens);
+					redisReply *d = command(l, (int)n, argv, lens);
 					bool retry = !pass && d && d->type == REDIS_REPLY_ERROR &&
 					             strstr(d->str, "unknown command");
 					if (retry) {
@@ -1056,8 +1131,8 @@ bad:
 static fb_io release_value(rconn *c, uint32_t key, const char *val);
 
 /*
- * The trap: SET NX PX (with TIME in the same pipeline: the server's time of
- * the SET), then cfg->between (the fault point), then a separate step that
+ * The trap: take the key (S_TAKE: SET NX, expiring at the server's TIME
+ * plus the TTL), then cfg->between (the fault point), then a separate step that
  * INCRs the counter (the mint script, which also tags the lease with its
  * fence if it is still ours). A holder paused between the two mints its
  * fence after a successor that acquired later: a newer fence on an older
@@ -1069,39 +1144,34 @@ static fb_acquire acquire_incr(rconn *c, uint32_t key, fb_lease *out, uint64_t n
 	char val[VALLEN];
 	snprintf(val, sizeof val, "c%" PRIu32 ".w%u.s%" PRIu64, e->cfg.client_id, c->worker,
 	         ++c->seq);
-	cmd cs[4] = {{0}};
-	arg(&cs[0], "SET");
-	argf(&cs[0], "fb:lease:%" PRIu32, key);
-	arg(&cs[0], val);
-	arg(&cs[0], "NX");
-	arg(&cs[0], "PX");
-	argf(&cs[0], "%" PRIu64, ttl_ms(e));
-	arg(&cs[1], "TIME");
-	/* on contention, the holder's expiry and owner in the same trip */
-	arg(&cs[2], "PTTL");
-	arg(&cs[2], cs[0].v[1]);
-	arg(&cs[3], "GET");
-	arg(&cs[3], cs[0].v[1]);
-	redisReply *r[4];
-	if (!pipeline(&c->l, 4, cs, r))
+	cmd t = {0};
+	eval_begin(&t, 1);
+	argf(&t, "fb:lease:%" PRIu32, key);
+	arg(&t, val);
+	argf(&t, "%" PRIu64, ttl_ms(e));
+	redisReply *r = eval(&c->l, e, S_TAKE, &t);
+	if (!r)
 		return FB_ACQ_ERROR;
 	fb_acquire res = FB_ACQ_ERROR;
-	long long s, us, pttl;
-	if (r[0]->type == REDIS_REPLY_NIL) {
-		if (r[2]->type != REDIS_REPLY_INTEGER)
+	long long tag, s, us, pttl;
+	if (!el_int(r, 0, &tag))
+		goto bad;
+	if (tag == 0) { /* held: on contention, the holder's expiry and owner */
+		if (r->elements != 3 || r->element[1]->type != REDIS_REPLY_STRING ||
+		    !el_int(r, 2, &pttl))
 			goto bad;
-		pttl = r[2]->integer;
 		*out = (fb_lease){.expires_at = pttl_to_expiry(now, pttl)};
-		if (r[3]->type == REDIS_REPLY_STRING)
-			parse_value(r[3]->str, r[3]->len, &out->owner, &out->fence);
+		if (r->element[1]->len)
+			parse_value(r->element[1]->str, r->element[1]->len, &out->owner,
+			            &out->fence);
 		else
 			out->expires_at = 0; /* gone already: try again */
-		free_replies(4, r);
+		freeReplyObject(r);
 		return FB_HELD;
 	}
-	if (r[0]->type != REDIS_REPLY_STATUS || !el_int(r[1], 0, &s) || !el_int(r[1], 1, &us))
+	if (tag != 1 || !el_int(r, 1, &s) || !el_int(r, 2, &us))
 		goto bad;
-	free_replies(4, r);
+	freeReplyObject(r);
 	if (e->cfg.between)
 		e->cfg.between();
 	cmd m = {0};
@@ -1134,7 +1204,7 @@ static fb_acquire acquire_incr(rconn *c, uint32_t key, fb_lease *out, uint64_t n
 	remember(c, key, out->fence, val);
 	return FB_ACQUIRED;
 bad:
-	free_replies(4, r);
+	freeReplyObject(r);
 	fail(&c->l, "acquire: unexpected reply");
 	return res;
 }
@@ -1271,10 +1341,10 @@ static fb_io lease_server_pause(void *conn, uint64_t ns)
 	arg(&m, "PAUSE");
 	argf(&m, "%" PRIu64, ns / 1000000 ? (ns + 999999) / 1000000 : 1);
 	arg(&m, "ALL");
-	redisReply *r = redisCommandArgv(c->l.c, m.n, m.v, m.len);
+	redisReply *r = command(&c->l, m.n, m.v, m.len);
 	if (r && r->type == REDIS_REPLY_ERROR) {
 		freeReplyObject(r);
-		r = redisCommandArgv(c->l.c, m.n - 1, m.v, m.len);
+		r = command(&c->l, m.n - 1, m.v, m.len);
 	}
 	if (!good(&c->l, r, "CLIENT PAUSE"))
 		return FB_IO_ERROR;

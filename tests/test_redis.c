@@ -1,15 +1,17 @@
 /*
  * The Redis engine against a throwaway redis-server: leases (both fence
  * strategies, the two-step trap reproduced on purpose), the store's three
- * disciplines, its history and meta, and what a dead server looks like.
- * No test sleeps: a lease is expired from the test's own connection
- * (PEXPIRE 0) instead of waiting for its TTL.
+ * disciplines, its history and meta, and what a dead, paused or stopped
+ * server looks like. No test sleeps: a lease is expired from the test's
+ * own connection (PEXPIRE 0) instead of waiting for its TTL.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <hiredis/hiredis.h>
 
@@ -494,6 +496,57 @@ static void test_server_pause_suspends_the_service(void **state)
 	check(lb.service_at - la.service_at >= 59 * MS,
 	      "B was served after the pause: %llu ns later",
 	      (unsigned long long)(lb.service_at - la.service_at));
+	L->disconnect(a);
+	L->disconnect(b);
+	L->close(e);
+}
+
+static double seconds_since(const struct timespec *t0)
+{
+	struct timespec t1;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/*
+ * The command timeout is the configuration's (the run makes it longer than
+ * any server pause it injects): a 600 ms CLIENT PAUSE is waited out with a
+ * 2 s timeout, and is "no reply within 0.25 s" with a 250 ms one, after
+ * which that connection is closed and fails at once.
+ */
+static void test_command_timeout_is_the_configured_one(void **state)
+{
+	(void)state;
+	fb_engine_config cfg = base_cfg();
+	cfg.timeout_ns = 2000 * MS;
+	void *e = lease_engine(&cfg, srv.url, true);
+	void *a = lconn(e, 1), *b = lconn(e, 2);
+	fb_lease la, lb;
+	check_eq(acq(a, 0, &la), FB_ACQUIRED, "A acquires");
+	check_eq(L->server_pause(a, 600 * MS), FB_IO_OK, "CLIENT PAUSE 600 ms");
+	fb_acquire got = acq(b, 1, &lb);
+	check(got == FB_ACQUIRED, "B's acquire waits out the pause: %d (%s)", (int)got,
+	      L->error(b));
+	check(lb.service_at - la.service_at >= 590 * MS, "B was served after the pause");
+	L->disconnect(a);
+	L->disconnect(b);
+	L->close(e);
+
+	cfg.timeout_ns = 250 * MS;
+	e = lease_engine(&cfg, srv.url, true);
+	a = lconn(e, 1);
+	b = lconn(e, 2);
+	check_eq(L->server_pause(a, 600 * MS), FB_IO_OK, "CLIENT PAUSE 600 ms");
+	check_eq(acq(b, 1, &lb), FB_ACQ_ERROR, "B's acquire gives up before the pause ends");
+	char want[sizeof srv.url + 64];
+	snprintf(want, sizeof want, "%s: no reply within 0.25 s", srv.url);
+	check(strcmp(L->error(b), want) == 0, "the error is %s: %s", want, L->error(b));
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	check_eq(L->peek(b, 1, &lb), FB_IO_ERROR, "a later call on that connection");
+	check(seconds_since(&t0) < 0.25, "fails at once: %.2f s", seconds_since(&t0));
+	check(strcmp(L->error(b), want) == 0, "with the same error: %s", L->error(b));
+	freeReplyObject(adm("PING", NULL)); /* returns once the pause is over */
 	L->disconnect(a);
 	L->disconnect(b);
 	L->close(e);
@@ -986,6 +1039,92 @@ static void test_server_killed_mid_run_gives_io_errors_not_crashes(void **state)
 	fb_server_stop(&s2);
 }
 
+/*
+ * A server stopped with SIGSTOP: the next call on each connection gives up
+ * at the configured timeout (FB_ACQ_ERROR for an acquire, FB_IO_ERROR for a
+ * write: indeterminate) with "no reply within 0.5 s", and every later call
+ * fails at once. Nothing is checked until the server runs again, so a
+ * failed check never leaves it stopped.
+ */
+static void test_stopped_server_is_io_error_by_the_timeout_then_fails_fast(void **state)
+{
+	(void)state;
+	fb_server s2;
+	int st = fb_server_start(FB_SERVER_REDIS, &s2);
+	check_eq(st, 1, s2.why);
+	fb_engine_config cfg = base_cfg();
+	cfg.timeout_ns = 500 * MS;
+	void *le = lease_engine(&cfg, s2.url, true);
+	void *se = store_engine(&cfg, s2.url, true);
+	void *a = lconn(le, 1), *b = sconn(se, 1);
+	fb_lease l;
+	fb_store_result r;
+	check_eq(acq(a, 0, &l), FB_ACQUIRED, "before the stop");
+	check_eq(S->write(b, FB_FENCED, 0, 90, l.fence, NULL, &r), FB_IO_OK, "before the stop");
+
+	struct timespec t0;
+	double took[6];
+	char err[6][640];
+	int io[6];
+	fb_lease l2;
+	int stopped = kill(s2.pid, SIGSTOP);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	io[0] = acq(a, 1, &l2);
+	took[0] = seconds_since(&t0);
+	snprintf(err[0], sizeof err[0], "%s", L->error(a));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	io[1] = L->release(a, 0, &l);
+	took[1] = seconds_since(&t0);
+	snprintf(err[1], sizeof err[1], "%s", L->error(a));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	io[2] = L->peek(a, 0, &l2);
+	took[2] = seconds_since(&t0);
+	snprintf(err[2], sizeof err[2], "%s", L->error(a));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	io[3] = S->write(b, FB_FENCED, 0, 80, l.fence + 1, NULL, &r);
+	took[3] = seconds_since(&t0);
+	snprintf(err[3], sizeof err[3], "%s", S->error(b));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	io[4] = S->read(b, FB_FENCED, 0, l.fence + 1, &r);
+	took[4] = seconds_since(&t0);
+	snprintf(err[4], sizeof err[4], "%s", S->error(b));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	io[5] = S->history(b, collect, &(rows){0});
+	took[5] = seconds_since(&t0);
+	snprintf(err[5], sizeof err[5], "%s", S->error(b));
+	int resumed = kill(s2.pid, SIGCONT);
+
+	check(stopped == 0 && resumed == 0, "SIGSTOP and SIGCONT reach redis-server");
+	static const char *const what[] = {"an acquire",    "a later release", "a later peek",
+	                                   "a store write", "a later read",    "a later history"};
+	char want[sizeof srv.url + 64];
+	snprintf(want, sizeof want, "%s: no reply within 0.5 s", s2.url);
+	for (int i = 0; i < 6; i++) {
+		check_eq(io[i], i == 0 ? (int)FB_ACQ_ERROR : (int)FB_IO_ERROR, what[i]);
+		check(strcmp(err[i], want) == 0, "%s: the error is %s: %s", what[i], want, err[i]);
+		/* the first on each connection waits the timeout out (the socket's
+		 * timer, in kernel ticks, may end up to a tick early): well under
+		 * the 10 s default, with room for a loaded host; the later ones
+		 * do not wait at all */
+		if (i == 0 || i == 3)
+			check(took[i] >= 0.45 && took[i] < 4.5, "%s: gave up after %.2f s", what[i],
+			      took[i]);
+		else
+			check(took[i] < 0.5, "%s: failed at once, not after %.2f s", what[i],
+			      took[i]);
+	}
+	L->disconnect(a);
+	S->disconnect(b);
+	/* running again: a new connection works */
+	a = lconn(le, 2);
+	fb_io got = L->peek(a, 0, &l2);
+	check(got == FB_IO_OK, "peek once the server runs again: %d (%s)", (int)got, L->error(a));
+	L->disconnect(a);
+	L->close(le);
+	S->close(se);
+	fb_server_stop(&s2);
+}
+
 int main(void)
 {
 	int st = fb_server_start(FB_SERVER_REDIS, &srv);
@@ -1019,6 +1158,7 @@ int main(void)
 	        cmocka_unit_test(test_script_acquire_and_mint_cannot_be_split),
 	        cmocka_unit_test(test_fence_space_exhausted),
 	        cmocka_unit_test(test_server_pause_suspends_the_service),
+	        cmocka_unit_test(test_command_timeout_is_the_configured_one),
 	        cmocka_unit_test(test_noscript_falls_back_to_eval),
 	        cmocka_unit_test(test_racing_workers_fences_follow_the_servers_acquisition_order),
 	        cmocka_unit_test(test_fenced_read_refuses_below_highest_and_registers),
@@ -1030,6 +1170,7 @@ int main(void)
 	        cmocka_unit_test(test_non_fresh_prepare_refuses_a_mismatched_meta_and_keeps_state),
 	        cmocka_unit_test(test_fresh_prepare_deletes_only_its_own_keys),
 	        cmocka_unit_test(test_server_killed_mid_run_gives_io_errors_not_crashes),
+	        cmocka_unit_test(test_stopped_server_is_io_error_by_the_timeout_then_fails_fast),
 	};
 	int failed = cmocka_run_group_tests_name("redis", tests, NULL, NULL);
 	redisFree(admin);
