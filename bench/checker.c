@@ -35,6 +35,10 @@ struct fb_checker {
 	rec *rings;
 	uint32_t keys;
 	uint32_t ring; /* records per key, a power of two <= 2^15 */
+	/* a commit's wait: given up when *abort is set or after max_wait */
+	const _Atomic int *abort;
+	const fb_clock *clk;
+	uint64_t max_wait;
 };
 
 fb_err fb_checker_create(uint32_t keys, uint32_t writers, int64_t initial_balance, fb_checker **out)
@@ -140,11 +144,20 @@ static void advance_from(fb_checker *c, ckey *k, fb_u128 w)
 	}
 }
 
-void fb_checker_commit(fb_checker *c, uint32_t key, uint16_t version, uint64_t fence, int64_t read,
+void fb_checker_bound(fb_checker *c, const _Atomic int *abort, const fb_clock *clk,
+                      uint64_t max_wait_ns)
+{
+	c->abort = abort;
+	c->clk = clk;
+	c->max_wait = max_wait_ns;
+}
+
+bool fb_checker_commit(fb_checker *c, uint32_t key, uint16_t version, uint64_t fence, int64_t read,
                        int64_t replaced, int64_t written, uint64_t prev_max, uint64_t *stalls)
 {
 	ckey *k = &c->k[key];
 	/* Version v reuses the slot of v - ring: wait until the walk is past it. */
+	uint64_t since = 0;
 	for (bool waited = false;; waited = true) {
 		fb_u128 w = atomic_load_explicit(&k->walk, memory_order_acquire);
 		if ((uint16_t)(version - walk_next(w)) < c->ring)
@@ -153,8 +166,13 @@ void fb_checker_commit(fb_checker *c, uint32_t key, uint16_t version, uint64_t f
 		w = atomic_load_explicit(&k->walk, memory_order_acquire);
 		if ((uint16_t)(version - walk_next(w)) < c->ring)
 			break;
-		if (!waited)
+		if (!waited) {
 			(*stalls)++;
+			since = c->clk ? fb_clock_now(c->clk) : 0;
+		} else if ((c->abort && atomic_load_explicit(c->abort, memory_order_relaxed)) ||
+		           (c->clk && fb_clock_now(c->clk) - since > c->max_wait)) {
+			return false; /* a version that never comes: the caller says why */
+		}
 		sched_yield();
 	}
 	rec *r = &k->ring[version & (c->ring - 1)];
@@ -171,6 +189,7 @@ void fb_checker_commit(fb_checker *c, uint32_t key, uint16_t version, uint64_t f
 	 * the guess misses and the failed CAS returns the truth. */
 	fb_u128 guess = {(uint64_t)version << 48 | (prev_max & FB_FENCE_MAX), (uint64_t)replaced};
 	advance_from(c, k, guess);
+	return true;
 }
 
 void fb_checker_drain(fb_checker *c)

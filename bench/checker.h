@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "clock.h"
 #include "common.h"
 #include "store.h"
 
@@ -48,12 +49,23 @@ void fb_checker_destroy(fb_checker *c);
  * Record an accepted write and walk what can be walked. Called by the writer
  * after the store accepted it (and after releasing the lease). If the key's
  * ring is full (a paused writer holds back the walk) it helps, then yields;
- * *stalls counts such waits. prev_max: the highest fence the store reported
+ * *stalls counts such waits. False: the wait was given up (fb_checker_bound)
+ * and the record dropped. prev_max: the highest fence the store reported
  * before this write (result.highest), a guess that spares a load; any value
  * is correct, a good one is faster.
  */
-void fb_checker_commit(fb_checker *c, uint32_t key, uint16_t version, uint64_t fence, int64_t read,
+bool fb_checker_commit(fb_checker *c, uint32_t key, uint16_t version, uint64_t fence, int64_t read,
                        int64_t replaced, int64_t written, uint64_t prev_max, uint64_t *stalls);
+
+/*
+ * Bound a commit's wait for the walk. A version that never arrives (another
+ * writer on the same store, a write whose reply was lost) would hold every
+ * later commit of its key forever: such a wait gives up, and commit returns
+ * false, once *abort is non-zero or after max_wait_ns on clk. Unbounded by
+ * default (a pause of the writer holding the next version always ends).
+ */
+void fb_checker_bound(fb_checker *c, const _Atomic int *abort, const fb_clock *clk,
+                      uint64_t max_wait_ns);
 
 /* Walk everything published. Call after every writer has stopped. */
 void fb_checker_drain(fb_checker *c);

@@ -97,8 +97,9 @@ static int single(const fb_config *cfg)
 	int code = fb_report_summary(&report, stdout, &res);
 	if (res.interrupted)
 		code = 128 + res.signal;
-	else if (err == FB_EFENCE || err == FB_EENGINE)
-		code = 3; /* what was measured is written all the same */
+	else if ((err == FB_EFENCE || err == FB_EENGINE) && code == 0)
+		code = 3; /* what was measured is written all the same; a violation
+		             found before the failure still decides the exit code */
 	if (fb_report_write(&report, &res, code) && !res.interrupted)
 		code = 3;
 	if (cfg->hdr_prefix && fb_report_hdr(cfg->hdr_prefix, &res) && !res.interrupted)
@@ -176,15 +177,14 @@ static const fb_command commands[] = {FB_COMMANDS};
 
 int main(int argc, char **argv)
 {
+	/* A server that closes its connection while a worker (or `check`)
+	 * writes to it must end the run with its results written (exit 3), not
+	 * kill the process: writes to a dead socket fail with EPIPE instead. */
+	signal(SIGPIPE, SIG_IGN);
 	if (argc > 1)
 		for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
 			if (commands[i].main && strcmp(argv[1], commands[i].name) == 0)
 				return commands[i].main(argc - 1, argv + 1);
-
-	/* A server that closes its connection while a worker writes to it must
-	 * end the run with its results written (exit 3), not kill the process:
-	 * writes to a dead socket fail with EPIPE instead. */
-	signal(SIGPIPE, SIG_IGN);
 
 	/* Blocked here, inherited by every thread: the run waits for them
 	 * with sigtimedwait, workers unblock only SIGUSR1 (the pause). */

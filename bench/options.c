@@ -721,6 +721,11 @@ fb_parse fb_config_parse(fb_config *cfg, int argc, char **argv)
 		        "pause: --lease redis://...\n");
 		return FB_PARSE_USAGE;
 	}
+	if (cfg->lease_url && cfg->lease_clock == FB_LEASE_CLOCK_REALTIME) {
+		fprintf(stderr, "fencebench: --lease-clock: 'realtime' is the in-process lease "
+		                "service's clock; a remote lease service keeps its own\n");
+		return FB_PARSE_USAGE;
+	}
 	if (remote && cfg->bug != FB_BUG_NONE) {
 		fprintf(stderr,
 		        "fencebench: --bug: '%s' is planted in the in-process engine only, "
@@ -869,8 +874,10 @@ void fb_config_replay(const fb_config *cfg, char *buf, size_t len)
 			continue;
 		if (o->need == NEED_DETERMINISTIC && !cfg->deterministic)
 			continue;
-		if (o->need && o->need < NEED_DETERMINISTIC &&
-		    !(cfg->faults & (1u << (o->need - 1))))
+		uint32_t needs = o->need && o->need < NEED_DETERMINISTIC ? 1u << (o->need - 1) : 0;
+		if (o->off == OFF(pause_min_ns)) /* a server pause is --pause long too */
+			needs |= 1u << FB_FAULT_SERVER_PAUSE;
+		if (needs && !(cfg->faults & needs))
 			continue;
 		if (o->k == K_FLAG)
 			at += (size_t)snprintf(buf + at, len - at, " --%s", o->name);

@@ -97,6 +97,23 @@ static int server_pause(void *ctx, uint64_t ns)
 	return -1;
 }
 
+/* An accepted write to the checker; a wait for a version that never came
+ * (fb_checker_bound) ends the run rather than the process's patience. */
+static void commit(fb_run_state *r, fb_discipline d, uint32_t key, uint16_t version, uint64_t fence,
+                   int64_t read, int64_t replaced, int64_t written, uint64_t highest,
+                   uint64_t *stalls)
+{
+	if (fb_checker_commit(r->checker[d], key, version, fence, read, replaced, written, highest,
+	                      stalls))
+		return;
+	char why[240];
+	snprintf(why, sizeof why,
+	         "key %u of the %s store: the history waits for a write that never came (another "
+	         "process writing to this store? give each process of a shared run a --client-id)",
+	         key, fb_discipline_name(d));
+	engine_failed(r, "checker", why);
+}
+
 /* An engine call, timed when the engine is remote (a round trip dwarfs the
  * clock) or the cycle is sampled. */
 static inline uint64_t eop_start(const fb_run_state *r, bool timed)
@@ -353,8 +370,11 @@ static void deliver(void *ctx, const fb_delayed_write *dw)
 	fb_run_state *r = ctx;
 	fb_discipline d = (fb_discipline)dw->mode;
 	fb_store_result res = {0};
-	if (atomic_load_explicit(&r->failed, memory_order_relaxed))
-		return; /* the engine is gone: it is not delivered */
+	if (atomic_load_explicit(&r->failed, memory_order_relaxed)) {
+		/* the engine is gone: never delivered, its outcome not the store's */
+		fb_counter_add(&r->net[d].indeterminate, 1);
+		return;
+	}
 	fb_io io = dw->debit ? r->sops->debit(r->net_sconn, d, dw->key, dw->value, dw->fence, &res)
 	                     : r->sops->write(r->net_sconn, d, dw->key, dw->value, dw->fence, NULL,
 	                                      &res);
@@ -400,9 +420,8 @@ static void deliver(void *ctx, const fb_delayed_write *dw)
 	if (!r->checking)
 		return;
 	uint64_t stalls = 0;
-	fb_checker_commit(r->checker[d], dw->key, res.version, dw->fence,
-	                  dw->debit ? res.before : dw->read, res.before, res.balance, res.highest,
-	                  &stalls);
+	commit(r, d, dw->key, res.version, dw->fence, dw->debit ? res.before : dw->read, res.before,
+	       res.balance, res.highest, &stalls);
 	fb_counter_add(&r->net_stalls, stalls);
 }
 
@@ -552,8 +571,10 @@ static void *worker_main(void *arg)
 			}
 			bal[d] = rd[d].balance;
 		}
-		if (silent)
-			break; /* the store fell silent: the run is over */
+		if (silent) { /* the store fell silent: the run is over */
+			fb_port_phase(port, FB_PHASE_IDLE);
+			break;
+		}
 		uint32_t armed = fb_port_armed(port);
 		if (armed && !take_fault(w, armed, key, &l, &local_deadline))
 			break; /* crashed holding the lease */
@@ -596,8 +617,8 @@ static void *worker_main(void *arg)
 			/* Zombie: the writer's own lease is over as it issues the write
 			 * (read per write: a pause can fall between two of them). */
 			uint64_t now = fb_clock_now(r->clock);
-			if (!tw)
-				tw = fb_clock_now(r->fast);
+			if (timed && !tw) /* the write latency's start: sampled cycles only */
+				tw = r->clock == r->fast ? now : fb_clock_now(r->fast);
 			if (now >= l.expires_at)
 				fb_counter_add(&mc->zombie, 1);
 			int64_t value = rmw ? bal[d] - cfg->amount : cfg->amount;
@@ -661,7 +682,10 @@ static void *worker_main(void *arg)
 				        res.before, res.balance, res.highest};
 			}
 		}
-		if (silent) {
+		if (silent) { /* what was accepted before the silence is history */
+			for (int i = 0; checking && i < ntodo; i++)
+				commit(r, todo[i].d, key, todo[i].version, l.fence, todo[i].read,
+				       todo[i].replaced, todo[i].written, todo[i].highest, &stalls);
 			fb_port_phase(port, FB_PHASE_IDLE);
 			break;
 		}
@@ -705,9 +729,8 @@ static void *worker_main(void *arg)
 		 * ring is full (a paused writer holds back a key's walk) the wait
 		 * must not hold a lease, or it would make zombies of its own. */
 		for (int i = 0; checking && i < ntodo; i++)
-			fb_checker_commit(r->checker[todo[i].d], key, todo[i].version, l.fence,
-			                  todo[i].read, todo[i].replaced, todo[i].written,
-			                  todo[i].highest, &stalls);
+			commit(r, todo[i].d, key, todo[i].version, l.fence, todo[i].read,
+			       todo[i].replaced, todo[i].written, todo[i].highest, &stalls);
 		fb_counter_add(&w->ops, 1);
 		if (timed) {
 			fb_hist_record(&w->acquire, t1 - t0);
@@ -940,6 +963,14 @@ static fb_err oom(fb_run_state *r)
  * context (a server connection) per thread. A failure prints the option and
  * the engine's reason, which names the URL with its password hidden.
  */
+/* The longest a writer can legitimately hold back its key's next version:
+ * its own pause, delay and work, and a TTL's worth of slack, twice over. */
+static uint64_t longest_wait(const fb_config *cfg)
+{
+	uint64_t hold = cfg->pause_max_ns + cfg->delay_max_ns + cfg->work_max_ns + cfg->ttl_ns;
+	return UINT64_C(10000000000) + 2 * hold;
+}
+
 static fb_engine_config engine_config(const fb_config *cfg, const fb_clock *clock)
 {
 	return (fb_engine_config){.keys = cfg->keys,
@@ -954,7 +985,12 @@ static fb_engine_config engine_config(const fb_config *cfg, const fb_clock *cloc
 	                          .amount = cfg->amount,
 	                          .op = (int)cfg->op,
 	                          .client_id = cfg->client_id,
-	                          .threads = cfg->threads};
+	                          .threads = cfg->threads,
+	                          /* a server pause must not read as a dead server */
+	                          .timeout_ns =
+	                                  fb_config_fault(cfg, FB_FAULT_SERVER_PAUSE)
+	                                          ? UINT64_C(10000000000) + 2 * cfg->pause_max_ns
+	                                          : 0};
 }
 
 fb_err fb_run_prepare(const fb_config *cfg)
@@ -1076,6 +1112,8 @@ static fb_err setup(fb_run_state *r, fb_results *res)
 		if (r->checking && fb_checker_create(cfg->keys, cfg->threads, cfg->initial_balance,
 		                                     &r->checker[d]))
 			return oom(r);
+		if (r->checking) /* longer than any fault can hold a version back */
+			fb_checker_bound(r->checker[d], &r->failed, r->fast, longest_wait(cfg));
 	}
 	r->workers = aligned_alloc(FB_PAD_LINE, (size_t)cfg->threads * sizeof *r->workers);
 	res->per_thread_ops = calloc(cfg->threads, sizeof *res->per_thread_ops);
