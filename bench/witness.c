@@ -77,16 +77,19 @@ void fb_witness_acquired(fb_witness *w, uint32_t key, uint64_t fence, uint64_t e
 				c->inversions++;
 			return;
 		}
-		if (f && at + w->slack < cur_at) {
-			c->inversions++; /* a newer fence for an older acquisition */
-		} else if (f && !released && at + w->overlap_slack < cur.hi) {
-			c->overlaps++; /* the previous lease was live and still held */
-		}
+		/* a newer fence for an older acquisition; or the previous lease was
+		 * live and still held. Counted once the report is in: a CAS that
+		 * fails goes round again and must not count twice. */
+		bool inverted = f && at + w->slack < cur_at;
+		bool overlap = !inverted && f && !released && at + w->overlap_slack < cur.hi;
 		fb_u128 next = {fence << 1, expires_at};
 		/* acq_rel: this report is the newest; later reports compare with it */
 		if (atomic_compare_exchange_weak_explicit(word, &cur, next, memory_order_acq_rel,
-		                                          memory_order_acquire))
+		                                          memory_order_acquire)) {
+			c->inversions += inverted;
+			c->overlaps += overlap;
 			return;
+		}
 	}
 }
 

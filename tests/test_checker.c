@@ -2,6 +2,8 @@
 #include <pthread.h>
 
 #include "checker.h"
+#include "clock.h"
+#include "witness.h"
 #include "fbtest.h"
 
 static fb_checker *checker(uint32_t keys, int64_t bal)
@@ -131,6 +133,73 @@ static void test_too_many_writers_for_16_bit_versions_is_refused(void **state)
 	fb_checker_destroy(c);
 }
 
+/* A clock that moves a millisecond each time it is read: the wait below
+ * sees time pass without anything sleeping. */
+typedef struct ticking {
+	fb_clock base;
+	uint64_t t;
+} ticking;
+
+static uint64_t tick_now(const fb_clock *c)
+{
+	ticking *k = (ticking *)(uintptr_t)c;
+	return k->t += MS;
+}
+
+/* A commit waiting for a version that never comes gives up at its bound, or
+ * at once when told to abort, and says so. */
+static void test_a_wait_for_a_missing_version_is_bounded(void **state)
+{
+	(void)state;
+	fb_checker *c;
+	check_eq(fb_checker_create(1, 1, 100, &c), FB_OK, "checker creation");
+	ticking clk = {{"ticking", tick_now}, 0};
+	_Atomic int abort_flag = 0;
+	fb_checker_bound(c, &abort_flag, &clk.base, 50 * MS);
+	uint64_t stalls = 0;
+	/* version 1 never arrives: the later ones fill the ring, then wait */
+	uint16_t gave_up = 0;
+	for (uint32_t v = 2; v < 65536 && !gave_up; v++)
+		if (!fb_checker_commit(c, 0, (uint16_t)v, v, 100, 100, 100, 0, &stalls))
+			gave_up = (uint16_t)v;
+	check(gave_up > 2, "commits that fit the ring are taken (gave up at %u)", gave_up);
+	check_eq(stalls, 1, "the first that did not fit waited, once");
+	check(clk.t >= 50 * MS && clk.t < 60 * MS, "... for its bound, not longer: %llu ns",
+	      (unsigned long long)clk.t);
+	atomic_store(&abort_flag, 1);
+	uint64_t t = clk.t;
+	check(!fb_checker_commit(c, 0, gave_up, 1, 100, 100, 100, 0, &stalls),
+	      "an abort gives the wait up");
+	check(clk.t - t <= 2 * MS, "at once");
+	fb_check_key ck;
+	fb_checker_key(c, 0, &ck);
+	check_eq(ck.checked, 0, "nothing walked past the missing version");
+	fb_checker_destroy(c);
+}
+
+/* The witness: each contradiction counted once, a clean history none. */
+static void test_witness_counts_each_contradiction_once(void **state)
+{
+	(void)state;
+	fb_witness *w;
+	const uint64_t ttl = 10 * MS;
+	check_eq(fb_witness_create(1, ttl, 0, &w), FB_OK, "witness creation");
+	fb_witness_counts c = {0};
+	fb_witness_acquired(w, 0, 1, ttl, &c); /* fence 1 at 0, released */
+	fb_witness_releasing(w, 0, 1, ttl);
+	fb_witness_acquired(w, 0, 2, 2 * MS + ttl, &c);  /* 2 at 2 ms, expires at 12 */
+	fb_witness_acquired(w, 0, 3, 12 * MS + ttl, &c); /* 3 at 12 ms: 2 expired */
+	check(!c.duplicates && !c.inversions && !c.overlaps, "a clean history counts nothing");
+	fb_witness_acquired(w, 0, 4, 13 * MS + ttl, &c); /* 4 at 13 ms: 3 still live */
+	check_eq(c.overlaps, 1, "fence 3's live lease overlapped by 4, once");
+	fb_witness_acquired(w, 0, 4, 13 * MS + ttl, &c);
+	check_eq(c.duplicates, 1, "fence 4 reported twice");
+	fb_witness_acquired(w, 0, 5, 1 * MS + ttl, &c); /* 5 acquired at 1 ms: before 4 */
+	check_eq(c.inversions, 1, "a newer fence for an older acquisition");
+	check_eq(c.overlaps, 1, "... is an inversion, not also an overlap");
+	fb_witness_destroy(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -140,6 +209,8 @@ int main(void)
 	        cmocka_unit_test(test_a_history_out_of_step_with_the_store_is_a_chain_break),
 	        cmocka_unit_test(test_threads_lapping_a_small_ring_count_each_record_once),
 	        cmocka_unit_test(test_too_many_writers_for_16_bit_versions_is_refused),
+	        cmocka_unit_test(test_a_wait_for_a_missing_version_is_bounded),
+	        cmocka_unit_test(test_witness_counts_each_contradiction_once),
 	};
 	return cmocka_run_group_tests_name("checker", tests, NULL, NULL);
 }
