@@ -60,6 +60,7 @@ static const char *const op_names[] = {"rmw", "debit"};
 static const char *const progress_names[] = {"auto", "always", "never"};
 static const char *const fence_names[] = {"global", "per-key"};
 static const char *const mode_names[] = {"fenced", "write-fenced", "unfenced"};
+static const char *const on_held_names[] = {"wait", "skip"};
 
 static const opt opts[] = {
         {"threads", 't', "N[,N...]", K_U32_LIST, OFF(threads_list), OFF(n_threads), 1,
@@ -82,6 +83,11 @@ static const opt opts[] = {
          true,
          "key choice: uniform, zipf:S (hot keys), partitioned (disjoint per worker); a list "
          "sweeps (default uniform)",
+         0},
+        {"on-held", 0, "WHAT", K_ENUM, OFF(on_held), 0, 0, 0, NAMES(on_held_names), "on_held", 0,
+         true,
+         "when the drawn key's lease is held: wait for it (default; with few keys one paused "
+         "holder stalls everyone) or skip to another key",
          0},
         {"first-fence", 0, "N", K_U64, OFF(first_fence), 0, 1, FB_FENCE_MAX / 2, NULL, 0,
          "first_fence", 0, true, "the first fence minted (default 1; the article uses 33)", 0},
@@ -709,6 +715,11 @@ fb_parse fb_config_parse(fb_config *cfg, int argc, char **argv)
 	if (!cfg->seeds_given)
 		cfg->seed_lo = cfg->seed_hi = cfg->seed;
 	bool remote = cfg->lease_url || cfg->store_url;
+	if (cfg->on_held == FB_ON_HELD_SKIP && cfg->deterministic) {
+		fprintf(stderr, "fencebench: --on-held: 'skip' is for real threads, not "
+		                "--deterministic (its workers wait)\n");
+		return FB_PARSE_USAGE;
+	}
 	if (remote && cfg->deterministic) {
 		fprintf(stderr, "fencebench: --deterministic runs the in-process engine only, not "
 		                "--lease/--store\n");

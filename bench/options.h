@@ -40,6 +40,12 @@ typedef struct fb_dist {
 /* A sweep runs every combination of these lists, one run each. */
 #define FB_SWEEP_MAX 32
 
+/* What a worker does when the lease of the key it drew is held. */
+typedef enum fb_on_held {
+	FB_ON_HELD_WAIT, /* wait for it: a client that needs that account */
+	FB_ON_HELD_SKIP, /* draw another key: a worker taking any job */
+} fb_on_held;
+
 typedef enum fb_progress { FB_PROGRESS_AUTO, FB_PROGRESS_ALWAYS, FB_PROGRESS_NEVER } fb_progress;
 
 typedef struct fb_config {
@@ -53,6 +59,7 @@ typedef struct fb_config {
 	fb_fence_source fence;
 	uint32_t fences; /* bit per fb_fence_source swept */
 	fb_dist dist;
+	fb_on_held on_held;
 	fb_dist dist_list[FB_SWEEP_MAX];
 	uint32_t n_dist;
 	uint64_t first_fence;

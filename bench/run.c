@@ -452,6 +452,7 @@ static void *worker_main(void *arg)
 	const fb_lease_ops *lops = r->lops;
 	const fb_store_ops *sops = r->sops;
 	const uint64_t ttl = cfg->ttl_ns;
+	const bool skip = cfg->on_held == FB_ON_HELD_SKIP;
 	const bool crashes = fb_config_fault(cfg, FB_FAULT_CRASH) || r->plan.n;
 	/* A step of the service clock hits every cycle that spans it. */
 	const bool stepping = cfg->lease_clock == FB_LEASE_CLOCK_REALTIME;
@@ -500,6 +501,11 @@ static void *worker_main(void *arg)
 			if (atomic_load_explicit(&r->stop, memory_order_relaxed))
 				break;
 			fails++;
+			if (skip) { /* another key; if all seem held, back off all the same */
+				key = fb_dist_pick(cfg, r->zipf_cdf, w->id, &rng);
+				if (fails < 4)
+					continue;
+			}
 			backoff(fails, fails >= 16 ? fb_clock_now(r->clock) : 0, l.expires_at);
 		}
 		if (a != FB_ACQUIRED) {

@@ -256,6 +256,16 @@ static void test_bad_input_exits_2_naming_option_and_value(void **state)
 	        {{"--check-lease", "maybe"}, "--check-lease: 'maybe'"},
 	        {{"--fence", "random"}, "--fence: unknown name 'random'"},
 	        {{"--seed", "x1"}, "--seed: 'x1'"},
+	        {{"--on-held", "spin"}, "--on-held: 'spin'"},
+	        {{"--on-held", "skip", "--deterministic"}, "--on-held: 'skip'"},
+	        {{"--lease", "mongodb://h"}, "--lease: 'mongodb://h' is not an engine"},
+	        {{"--store", "foo://:pw@h"}, "--store: 'foo://:***@h' is not an engine"},
+	        {{"--client-id", "3"}, "--client-id: the in-process engine"},
+	        {{"--prepare-only"}, "--prepare-only: the in-process engine"},
+	        {{"--faults", "server-pause"}, "'server-pause' needs a lease service"},
+	        {{"--lease", "redis://h", "--bug", "two-step"}, "--bug: 'two-step'"},
+	        {{"--lease", "redis://h", "--lease-clock", "realtime"},
+	         "--lease-clock: 'realtime'"},
 	        {{"--bogus-option"}, "unknown option '--bogus-option'"},
 	        {{"-d"}, "'-d' needs a value"},
 	        {{"stray"}, "unexpected argument 'stray'"},
@@ -603,6 +613,29 @@ static void test_each_planted_bug_is_caught(void **state)
 	}
 }
 
+/* --on-held skip: a worker whose key is held draws another; the faults
+ * still bite, and the fenced stores still hold. */
+static void test_skipping_held_keys_keeps_the_lesson(void **state)
+{
+	(void)state;
+	const char *args[] = {"-t",   "16",           "-d",  "2s", "--on-held",
+	                      "skip", "--pause-rate", "100", NULL};
+	proc p;
+	char *dir;
+	json_object *doc = run_json(args, 0, &p, &dir);
+	check(!strcmp(json_object_get_string(get(doc, "config.on_held")), "skip"),
+	      "the JSON echoes on_held");
+	check(num(doc, "modes.unfenced.stale_accepted") > 0, "unfenced corrupted:\n%s",
+	      p.stdout_text);
+	check_eq(num(doc, "modes.fenced.stale_accepted"), 0, "fenced stale accepted");
+	check_eq(num(doc, "modes.fenced.lost_updates"), 0, "fenced lost updates");
+	check(strstr(p.stdout_text, "--on-held skip"), "the replay line carries it");
+	json_object_put(doc);
+	release(&p);
+	fb_test_rmtree(dir);
+	free(dir);
+}
+
 static void test_a_run_where_no_stale_write_was_attempted_says_vacuous(void **state)
 {
 	(void)state;
@@ -695,6 +728,7 @@ int main(void)
 	        cmocka_unit_test(test_a_fault_plan_written_is_replayed),
 	        cmocka_unit_test(test_a_run_where_no_stale_write_was_attempted_says_vacuous),
 	        cmocka_unit_test(test_each_planted_bug_is_caught),
+	        cmocka_unit_test(test_skipping_held_keys_keeps_the_lesson),
 	};
 	return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }
