@@ -247,11 +247,7 @@ static void print_verdicts(check *c)
 			violations(why, sizeof why, w, false);
 			fprintf(out, "write-fenced: VIOLATED !!! (%s)\n", why);
 		} else if (w->lost_updates) {
-			fprintf(out,
-			        "write-fenced: no stale write, but %s updates lost (reads were not "
-			        "fenced: two holders read the same balance, both writes went "
-			        "forward)\n",
-			        G(w->lost_updates));
+			fb_say_write_fenced_lost(out, w->lost_updates);
 		} else {
 			fprintf(out, "write-fenced: no stale write, no update lost%s\n",
 			        c->meta.op == FB_OP_DEBIT
@@ -262,10 +258,7 @@ static void print_verdicts(check *c)
 	}
 	if (u->on) {
 		if (u->stale_accepted || u->lost_updates)
-			fprintf(out,
-			        "unfenced: CORRUPTED (%s stale writes accepted, %s debits "
-			        "erased)\n",
-			        G(u->stale_accepted), G(u->lost_updates));
+			fb_say_unfenced_corrupted(out, u->stale_accepted, u->lost_updates);
 		else
 			fprintf(out, "unfenced: no corruption observed%s\n",
 			        u->rows ? "" : " (vacuous: the history holds no write)");

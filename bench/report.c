@@ -487,11 +487,7 @@ int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
 			fprintf(out, "write-fenced: VIOLATED !!! (%s stale writes accepted)\n",
 			        G(w->stale_accepted));
 		else if (w->lost_updates)
-			fprintf(out,
-			        "write-fenced: no stale write, but %s updates lost (reads were not "
-			        "fenced: two holders read the same balance, both writes went "
-			        "forward)\n",
-			        G(w->lost_updates));
+			fb_say_write_fenced_lost(out, w->lost_updates);
 		else
 			fprintf(out, "write-fenced: no stale write, no update lost%s\n",
 			        cfg->op == FB_OP_DEBIT ? " (the store subtracts: nothing to lose)"
@@ -504,10 +500,7 @@ int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
 			        "count)\n",
 			        G(u->stale_accepted));
 		else if (u->stale_accepted || u->lost_updates)
-			fprintf(out,
-			        "unfenced: CORRUPTED (%s stale writes accepted, %s debits "
-			        "erased)\n",
-			        G(u->stale_accepted), G(u->lost_updates));
+			fb_say_unfenced_corrupted(out, u->stale_accepted, u->lost_updates);
 		else
 			fprintf(out, "unfenced: no corruption observed%s\n",
 			        vacuous ? " (vacuous: no stale write attempted)" : "");

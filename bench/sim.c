@@ -17,6 +17,7 @@
 #include "sim.h"
 
 #include "dist.h"
+#include "util.h"
 #include "witness.h"
 
 #include <errno.h>
@@ -1660,21 +1661,13 @@ static void print_summary(FILE *out, const fb_config *cfg, const fb_sim_result *
 			fprintf(out,
 			        "write-fenced: FAIL !!! (its checker disagrees with it, above)\n");
 		else if (w->lost_updates)
-			fprintf(out,
-			        "write-fenced: no stale write, but %lld updates lost (reads were "
-			        "not "
-			        "fenced: two holders read the same balance, both writes went "
-			        "forward)\n",
-			        (long long)w->lost_updates);
+			fb_say_write_fenced_lost(out, w->lost_updates);
 		else
 			fprintf(out, "write-fenced: no stale write, no update lost\n");
 	}
 	if (u->on) {
 		if (u->stale_accepted || u->lost_updates)
-			fprintf(out,
-			        "unfenced: CORRUPTED (%llu stale writes accepted, %lld debits "
-			        "erased)\n",
-			        (unsigned long long)u->stale_accepted, (long long)u->lost_updates);
+			fb_say_unfenced_corrupted(out, u->stale_accepted, u->lost_updates);
 		else
 			fprintf(out, "unfenced: no corruption observed\n");
 	}

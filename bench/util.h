@@ -4,6 +4,8 @@
 
 #include <json-c/json.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 
 /* 1234567.4 -> "1,234,567" (rounded; negative values keep their sign). */
 const char *fb_grouped(char *buf, size_t len, double v);
@@ -21,5 +23,11 @@ json_object *fb_json_machine(void);
 /* Write text and a newline to tmp, flush it to disk, rename it over path:
  * a reader never sees half a file. 0, or -1 with errno set and tmp gone. */
 int fb_write_atomically(const char *path, const char *tmp, const char *text);
+
+/* The verdict's two lessons, worded once for the run, the simulator and
+ * `check`: write-fenced lost `lost` updates; unfenced accepted `stale`
+ * stale writes that erased `lost` debits. Whole lines, with the newline. */
+void fb_say_write_fenced_lost(FILE *out, int64_t lost);
+void fb_say_unfenced_corrupted(FILE *out, uint64_t stale, int64_t lost);
 
 #endif
