@@ -1,5 +1,6 @@
 #include "backend.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -102,8 +103,16 @@ void fb_url_redact(const char *url, char *buf, size_t len)
 	const char *sep = strstr(url, "://");
 	const char *at = sep ? strrchr(sep + 3, '@') : NULL;
 	const char *colon = at ? memchr(sep + 3, ':', (size_t)(at - (sep + 3))) : NULL;
+	/* redis://SECRET@host: a Redis userinfo without ':' is a password
+	 * alone to some clients; hide all of it (a PostgreSQL user stays) */
+	const char *user = at && !colon && strncmp(url, "redis://", 8) == 0 ? sep + 3 : NULL;
 	const char *p = url;
 	while (*p) {
+		if (user && p == user) {
+			PUTS("***@");
+			p = at + 1;
+			continue;
+		}
 		if (colon && p == colon + 1) {
 			PUTS("***@"); /* past the '@': an empty password must not loop */
 			p = at + 1;
@@ -111,7 +120,7 @@ void fb_url_redact(const char *url, char *buf, size_t len)
 		}
 		/* password=VALUE: a conninfo word, or a URL query parameter */
 		bool starts =
-		        p == url || p[-1] == ' ' || p[-1] == '\t' || p[-1] == '?' || p[-1] == '&';
+		        p == url || isspace((unsigned char)p[-1]) || p[-1] == '?' || p[-1] == '&';
 		if (starts && strncmp(p, "password", 8) == 0) {
 			const char *q = p + 8;
 			while (*q == ' ')
@@ -128,7 +137,7 @@ void fb_url_redact(const char *url, char *buf, size_t len)
 					if (*q)
 						q++;
 				} else {
-					while (*q && *q != ' ' && *q != '\t' && *q != '&')
+					while (*q && !isspace((unsigned char)*q) && *q != '&')
 						q++;
 				}
 				p = q;

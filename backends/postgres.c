@@ -165,15 +165,18 @@ static int wait_for(PGconn *pg, short events, uint64_t deadline)
 {
 	for (;;) {
 		uint64_t now = now_ns();
-		if (now >= deadline)
-			return 0;
-		uint64_t ms = (deadline - now + 999999) / 1000000;
+		/* Past the deadline, one last look without waiting: the caller
+		 * itself may have been suspended (a pause fault lands in the
+		 * middle of a call) while the reply arrived in time. */
+		uint64_t ms = now >= deadline ? 0 : (deadline - now + 999999) / 1000000;
 		struct pollfd p = {.fd = PQsocket(pg), .events = events};
 		if (p.fd < 0) {
 			errno = EBADF;
 			return -1;
 		}
 		int n = poll(&p, 1, ms > INT_MAX ? INT_MAX : (int)ms);
+		if (n == 0 && now >= deadline)
+			return 0;
 		if (n > 0)
 			return 1;
 		if (n < 0 && errno != EINTR)
@@ -298,6 +301,8 @@ static PGresult *query(pg_conn *c, const char *sql, bool rows)
  * version after a lock wait, where REPEATABLE READ or SERIALIZABLE would
  * fail concurrent writers with 40001.
  */
+static void scrub(char *msg, const char *redacted);
+
 static fb_err dial(pg_engine *e, uint16_t worker, pg_conn *c, char *err, size_t errlen)
 {
 	c->e = e;
@@ -329,6 +334,9 @@ static fb_err dial(pg_engine *e, uint16_t worker, pg_conn *c, char *err, size_t 
 	if (PQstatus(c->pg) != CONNECTION_OK) {
 		char line[512];
 		first_line(PQerrorMessage(c->pg), line, sizeof line);
+		/* libpq splits a URL at its first '@': a password holding one
+		 * comes back quoted as part of the host */
+		scrub(line, e->redacted);
 		say(err, errlen, "%s: %s", e->redacted, line);
 		goto fail;
 	}

@@ -992,9 +992,11 @@ static fb_engine_config engine_config(const fb_config *cfg, const fb_clock *cloc
 	                          .op = (int)cfg->op,
 	                          .client_id = cfg->client_id,
 	                          .threads = cfg->threads,
-	                          /* a server pause must not read as a dead server */
+	                          /* a pause, of the server or of the caller in the
+	                           * middle of a call, must not read as a dead server */
 	                          .timeout_ns =
-	                                  fb_config_fault(cfg, FB_FAULT_SERVER_PAUSE)
+	                                  fb_config_fault(cfg, FB_FAULT_SERVER_PAUSE) ||
+	                                                  fb_config_fault(cfg, FB_FAULT_PAUSE)
 	                                          ? UINT64_C(10000000000) + 2 * cfg->pause_max_ns
 	                                          : 0};
 }

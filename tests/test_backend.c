@@ -42,6 +42,10 @@ static void test_passwords_never_survive_redaction(void **state)
 	        {"host=h password = secret port=1", "host=h password=*** port=1"},
 	        {"redis://h:6379/0", "redis://h:6379/0"},
 	        {"redis://u:@h/0", "redis://u:***@h/0"}, /* found by fuzzing: looped */
+	        {"redis://s3cretpw@h:6379/0", "redis://***@h:6379/0"},
+	        {"host=h user=fb\npassword=s3cret dbname=x",
+	         "host=h user=fb\npassword=*** dbname=x"},
+	        {"postgres://fb:p@ssw0rd@127.0.0.1:5447/db", "postgres://fb:***@127.0.0.1:5447/db"},
 	        {"x://:@@:@//@p", "x://:***@p"},
 	        {"postgres://fencebench@127.0.0.1:5432/postgres",
 	         "postgres://fencebench@127.0.0.1:5432/postgres"},
