@@ -109,7 +109,9 @@ typedef struct fb_lease_ops {
 	fb_io (*is_held)(void *conn, uint32_t key, const fb_lease *l);
 	/* Extend a lease still held by (owner, fence) by a TTL from now. */
 	fb_io (*renew)(void *conn, uint32_t key, const fb_lease *l, fb_lease *out);
-	/* The lease a key holds now (owner 0: none), for the report's timeline. */
+	/* The lease a key holds now (owner 0: none; fence 0: not known yet, a
+	 * two-step engine between taking the key and minting), for the report's
+	 * timeline. */
 	fb_io (*peek)(void *conn, uint32_t key, fb_lease *out);
 	/* Optional (NULL): suspend the whole service for ns (Redis CLIENT
 	 * PAUSE), from the injector's own context. */

@@ -242,10 +242,7 @@ static fb_io store_final(void *conn, fb_discipline d, uint32_t keys, int64_t *ba
                          uint64_t *last_fence)
 {
 	store_engine *e = conn;
-	for (uint32_t k = 0; k < keys; k++) {
-		balance[k] = fb_store_balance(e->s[d], k);
-		last_fence[k] = fb_store_last_fence(e->s[d], k);
-	}
+	fb_store_final(e->s[d], keys, balance, last_fence);
 	return FB_IO_OK;
 }
 

@@ -114,11 +114,11 @@ static void commit(fb_run_state *r, fb_discipline d, uint32_t key, uint16_t vers
 	engine_failed(r, "checker", why);
 }
 
-/* An engine call, timed when the engine is remote (a round trip dwarfs the
- * clock) or the cycle is sampled. */
-static inline uint64_t eop_start(const fb_run_state *r, bool timed)
+/* An engine call, timed when `on`: the engine is remote (a round trip dwarfs
+ * the clock) or the cycle is sampled. */
+static inline uint64_t eop_start(const fb_run_state *r, bool on)
 {
-	return r->remote || timed ? fb_clock_now(r->fast) : 0;
+	return on ? fb_clock_now(r->fast) : 0;
 }
 
 static inline void eop_end(const fb_run_state *r, fb_worker *w, fb_engine_op op, uint64_t t0)
@@ -134,6 +134,15 @@ typedef struct pending_commit {
 	int64_t read, replaced, written;
 	uint64_t highest; /* the store's highest fence before it */
 } pending_commit;
+
+/* A cycle's accepted writes to the checker, after the lease is released. */
+static void commit_all(fb_run_state *r, const pending_commit *todo, int n, uint32_t key,
+                       uint64_t fence, uint64_t *stalls)
+{
+	for (int i = 0; i < n; i++)
+		commit(r, todo[i].d, key, todo[i].version, fence, todo[i].read, todo[i].replaced,
+		       todo[i].written, todo[i].highest, stalls);
+}
 
 /*
  * Contention: spin a little, then give the core away, then sleep. On an
@@ -345,12 +354,12 @@ static void note_first(fb_worker *w, uint32_t key, const fb_lease *l, uint64_t n
 
 /* The lease check before writing, per --check-lease. */
 static bool lease_checks_out(fb_worker *w, uint32_t key, const fb_lease *l, uint64_t local_deadline,
-                             bool timed)
+                             bool rtt)
 {
 	fb_run_state *r = w->run;
 	switch (r->cfg->check_lease) {
 	case FB_CHECK_IS_HELD: {
-		uint64_t e0 = eop_start(r, timed);
+		uint64_t e0 = eop_start(r, rtt);
 		fb_io io = r->lops->is_held(w->lconn, key, l);
 		eop_end(r, w, FB_EOP_IS_HELD, e0);
 		if (io == FB_IO_ERROR)
@@ -453,6 +462,7 @@ static void *worker_main(void *arg)
 	const fb_store_ops *sops = r->sops;
 	const uint64_t ttl = cfg->ttl_ns;
 	const bool skip = cfg->on_held == FB_ON_HELD_SKIP;
+	const bool remote = r->remote;
 	const bool crashes = fb_config_fault(cfg, FB_FAULT_CRASH) || r->plan.n;
 	/* A step of the service clock hits every cycle that spans it. */
 	const bool stepping = cfg->lease_clock == FB_LEASE_CLOCK_REALTIME;
@@ -483,6 +493,7 @@ static void *worker_main(void *arg)
 			fb_hist_init(&w->cycle);
 		}
 		bool timed = n % cfg->sample == 0;
+		bool rtt = remote || timed; /* time this cycle's engine calls */
 		uint64_t t0 = timed ? fb_clock_now(r->fast) : 0;
 		uint32_t key = fb_dist_pick(cfg, r->zipf_cdf, w->id, &rng);
 		fb_port_phase(port, FB_PHASE_ACQUIRING);
@@ -492,7 +503,7 @@ static void *worker_main(void *arg)
 		fb_acquire a;
 		unsigned fails = 0;
 		for (;;) {
-			uint64_t e0 = eop_start(r, timed);
+			uint64_t e0 = eop_start(r, rtt);
 			a = lops->acquire(w->lconn, key, &l, &ls);
 			eop_end(r, w, FB_EOP_ACQUIRE, e0);
 			if (a != FB_HELD)
@@ -561,7 +572,7 @@ static void *worker_main(void *arg)
 			fb_discipline d = r->active[(first + i) % r->nactive];
 			fb_io io = FB_IO_OK;
 			if (rmw) {
-				uint64_t e0 = eop_start(r, timed);
+				uint64_t e0 = eop_start(r, rtt);
 				io = sops->read(w->sconn, d, key, l.fence, &rd[d]);
 				eop_end(r, w, FB_EOP_READ, e0);
 			}
@@ -587,7 +598,7 @@ static void *worker_main(void *arg)
 		fb_pause_point(port, key, l.fence, r->clock, FB_AT_AFTER_READ);
 		if (cfg->work_max_ns)
 			fb_sleep_ns(draw(&rng, cfg->work_min_ns, cfg->work_max_ns));
-		bool checked = lease_checks_out(w, key, &l, local_deadline, timed);
+		bool checked = lease_checks_out(w, key, &l, local_deadline, rtt);
 		fb_pause_point(port, key, l.fence, r->clock, FB_AT_AFTER_CHECK);
 		if (!checked)
 			fb_counter_add(&w->abandoned, 1);
@@ -654,7 +665,7 @@ static void *worker_main(void *arg)
 					if (now >= l.expires_at)
 						fb_counter_add(&mc->zombie, 1);
 				}
-				uint64_t e0 = eop_start(r, timed);
+				uint64_t e0 = eop_start(r, rtt);
 				fb_io io =
 				        rmw ? sops->write(w->sconn, d, key, value, l.fence, &rd[d],
 				                          &res)
@@ -689,9 +700,8 @@ static void *worker_main(void *arg)
 			}
 		}
 		if (silent) { /* what was accepted before the silence is history */
-			for (int i = 0; checking && i < ntodo; i++)
-				commit(r, todo[i].d, key, todo[i].version, l.fence, todo[i].read,
-				       todo[i].replaced, todo[i].written, todo[i].highest, &stalls);
+			if (checking)
+				commit_all(r, todo, ntodo, key, l.fence, &stalls);
 			fb_port_phase(port, FB_PHASE_IDLE);
 			break;
 		}
@@ -705,7 +715,7 @@ static void *worker_main(void *arg)
 		/* A failed compare-and-delete means another worker took the lease. */
 		if (witnessing)
 			fb_witness_releasing(r->witness, key, l.fence, l.service_at + ttl);
-		uint64_t e0 = eop_start(r, timed);
+		uint64_t e0 = eop_start(r, rtt);
 		fb_io rel = lops->release(w->lconn, key, &l);
 		eop_end(r, w, FB_EOP_RELEASE, e0);
 		if (rel == FB_IO_ERROR)
@@ -734,9 +744,8 @@ static void *worker_main(void *arg)
 		/* History goes to the checker after the release: if the checker's
 		 * ring is full (a paused writer holds back a key's walk) the wait
 		 * must not hold a lease, or it would make zombies of its own. */
-		for (int i = 0; checking && i < ntodo; i++)
-			commit(r, todo[i].d, key, todo[i].version, l.fence, todo[i].read,
-			       todo[i].replaced, todo[i].written, todo[i].highest, &stalls);
+		if (checking)
+			commit_all(r, todo, ntodo, key, l.fence, &stalls);
 		fb_counter_add(&w->ops, 1);
 		if (timed) {
 			fb_hist_record(&w->acquire, t1 - t0);
@@ -1117,11 +1126,13 @@ static fb_err setup(fb_run_state *r, fb_results *res)
 		if (!(cfg->modes & (1u << d)))
 			continue;
 		r->active[r->nactive++] = (fb_discipline)d;
-		if (r->checking && fb_checker_create(cfg->keys, cfg->threads, cfg->initial_balance,
-		                                     &r->checker[d]))
+		if (!r->checking)
+			continue;
+		if (fb_checker_create(cfg->keys, cfg->threads, cfg->initial_balance,
+		                      &r->checker[d]))
 			return oom(r);
-		if (r->checking) /* longer than any fault can hold a version back */
-			fb_checker_bound(r->checker[d], &r->failed, r->fast, longest_wait(cfg));
+		/* longer than any fault can hold a version back */
+		fb_checker_bound(r->checker[d], &r->failed, r->fast, longest_wait(cfg));
 	}
 	r->workers = aligned_alloc(FB_PAD_LINE, (size_t)cfg->threads * sizeof *r->workers);
 	res->per_thread_ops = calloc(cfg->threads, sizeof *res->per_thread_ops);

@@ -1193,10 +1193,7 @@ static void summarize(sim *s)
 			m->on = true;
 			continue;
 		}
-		for (uint32_t k = 0; k < cfg->keys; k++) {
-			bal[k] = fb_store_balance(s->store[d], k);
-			last[k] = fb_store_last_fence(s->store[d], k);
-		}
+		fb_store_final(s->store[d], cfg->keys, bal, last);
 		fb_checker_verdict(s->checker[d], d != FB_UNFENCED, bal, last, cfg->initial_balance,
 		                   cfg->amount, m->accepted, m->store_stale, &v, NULL, NULL);
 		free(bal);

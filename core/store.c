@@ -259,6 +259,14 @@ int64_t fb_store_balance(fb_store *s, uint32_t key)
 	return (int64_t)w.lo;
 }
 
+void fb_store_final(fb_store *s, uint32_t keys, int64_t *balance, uint64_t *last_fence)
+{
+	for (uint32_t k = 0; k < keys; k++) {
+		balance[k] = fb_store_balance(s, k);
+		last_fence[k] = fb_store_last_fence(s, k);
+	}
+}
+
 uint64_t fb_store_highest(fb_store *s, uint32_t key)
 {
 	fb_u128 w = atomic_load_explicit(&s->rec[key].word, memory_order_acquire);

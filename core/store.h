@@ -71,6 +71,9 @@ bool fb_store_write_after(fb_store *s, uint32_t key, int64_t balance, uint64_t t
 bool fb_store_debit(fb_store *s, uint32_t key, int64_t amount, uint64_t token, fb_store_result *r);
 
 int64_t fb_store_balance(fb_store *s, uint32_t key);
+/* Keys 0..keys-1: each one's balance and last accepted fence, once the
+ * writers are quiescent (what a checker's verdict compares with). */
+void fb_store_final(fb_store *s, uint32_t keys, int64_t *balance, uint64_t *last_fence);
 uint64_t fb_store_highest(fb_store *s, uint32_t key);
 /* The fence of the last accepted write. Exact once writers are quiescent
  * (and always, in the two fenced disciplines, where accepted fences only

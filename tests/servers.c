@@ -481,6 +481,54 @@ static bool redis_pings(int port)
 }
 
 /* 1 ready, -1 failed (why set; *clash when the port was taken). */
+static bool redis_ready(const fb_server *s, const void *arg)
+{
+	(void)arg;
+	return redis_pings(s->port);
+}
+
+static bool pg_ready(const fb_server *s, const void *conninfo)
+{
+	(void)s;
+	return PQping(conninfo) == PQPING_OK;
+}
+
+/*
+ * Wait until ready(s, arg) says the server answers, polling, for at most
+ * limit_ns. A server that exits first is reaped and its log's last line
+ * kept in s->why (*clash: it lost its port to someone else); one that does
+ * not answer in time stays running for fb_server_stop. False either way.
+ */
+static bool await_ready(fb_server *s, const char *log, const char *name, const char *doing,
+                        bool (*ready)(const fb_server *s, const void *arg), const void *arg,
+                        uint64_t limit_ns, bool *clash)
+{
+	uint64_t deadline = now_ns() + limit_ns;
+	for (;;) {
+		int status = 0;
+		char line[200];
+		if (reaped(s->pid, &status)) {
+			char how[64];
+			describe_exit(status, how, sizeof how);
+			last_line(log, line, sizeof line);
+			*clash = log_mentions(log, "already in use");
+			say(s->why, sizeof s->why, "%s %s: %s", name, how, line);
+			registry_remove(s->pid);
+			s->pid = 0;
+			return false;
+		}
+		if (ready(s, arg))
+			return true;
+		if (now_ns() > deadline) {
+			last_line(log, line, sizeof line);
+			say(s->why, sizeof s->why, "%s not %s after %llu s: %s", name, doing,
+			    (unsigned long long)(limit_ns / 1000000000u), line);
+			return false;
+		}
+		nap();
+	}
+}
+
 static int start_redis(fb_server *s, const char *bin, bool *clash)
 {
 	char port[16], log[320];
@@ -497,30 +545,9 @@ static int start_redis(fb_server *s, const char *bin, bool *clash)
 		return -1;
 	}
 	registry_add(s);
-	uint64_t deadline = now_ns() + REDIS_READY_NS;
-	for (;;) {
-		int status = 0;
-		if (reaped(s->pid, &status)) {
-			char how[64], line[200];
-			describe_exit(status, how, sizeof how);
-			last_line(log, line, sizeof line);
-			*clash = log_mentions(log, "already in use");
-			say(s->why, sizeof s->why, "redis-server %s: %s", how, line);
-			registry_remove(s->pid);
-			s->pid = 0;
-			return -1;
-		}
-		if (redis_pings(s->port))
-			break;
-		if (now_ns() > deadline) {
-			char line[200];
-			last_line(log, line, sizeof line);
-			say(s->why, sizeof s->why, "redis-server not answering PING after 10 s: %s",
-			    line);
-			return -1;
-		}
-		nap();
-	}
+	if (!await_ready(s, log, "redis-server", "answering PING", redis_ready, NULL,
+	                 REDIS_READY_NS, clash))
+		return -1;
 	snprintf(s->url, sizeof s->url, "redis://127.0.0.1:%d/0", s->port);
 	return 1;
 }
@@ -601,30 +628,9 @@ static int start_postgres(fb_server *s, const char *bindir, const run_as *who, b
 	         "host=127.0.0.1 port=%d user=fencebench dbname=postgres connect_timeout=2 "
 	         "sslmode=disable",
 	         s->port);
-	uint64_t deadline = now_ns() + PG_READY_NS;
-	for (;;) {
-		int status = 0;
-		if (reaped(s->pid, &status)) {
-			char how[64], line[200];
-			describe_exit(status, how, sizeof how);
-			last_line(log, line, sizeof line);
-			*clash = log_mentions(log, "already in use");
-			say(s->why, sizeof s->why, "postgres %s: %s", how, line);
-			registry_remove(s->pid);
-			s->pid = 0;
-			return -1;
-		}
-		if (PQping(ping) == PQPING_OK)
-			break;
-		if (now_ns() > deadline) {
-			char line[200];
-			last_line(log, line, sizeof line);
-			say(s->why, sizeof s->why,
-			    "postgres not accepting connections after 30 s: %s", line);
-			return -1;
-		}
-		nap();
-	}
+	if (!await_ready(s, log, "postgres", "accepting connections", pg_ready, ping, PG_READY_NS,
+	                 clash))
+		return -1;
 	snprintf(s->url, sizeof s->url, "postgres://fencebench@127.0.0.1:%d/postgres", s->port);
 	return 1;
 }
