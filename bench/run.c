@@ -491,6 +491,8 @@ static void *worker_main(void *arg)
 			fb_hist_init(&w->acquire);
 			fb_hist_init(&w->write);
 			fb_hist_init(&w->cycle);
+			for (int e = 0; e < FB_EOPS; e++)
+				fb_hist_init(&w->eop[e]);
 		}
 		bool timed = n % cfg->sample == 0;
 		bool rtt = remote || timed; /* time this cycle's engine calls */
