@@ -22,6 +22,10 @@ typedef struct rec {
 
 typedef struct ckey {
 	alignas(FB_PAD_LINE) fb_atomic_u128 walk;
+	/* Records in the ring not yet walked. A write committed in order steps
+	 * the walk itself and never touches the ring; it looks here for
+	 * records that arrived early and wait behind it. */
+	_Atomic uint64_t parked;
 	/* Records walked = wraps * 2^16 + next_version - 1: the walk's own
 	 * 16-bit position counts them, and the winner of the step past version
 	 * 65535 counts the wrap (a locked add once in 65536, not every time). */
@@ -71,6 +75,7 @@ fb_err fb_checker_create(uint32_t keys, uint32_t writers, int64_t initial_balanc
 	for (uint32_t i = 0; i < keys; i++) {
 		ckey *k = &c->k[i];
 		atomic_init(&k->walk, ((fb_u128){UINT64_C(1) << 48, (uint64_t)initial_balance}));
+		atomic_init(&k->parked, 0);
 		atomic_init(&k->wraps, 0);
 		atomic_init(&k->stale, 0);
 		atomic_init(&k->breaks, 0);
@@ -98,6 +103,28 @@ static inline uint16_t walk_next(fb_u128 w)
 /* Walk key k as far as published records go. */
 static void advance_from(fb_checker *c, ckey *k, fb_u128 w);
 
+/* Where the walk goes from w by a record of fence and written. */
+static inline fb_u128 step(fb_u128 w, uint64_t fence, int64_t written)
+{
+	uint64_t max = w.lo & WALK_FENCE_MASK;
+	return (fb_u128){(uint64_t)(uint16_t)(walk_next(w) + 1) << 48 | (fence > max ? fence : max),
+	                 (uint64_t)written};
+}
+
+/* The tallies of one record, by the thread whose CAS stepped the walk past
+ * it from w: each record counts exactly once. */
+static void tally(ckey *k, fb_u128 w, uint64_t fence, int64_t read, int64_t replaced)
+{
+	if (walk_next(w) == UINT16_MAX)
+		atomic_fetch_add_explicit(&k->wraps, 1, memory_order_relaxed);
+	if (fence <= (w.lo & WALK_FENCE_MASK))
+		atomic_fetch_add_explicit(&k->stale, 1, memory_order_relaxed);
+	if (replaced != (int64_t)w.hi)
+		atomic_fetch_add_explicit(&k->breaks, 1, memory_order_relaxed);
+	if (replaced != read)
+		atomic_fetch_add_explicit(&k->lost_amount, read - replaced, memory_order_relaxed);
+}
+
 /* Walk key k as far as published records go. */
 static void advance(fb_checker *c, ckey *k)
 {
@@ -119,27 +146,23 @@ static void advance_from(fb_checker *c, ckey *k, fb_u128 w)
 		int64_t read = atomic_load_explicit(&r->read, memory_order_relaxed);
 		int64_t replaced = atomic_load_explicit(&r->replaced, memory_order_relaxed);
 		int64_t written = atomic_load_explicit(&r->written, memory_order_relaxed);
-		uint64_t max = w.lo & WALK_FENCE_MASK;
-		int64_t bal = (int64_t)w.hi;
 		/* The fields may be torn if another thread already walked v and
 		 * its slot was reused; then the CAS below fails and they are
 		 * discarded. */
-		fb_u128 next = {(uint64_t)(uint16_t)(v + 1) << 48 | (fence > max ? fence : max),
-		                (uint64_t)written};
+		fb_u128 next = step(w, fence, written);
 		/* acq_rel: the next walker must see the ring slots this one
 		 * consumed as consumed before a writer refills them */
 		if (!atomic_compare_exchange_weak_explicit(&k->walk, &w, next, memory_order_acq_rel,
 		                                           memory_order_acquire))
 			continue;
-		if (v == UINT16_MAX)
-			atomic_fetch_add_explicit(&k->wraps, 1, memory_order_relaxed);
-		if (fence <= max)
-			atomic_fetch_add_explicit(&k->stale, 1, memory_order_relaxed);
-		if (replaced != bal)
-			atomic_fetch_add_explicit(&k->breaks, 1, memory_order_relaxed);
-		if (replaced != read)
-			atomic_fetch_add_explicit(&k->lost_amount, read - replaced,
-			                          memory_order_relaxed);
+		tally(k, w, fence, read, replaced);
+		/* Consumed: a slot skipped by in-order commits may keep its tag
+		 * for 2^16 versions, till v's number comes round again. Cleared
+		 * only if still v's: the writer of v + ring may have refilled it. */
+		uint64_t tag = v | TAG_PUBLISHED;
+		atomic_compare_exchange_strong_explicit(&r->tag, &tag, 0, memory_order_relaxed,
+		                                        memory_order_relaxed);
+		atomic_fetch_sub_explicit(&k->parked, 1, memory_order_relaxed);
 		w = next;
 	}
 }
@@ -156,10 +179,33 @@ bool fb_checker_commit(fb_checker *c, uint32_t key, uint16_t version, uint64_t f
                        int64_t replaced, int64_t written, uint64_t prev_max, uint64_t *stalls)
 {
 	ckey *k = &c->k[key];
-	/* Version v reuses the slot of v - ring: wait until the walk is past it. */
+	/*
+	 * In order (the common case): the walk waits right at this version, the
+	 * previous write having left the balance this one replaced and, where
+	 * it carried the store's highest fence (write-fenced, unfenced), that
+	 * fence: guess that word and step it with this record, sparing the load
+	 * and the ring. A wrong guess costs the failed CAS, which returns the
+	 * truth (a fenced read registers a higher token: there it misses).
+	 */
+	fb_u128 w = {(uint64_t)version << 48 | (prev_max & FB_FENCE_MAX), (uint64_t)replaced};
+	while (walk_next(w) == version) {
+		fb_u128 next = step(w, fence, written);
+		/* seq_cst, and the load of parked after it: a record parked
+		 * meanwhile is seen here, or its writer's walk sees this step */
+		if (atomic_compare_exchange_weak_explicit(&k->walk, &w, next, memory_order_seq_cst,
+		                                          memory_order_seq_cst)) {
+			tally(k, w, fence, read, replaced);
+			if (atomic_load_explicit(&k->parked, memory_order_seq_cst))
+				advance_from(c, k, next);
+			return true;
+		}
+	}
+	/* Early: earlier versions are still to come. Park the record in the
+	 * ring, where version v reuses the slot of v - ring: wait until the
+	 * walk is past that one. */
 	uint64_t since = 0;
 	for (bool waited = false;; waited = true) {
-		fb_u128 w = atomic_load_explicit(&k->walk, memory_order_acquire);
+		w = atomic_load_explicit(&k->walk, memory_order_acquire);
 		if ((uint16_t)(version - walk_next(w)) < c->ring)
 			break;
 		advance(c, k);
@@ -182,13 +228,9 @@ bool fb_checker_commit(fb_checker *c, uint32_t key, uint16_t version, uint64_t f
 	atomic_store_explicit(&r->written, written, memory_order_relaxed);
 	/* release: publishes the four fields with the tag */
 	atomic_store_explicit(&r->tag, version | TAG_PUBLISHED, memory_order_release);
-	/* The walk likely waits right at this record, the previous write having
-	 * left the balance this one replaced and, where the last write carried
-	 * the store's highest fence (write-fenced, unfenced), that fence: guess
-	 * it rather than load. A fenced read registers a higher token, so there
-	 * the guess misses and the failed CAS returns the truth. */
-	fb_u128 guess = {(uint64_t)version << 48 | (prev_max & FB_FENCE_MAX), (uint64_t)replaced};
-	advance_from(c, k, guess);
+	atomic_fetch_add_explicit(&k->parked, 1, memory_order_seq_cst);
+	/* seq_cst: pairs with the in-order path's CAS and its load of parked */
+	advance_from(c, k, atomic_load_explicit(&k->walk, memory_order_seq_cst));
 	return true;
 }
 

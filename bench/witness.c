@@ -59,13 +59,29 @@ void fb_witness_destroy(fb_witness *w)
 void fb_witness_acquired(fb_witness *w, uint32_t key, uint64_t fence, uint64_t expires_at,
                          fb_witness_counts *c)
 {
+	fb_witness_acquired_memo(w, key, fence, expires_at, c, NULL);
+}
+
+void fb_witness_acquired_memo(fb_witness *w, uint32_t key, uint64_t fence, uint64_t expires_at,
+                              fb_witness_counts *c, fb_witness_memo *memo)
+{
 	fb_atomic_u128 *word = &w->k[key].word;
 	uint64_t at = expires_at - w->ttl;
-	/* acquire: pairs with the release of the reports before this one */
-	fb_u128 cur = atomic_load_explicit(word, memory_order_acquire);
+	uint32_t slot = key % FB_WITNESS_MEMO;
+	bool guessed = memo && memo->key1[slot] == key + 1;
+	/* acquire: pairs with the release of the reports before this one (a
+	 * guess gets the same from the CAS that checks it) */
+	fb_u128 cur = guessed ? memo->word[slot] : atomic_load_explicit(word, memory_order_acquire);
+	if (memo)
+		memo->key1[slot] = 0; /* used or wrong: either way spent */
 	for (;;) {
 		uint64_t f = cur.lo >> 1, cur_at = cur.hi - w->ttl;
 		bool released = cur.lo & 1;
+		if (guessed && fence <= f) { /* a verdict without a CAS: not on a guess */
+			guessed = false;
+			cur = atomic_load_explicit(word, memory_order_acquire);
+			continue;
+		}
 		if (fence == f) {
 			c->duplicates++;
 			return;
@@ -90,10 +106,17 @@ void fb_witness_acquired(fb_witness *w, uint32_t key, uint64_t fence, uint64_t e
 			c->overlaps += overlap;
 			return;
 		}
+		guessed = false; /* cur is the truth now */
 	}
 }
 
 void fb_witness_releasing(fb_witness *w, uint32_t key, uint64_t fence, uint64_t expires_at)
+{
+	fb_witness_releasing_memo(w, key, fence, expires_at, NULL);
+}
+
+void fb_witness_releasing_memo(fb_witness *w, uint32_t key, uint64_t fence, uint64_t expires_at,
+                               fb_witness_memo *memo)
 {
 	fb_atomic_u128 *word = &w->k[key].word;
 	/* most likely still our own report: try it without a (locked) load */
@@ -102,7 +125,12 @@ void fb_witness_releasing(fb_witness *w, uint32_t key, uint64_t fence, uint64_t 
 		fb_u128 next = {cur.lo | 1, cur.hi};
 		/* release: ordered before the table's release of the slot */
 		if (atomic_compare_exchange_weak_explicit(word, &cur, next, memory_order_release,
-		                                          memory_order_relaxed))
+		                                          memory_order_relaxed)) {
+			if (memo) {
+				memo->key1[key % FB_WITNESS_MEMO] = key + 1;
+				memo->word[key % FB_WITNESS_MEMO] = next;
+			}
 			return;
+		}
 	}
 }

@@ -29,6 +29,19 @@ typedef struct fb_witness_counts {
 	uint64_t overlaps;   /* acquired while the previous lease was live */
 } fb_witness_counts;
 
+/*
+ * A reporter's memory of the words it left in the witness: on its next
+ * report of a key it tries the CAS from that word, sparing the load (a
+ * locked cmpxchg16b here, as dear as the CAS). A wrong guess costs the
+ * failed CAS, which returns the truth; a verdict is never drawn from a
+ * guess. Direct-mapped, key + 1 (0: empty).
+ */
+#define FB_WITNESS_MEMO 64
+typedef struct fb_witness_memo {
+	uint32_t key1[FB_WITNESS_MEMO];
+	fb_u128 word[FB_WITNESS_MEMO];
+} fb_witness_memo;
+
 /* slack_ns: how far apart two instants on the lease service's clock may
  * read and still be taken as equal (50 us for this process's TSC; a remote
  * service's clock rounds expiry to its own millisecond). */
@@ -40,8 +53,16 @@ void fb_witness_destroy(fb_witness *w);
 void fb_witness_acquired(fb_witness *w, uint32_t key, uint64_t fence, uint64_t expires_at,
                          fb_witness_counts *c);
 
+/* The same, starting from the reporter's memo (NULL: none). */
+void fb_witness_acquired_memo(fb_witness *w, uint32_t key, uint64_t fence, uint64_t expires_at,
+                              fb_witness_counts *c, fb_witness_memo *memo);
+
 /* Its holder is about to release it: call before the table's release, so
  * the next acquire can never see the slot free and the witness not told. */
 void fb_witness_releasing(fb_witness *w, uint32_t key, uint64_t fence, uint64_t expires_at);
+
+/* The same, remembering the word it leaves in *memo (NULL: none). */
+void fb_witness_releasing_memo(fb_witness *w, uint32_t key, uint64_t fence, uint64_t expires_at,
+                               fb_witness_memo *memo);
 
 #endif

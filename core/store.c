@@ -117,6 +117,7 @@ static void result_from(fb_store_result *r, fb_u128 w, uint64_t token)
 	r->highest = hi_fence(w.hi);
 	r->highest_written = hi_written(w.hi);
 	r->version = hi_version(w.hi);
+	r->word_hi = w.hi;
 	r->stale = false;
 }
 
@@ -207,6 +208,11 @@ static bool apply(fb_store *s, uint32_t key, bool is_debit, int64_t value, uint6
 		result_from(r, cur, token);
 		uint64_t high = hi_fence(cur.hi);
 		if (!admits(s->d, s->bug, cur.hi, token)) {
+			if (guess) { /* a guess may be old: refuse on the truth only */
+				guess = NULL;
+				cur = atomic_load_explicit(&rec->word, memory_order_acquire);
+				continue;
+			}
 			r->ok = false;
 			r->stale = true;
 			return false;
@@ -233,6 +239,7 @@ static bool apply(fb_store *s, uint32_t key, bool is_debit, int64_t value, uint6
 			note_last(s, rec, token);
 			return true;
 		}
+		guess = NULL; /* cur is the truth now */
 	}
 }
 
@@ -251,6 +258,13 @@ bool fb_store_write_after(fb_store *s, uint32_t key, int64_t balance, uint64_t t
 bool fb_store_debit(fb_store *s, uint32_t key, int64_t amount, uint64_t token, fb_store_result *r)
 {
 	return apply(s, key, true, amount, token, NULL, r);
+}
+
+bool fb_store_debit_after(fb_store *s, uint32_t key, int64_t amount, uint64_t token,
+                          const fb_store_result *earlier, fb_store_result *r)
+{
+	fb_u128 guess = {(uint64_t)earlier->balance, earlier->word_hi};
+	return apply(s, key, true, amount, token, &guess, r);
 }
 
 int64_t fb_store_balance(fb_store *s, uint32_t key)

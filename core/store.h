@@ -63,12 +63,19 @@ bool fb_store_write(fb_store *s, uint32_t key, int64_t balance, uint64_t token, 
 
 /* fb_store_write after a read of the same key by the same client: the CAS
  * is tried from the word the read left, without a load (a 16-byte load is a
- * locked cmpxchg16b with this machine's libatomic). Same result. */
+ * locked cmpxchg16b with this machine's libatomic). Same result: a refusal
+ * is decided on the record as it is, not on the word the read left. */
 bool fb_store_write_after(fb_store *s, uint32_t key, int64_t balance, uint64_t token,
                           const fb_store_result *read, fb_store_result *r);
 
 /* Subtract in the store (the article's debit(amount, token)); same checks. */
 bool fb_store_debit(fb_store *s, uint32_t key, int64_t amount, uint64_t token, fb_store_result *r);
+
+/* fb_store_debit by a client that remembers an earlier result on this key
+ * (its balance and word_hi): the CAS is tried from that word. Same result:
+ * a refusal is never decided on a remembered word. */
+bool fb_store_debit_after(fb_store *s, uint32_t key, int64_t amount, uint64_t token,
+                          const fb_store_result *earlier, fb_store_result *r);
 
 int64_t fb_store_balance(fb_store *s, uint32_t key);
 /* Keys 0..keys-1: each one's balance and last accepted fence, once the

@@ -1,5 +1,6 @@
 /* The checker on hand-made histories, and under threads that publish out of order. */
 #include <pthread.h>
+#include <string.h>
 
 #include "checker.h"
 #include "clock.h"
@@ -177,6 +178,47 @@ static void test_a_wait_for_a_missing_version_is_bounded(void **state)
 	fb_checker_destroy(c);
 }
 
+/* A debit of 1 for the i-th write of a key that started at 0, fence i. */
+static void debit_one(fb_checker *c, uint64_t i, uint64_t *stalls)
+{
+	int64_t before = -(int64_t)(i - 1);
+	check(fb_checker_commit(c, 0, (uint16_t)i, i, before, before, before - 1, i - 1, stalls),
+	      "write %llu committed", (unsigned long long)i);
+}
+
+/* In-order commits step the walk without the ring, so a ring slot filled by
+ * an early record once keeps its contents while 2^16 versions go by; when
+ * that version number comes round, the walk must not take it again. */
+static void test_a_parked_record_is_walked_once_across_a_version_wrap(void **state)
+{
+	(void)state;
+	fb_checker *c = checker(1, 0);
+	uint64_t stalls = 0;
+	fb_check_key k;
+	debit_one(c, 2, &stalls); /* early: parked in the ring */
+	debit_one(c, 1, &stalls); /* in order: steps the walk, then takes 2 */
+	fb_checker_key(c, 0, &k);
+	check_eq(k.checked, 2, "the parked record walked behind the in-order one");
+	for (uint64_t i = 3; i <= 65537; i++)
+		debit_one(c, i, &stalls);
+	fb_checker_key(c, 0, &k);
+	check_eq(k.checked, 65537, "every in-order write walked");
+	check_eq(k.next_version, 2, "the walk waits at version 2 again (65538 mod 2^16)");
+	debit_one(c, 65539, &stalls); /* early again: the walk looks at slot 2 */
+	fb_checker_key(c, 0, &k);
+	check_eq(k.checked, 65537, "the old record of version 2 was not walked a second time");
+	check_eq(k.stale_accepted, 0, "... nor counted as a stale write");
+	check_eq(k.chain_breaks, 0, "... nor as a break in the chain");
+	debit_one(c, 65538, &stalls);
+	fb_checker_key(c, 0, &k);
+	check_eq(k.checked, 65539, "the real version 65538, then the parked 65539");
+	check_eq(k.balance, -65539, "balance after every debit");
+	check_eq(k.stale_accepted + (uint64_t)k.chain_breaks + (uint64_t)k.lost_amount, 0,
+	         "a clean history");
+	check_eq(stalls, 0, "no writer waited for the ring");
+	fb_checker_destroy(c);
+}
+
 /* The witness: each contradiction counted once, a clean history none. */
 static void test_witness_counts_each_contradiction_once(void **state)
 {
@@ -200,6 +242,65 @@ static void test_witness_counts_each_contradiction_once(void **state)
 	fb_witness_destroy(w);
 }
 
+/* A reporter's memo spares loads; it must never change a verdict. The same
+ * random reports (three reporters, out of order, late, doubled, some never
+ * released) to a witness through memos and to one without. */
+static void test_a_witness_memo_never_changes_a_verdict(void **state)
+{
+	(void)state;
+	const uint64_t ttl = 10 * MS;
+	fb_witness *a, *b;
+	check_eq(fb_witness_create(4, ttl, 50000, &a), FB_OK, "witness creation");
+	check_eq(fb_witness_create(4, ttl, 50000, &b), FB_OK, "witness creation");
+	static fb_witness_memo memo[3];
+	memset(memo, 0, sizeof memo);
+	fb_witness_counts ca[3] = {{0}}, cb[3] = {{0}};
+	uint64_t fence[4] = {0}, held[3] = {0}, exp[3] = {0}, now = 0;
+	uint32_t key[3] = {0};
+	uint64_t x = 88172645463325252u; /* xorshift64 */
+	for (int i = 0; i < 200000; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		int who = (int)(x % 3);
+		now += (x >> 8) % (2 * MS);
+		if (held[who] && (x >> 20) % 4) { /* release, mostly */
+			fb_witness_releasing_memo(a, key[who], held[who], exp[who], &memo[who]);
+			fb_witness_releasing(b, key[who], held[who], exp[who]);
+			held[who] = 0;
+			continue;
+		}
+		uint32_t k = (uint32_t)((x >> 24) % 4);
+		/* mostly the next fence, sometimes a repeat or an older one */
+		uint64_t f = fence[k] + 1, r = (x >> 30) % 16;
+		if (r == 0 && fence[k])
+			f = fence[k];
+		else if (r == 1 && fence[k] > 3)
+			f = fence[k] - 3;
+		if (f > fence[k])
+			fence[k] = f;
+		uint64_t at = r == 2 && now > 5 * MS ? now - 5 * MS : now; /* a late one */
+		fb_witness_acquired_memo(a, k, f, at + ttl, &ca[who], &memo[who]);
+		fb_witness_acquired(b, k, f, at + ttl, &cb[who]);
+		held[who] = f, key[who] = k, exp[who] = at + ttl;
+	}
+	uint64_t total = 0;
+	for (int r = 0; r < 3; r++) {
+		check(ca[r].duplicates == cb[r].duplicates,
+		      "reporter %d: duplicates %llu through a memo, %llu without", r,
+		      (unsigned long long)ca[r].duplicates, (unsigned long long)cb[r].duplicates);
+		check(ca[r].inversions == cb[r].inversions,
+		      "reporter %d: inversions %llu through a memo, %llu without", r,
+		      (unsigned long long)ca[r].inversions, (unsigned long long)cb[r].inversions);
+		check(ca[r].overlaps == cb[r].overlaps,
+		      "reporter %d: overlaps %llu through a memo, %llu without", r,
+		      (unsigned long long)ca[r].overlaps, (unsigned long long)cb[r].overlaps);
+		total += cb[r].duplicates + cb[r].inversions + cb[r].overlaps;
+	}
+	check(total > 100, "the reports contradicted each other (%llu times)",
+	      (unsigned long long)total);
+	fb_witness_destroy(a);
+	fb_witness_destroy(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -210,7 +311,9 @@ int main(void)
 	        cmocka_unit_test(test_threads_lapping_a_small_ring_count_each_record_once),
 	        cmocka_unit_test(test_too_many_writers_for_16_bit_versions_is_refused),
 	        cmocka_unit_test(test_a_wait_for_a_missing_version_is_bounded),
+	        cmocka_unit_test(test_a_parked_record_is_walked_once_across_a_version_wrap),
 	        cmocka_unit_test(test_witness_counts_each_contradiction_once),
+	        cmocka_unit_test(test_a_witness_memo_never_changes_a_verdict),
 	};
 	return cmocka_run_group_tests_name("checker", tests, NULL, NULL);
 }

@@ -85,6 +85,36 @@ static void test_write_after_a_read_decides_on_the_store_not_the_guess(void **st
 	}
 }
 
+/* A client's memory of its last result on a key spares the load; a memory
+ * out of date must not decide a refusal, nor what the refusal reports. */
+static void test_debit_after_a_stale_result_decides_on_the_store(void **state)
+{
+	(void)state;
+	fb_discipline ds[] = {FB_FENCED, FB_WRITE_FENCED, FB_UNFENCED};
+	for (int i = 0; i < 3; i++) {
+		const char *n = fb_discipline_name(ds[i]);
+		fb_store *s = store(ds[i], 1, 100);
+		fb_store_result a, r;
+		check(fb_store_debit(s, 0, 1, 5, &a), "%s: A debits with 5", n);
+		check(fb_store_debit(s, 0, 1, 9, &r), "%s: B debits with 9", n);
+		/* A's memory (99, highest 5 written) would refuse 5 by itself */
+		bool again = fb_store_debit_after(s, 0, 1, 5, &a, &r);
+		check(again == (ds[i] == FB_UNFENCED), "%s: A's 5 again after B's 9", n);
+		if (!again) {
+			check(r.before == 98, "%s: the refusal reports the record as it is", n);
+			check(r.highest == 9, "%s: ... with B's fence", n);
+		}
+		int64_t bal = fb_store_balance(s, 0);
+		check(fb_store_debit_after(s, 0, 1, 10, &a, &r), "%s: a stale memory, a good fence",
+		      n);
+		check(r.before == bal, "%s: debited from the record as it is", n);
+		fb_store_result c = r;
+		check(fb_store_debit_after(s, 0, 1, 11, &c, &r), "%s: an up-to-date memory", n);
+		check(r.balance == bal - 2, "%s: both debits applied", n);
+		fb_store_destroy(s);
+	}
+}
+
 static void test_debit_subtracts_in_the_store(void **state)
 {
 	(void)state;
@@ -219,6 +249,7 @@ int main(void)
 	        cmocka_unit_test(test_fenced_read_refuses_below_highest_and_registers),
 	        cmocka_unit_test(test_write_fenced_and_unfenced_reads_register_nothing),
 	        cmocka_unit_test(test_write_after_a_read_decides_on_the_store_not_the_guess),
+	        cmocka_unit_test(test_debit_after_a_stale_result_decides_on_the_store),
 	        cmocka_unit_test(test_debit_subtracts_in_the_store),
 	        cmocka_unit_test(test_random_tokens_accepted_sequence_strictly_increases),
 	};
