@@ -60,11 +60,12 @@ static void take_pending_signal(fb_results *res)
 }
 
 /* The machine's own limit at this run's thread count: the bare pipeline
- * with the run's fence source, measured right after the run. */
+ * with the run's fence source, measured right after the run. Not with a
+ * remote engine: in-process atomics say nothing of a round trip's bound. */
 static void measure_floor(const fb_config *cfg, fb_results *res)
 {
 	take_pending_signal(res);
-	if (cfg->no_floor || res->interrupted)
+	if (cfg->no_floor || res->interrupted || res->remote)
 		return;
 	fb_floor_prim p = cfg->fence == FB_FENCE_GLOBAL ? FB_FLOOR_PIPELINE_GLOBAL
 	                                                : FB_FLOOR_PIPELINE_PER_KEY;

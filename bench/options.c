@@ -188,7 +188,9 @@ static const opt opts[] = {
         {"no-floor", 0, NULL, K_FLAG, OFF(no_floor), 0, 0, 0, NULL, 0, NULL, 0, false,
          "do not measure the floor pipeline after each run", 0},
         {"sample", 0, "N", K_U32, OFF(sample), 0, 1, 1u << 20, NULL, 0, "latency_sample", 0, true,
-         "time one cycle in N for the latency histograms (default 8)", 0},
+         "time one cycle in N for the latency histograms (default 32; 1 with a "
+         "remote engine)",
+         0},
         {"json", 0, "FILE", K_STRING, OFF(json_path), 0, 0, 0, NULL, 0, NULL, 0, false,
          "also write the JSON document to FILE", 0},
         {"results-dir", 'o', "DIR", K_STRING, OFF(results_dir), 0, 0, 0, NULL, 0, "results_dir", 0,
@@ -232,7 +234,7 @@ void fb_config_defaults(fb_config *cfg)
 	        .check_lease = FB_CHECK_NONE,
 	        .lease_clock = FB_LEASE_CLOCK_MONOTONIC,
 	        .steps = 200000,
-	        .sample = 8,
+	        .sample = 32,
 	        .percentiles = {50, 90, 99, 99.9, 99.99},
 	        .n_percentiles = 5,
 	        .results_dir = "results",
@@ -671,6 +673,8 @@ fb_parse fb_config_parse(fb_config *cfg, int argc, char **argv)
 			return FB_PARSE_USAGE;
 		if (o->k == K_SEEDS)
 			cfg->seeds_given = true;
+		if (o->off == OFF(sample))
+			cfg->sample_given = true;
 	}
 	if (optind < argc) {
 		fprintf(stderr, "fencebench: unexpected argument '%s' (see --help)\n",
@@ -715,6 +719,10 @@ fb_parse fb_config_parse(fb_config *cfg, int argc, char **argv)
 	if (!cfg->seeds_given)
 		cfg->seed_lo = cfg->seed_hi = cfg->seed;
 	bool remote = cfg->lease_url || cfg->store_url;
+	/* Two clock reads are nothing beside a round trip: with a remote
+	 * engine every cycle is timed unless --sample says otherwise. */
+	if (remote && !cfg->sample_given)
+		cfg->sample = 1;
 	if (cfg->on_held == FB_ON_HELD_SKIP && cfg->deterministic) {
 		fprintf(stderr, "fencebench: --on-held: 'skip' is for real threads, not "
 		                "--deterministic (its workers wait)\n");

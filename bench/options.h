@@ -93,7 +93,8 @@ typedef struct fb_config {
 	bool deterministic;
 	uint64_t seed_lo, seed_hi; /* --seeds A..B (both = seed otherwise) */
 	bool seeds_given;
-	uint64_t steps; /* scheduler steps per seed */
+	bool sample_given; /* --sample was given (else: 32, or 1 with a remote engine) */
+	uint64_t steps;    /* scheduler steps per seed */
 	const char *history_path;
 	/* profiling */
 	uint64_t warmup_ns;          /* run, but do not count throughput or latency */
