@@ -12,10 +12,12 @@
 # Each sweep writes NAME.txt (what the terminal showed), NAME.json and, with
 # gnuplot installed, NAME-*.svg beside them (fencebench plot). Run from the
 # project root;
-# BIN overrides the binary (default ./fencebench, built first with make).
+# BIN overrides the binary (default ./fencebench, built first with make);
+# SWEEP_D each point's duration (default 2s; CI runs the many-core sweep at 200ms).
 set -eu
 what=${1:-}
 bin=${BIN:-./fencebench}
+d=${SWEEP_D:-2s}
 case "$what" in
 reference) out=${2:-results/reference} ;;
 many-core) out=${2:-build/many-core} ;;
@@ -42,13 +44,13 @@ sweep() {
 }
 
 if [ "$what" = reference ]; then
-	sweep threads -t 1,2,4,8,16,32,64 --fence global,per-key --pause-rate 0 -d 2s
-	sweep pause-rate -t 16 --pause-rate 0,10,50,100,200 -d 2s
+	sweep threads -t 1,2,4,8,16,32,64 --fence global,per-key --pause-rate 0 -d "$d"
+	sweep pause-rate -t 16 --pause-rate 0,10,50,100,200 -d "$d"
 	sweep dist -t 2,8 --fence global,per-key --dist uniform,zipf:1.2,partitioned \
-		--pause-rate 0 -d 1s
+		--pause-rate 0 -d "${SWEEP_D:-1s}"
 else
 	nproc=$(getconf _NPROCESSORS_ONLN)
 	sweep many-core -t 1,2,4,8,12,16 --fence per-key,global --dist uniform,zipf:1.2 \
-		--op debit --mode fenced --pause-rate 0 -d 2s
+		--op debit --mode fenced --pause-rate 0 -d "$d"
 	echo "many-core: $nproc CPUs online: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
 fi
