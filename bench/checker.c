@@ -142,39 +142,54 @@ static void advance(fb_checker *c, ckey *k)
 	advance_from(c, k, atomic_load_explicit(&k->walk, memory_order_acquire));
 }
 
-/* Walk key k as far as published records go, starting from a guess of the
- * walk word (a wrong guess costs one failed CAS, which returns the truth). */
+/*
+ * Walk key k as far as published records go, starting from a guess of the
+ * walk word (a wrong guess costs one failed CAS, which returns the truth).
+ *
+ * A parked record is claimed before the walk steps past it: the one thread
+ * that clears its tag owns it, reads it and steps. So no tag outlives its
+ * record: in-order commits never write their slot, and a tag left behind
+ * would match again when its 16-bit version comes round, 2^16 commits on
+ * (a walker paused between stepping and clearing saw exactly that). While
+ * claimed the walk cannot pass the record (nobody else can step it), so no
+ * writer refills the slot; a claim on a stale guess of the walk (the walk
+ * is not at that version) is handed back.
+ */
 static void advance_from(fb_checker *c, ckey *k, fb_u128 w)
 {
 	for (;;) {
 		uint16_t v = walk_next(w);
 		rec *r = &k->ring[v & (c->ring - 1)];
-		/* acquire: pairs with the writer's release of the tag, so the
-		 * fields below are the ones it wrote for version v */
-		if (atomic_load_explicit(&r->tag, memory_order_acquire) != (v | TAG_PUBLISHED))
-			return;
+		uint64_t tag = v | TAG_PUBLISHED;
+		/* seq_cst (the load, and the claim's CAS): pairs with a parker's
+		 * seq_cst tag store and walk load, so either this walker sees
+		 * the record or its parker sees this walker's step; acquire
+		 * makes the fields below the ones the parker wrote */
+		if (atomic_load_explicit(&r->tag, memory_order_seq_cst) != tag ||
+		    !atomic_compare_exchange_strong_explicit(&r->tag, &tag, 0, memory_order_seq_cst,
+		                                             memory_order_seq_cst))
+			return; /* not there yet, or another walker has it */
 		uint64_t fence = atomic_load_explicit(&r->fence, memory_order_relaxed);
 		int64_t read = atomic_load_explicit(&r->read, memory_order_relaxed);
 		int64_t replaced = atomic_load_explicit(&r->replaced, memory_order_relaxed);
 		int64_t written = atomic_load_explicit(&r->written, memory_order_relaxed);
-		/* The fields may be torn if another thread already walked v and
-		 * its slot was reused; then the CAS below fails and they are
-		 * discarded. */
-		fb_u128 next = step(w, fence, written);
-		/* acq_rel: the next walker must see the ring slots this one
-		 * consumed as consumed before a writer refills them */
-		if (!atomic_compare_exchange_weak_explicit(&k->walk, &w, next, memory_order_acq_rel,
-		                                           memory_order_acquire))
-			continue;
-		tally(k, w, fence, read, replaced);
-		/* Consumed: a slot skipped by in-order commits may keep its tag
-		 * for 2^16 versions, till v's number comes round again. Cleared
-		 * only if still v's: the writer of v + ring may have refilled it. */
-		uint64_t tag = v | TAG_PUBLISHED;
-		atomic_compare_exchange_strong_explicit(&r->tag, &tag, 0, memory_order_relaxed,
-		                                        memory_order_relaxed);
-		atomic_fetch_sub_explicit(&k->parked, 1, memory_order_relaxed);
-		w = next;
+		bool stepped = false;
+		while (walk_next(w) == v) {
+			fb_u128 next = step(w, fence, written);
+			if (atomic_compare_exchange_weak_explicit(&k->walk, &w, next,
+			                                          memory_order_seq_cst,
+			                                          memory_order_seq_cst)) {
+				tally(k, w, fence, read, replaced);
+				atomic_fetch_sub_explicit(&k->parked, 1, memory_order_relaxed);
+				w = next;
+				stepped = true;
+				break;
+			}
+		}
+		if (!stepped) { /* w was stale: the record waits for the walk, tagged again */
+			atomic_store_explicit(&r->tag, v | TAG_PUBLISHED, memory_order_seq_cst);
+			return;
+		}
 	}
 }
 
@@ -237,8 +252,8 @@ bool fb_checker_commit(fb_checker *c, uint32_t key, uint16_t version, uint64_t f
 	atomic_store_explicit(&r->read, read, memory_order_relaxed);
 	atomic_store_explicit(&r->replaced, replaced, memory_order_relaxed);
 	atomic_store_explicit(&r->written, written, memory_order_relaxed);
-	/* release: publishes the four fields with the tag */
-	atomic_store_explicit(&r->tag, version | TAG_PUBLISHED, memory_order_release);
+	/* seq_cst (release at least): publishes the four fields with the tag */
+	atomic_store_explicit(&r->tag, version | TAG_PUBLISHED, memory_order_seq_cst);
 	atomic_fetch_add_explicit(&k->parked, 1, memory_order_seq_cst);
 	/* seq_cst: pairs with the in-order path's CAS and its load of parked */
 	advance_from(c, k, atomic_load_explicit(&k->walk, memory_order_seq_cst));
