@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "inproc.h"
 #include "common.h"
 
 typedef enum kind {
@@ -718,7 +719,9 @@ fb_parse fb_config_parse(fb_config *cfg, int argc, char **argv)
 		cfg->skew_ns = cfg->ttl_ns * 2;
 	if (!cfg->seeds_given)
 		cfg->seed_lo = cfg->seed_hi = cfg->seed;
-	bool remote = cfg->lease_url || cfg->store_url;
+	/* as the run decides it: an engine other than the in-process one */
+	bool remote = fb_lease_engine(cfg->lease_url) != &fb_inproc_lease_ops ||
+	              fb_store_engine(cfg->store_url) != &fb_inproc_store_ops;
 	/* Two clock reads are nothing beside a round trip: with a remote
 	 * engine every cycle is timed unless --sample says otherwise. */
 	if (remote && !cfg->sample_given)
