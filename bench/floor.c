@@ -401,6 +401,7 @@ fb_err fb_floor_run_one(const fb_floor_spec *spec, fb_floor_run *out)
 	uint32_t started = 0;
 	int err = 0;
 	for (; started < s.threads; started++) {
+		fb_placement_apply(s.place, started, &attr);
 		err = pthread_create(&tid[started], &attr, floor_thread_main, &th[started]);
 		if (err)
 			break;
@@ -441,13 +442,19 @@ nomem:
 fb_err fb_floor_measure(uint32_t threads, uint32_t keys, uint64_t duration_ns, unsigned which,
                         fb_floor_result *out)
 {
+	return fb_floor_measure_on(threads, keys, duration_ns, which, NULL, out);
+}
+
+fb_err fb_floor_measure_on(uint32_t threads, uint32_t keys, uint64_t duration_ns, unsigned which,
+                           const fb_placement *place, fb_floor_result *out)
+{
 	*out = (fb_floor_result){0};
 	if (!which || (which & ~FB_FLOOR_ALL))
 		return FB_EINVAL;
 	for (int p = 0; p < FB_FLOOR_PRIMS; p++) {
 		if (!(which & (1u << p)))
 			continue;
-		fb_floor_spec spec = {(fb_floor_prim)p, threads, keys, duration_ns, false};
+		fb_floor_spec spec = {(fb_floor_prim)p, threads, keys, duration_ns, false, place};
 		fb_floor_run r;
 		fb_err e = fb_floor_run_one(&spec, &r);
 		if (e != FB_OK)

@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "common.h"
+#include "util.h"
 
 typedef enum fb_floor_prim {
 	FB_FLOOR_FETCH_ADD,
@@ -66,6 +67,8 @@ double fb_floor_rate(const fb_floor_result *r, fb_floor_prim p);
  * thread could not be created (errno says why; the threads already started
  * are stopped and joined first).
  */
+fb_err fb_floor_measure_on(uint32_t threads, uint32_t keys, uint64_t duration_ns, unsigned which,
+                           const fb_placement *place, fb_floor_result *out);
 fb_err fb_floor_measure(uint32_t threads, uint32_t keys, uint64_t duration_ns, unsigned which,
                         fb_floor_result *out);
 
@@ -78,6 +81,9 @@ typedef struct fb_floor_spec {
 	 * key and the highest fence it installed per key (the same loop source
 	 * compiled with the tallies in; measurements leave them out). */
 	bool tally;
+	/* where the threads run (NULL: anywhere): a stress run's floor runs
+	 * where its workers did */
+	const fb_placement *place;
 } fb_floor_spec;
 
 /* A key's state after the run (the pipelines and mutex; zero for

@@ -70,7 +70,10 @@ static void measure_floor(const fb_config *cfg, fb_results *res)
 	fb_floor_prim p = cfg->fence == FB_FENCE_GLOBAL ? FB_FLOOR_PIPELINE_GLOBAL
 	                                                : FB_FLOOR_PIPELINE_PER_KEY;
 	fb_floor_result fr;
-	if (fb_floor_measure(cfg->threads, cfg->keys, 500000000, 1u << p, &fr) == FB_OK)
+	/* where the workers ran (--cpus, --pin): an unpinned pair of threads
+	 * may share one CPU, and a time-sliced pair bounces no lines */
+	const fb_placement place = {cfg->cpus, cfg->n_cpus, cfg->pin};
+	if (fb_floor_measure_on(cfg->threads, cfg->keys, 500000000, 1u << p, &place, &fr) == FB_OK)
 		res->floor_ops_s = fb_floor_rate(&fr, p);
 }
 

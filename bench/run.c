@@ -1228,6 +1228,7 @@ static fb_err start_workers(fb_run_state *r)
 	/* Workers need little stack; 32k threads of 8 MiB would not fit. */
 	pthread_attr_setstacksize(&attr, PTHREAD_STACK_MIN > 262144 ? PTHREAD_STACK_MIN : 262144);
 	fb_err err = FB_OK;
+	const fb_placement place = {cfg->cpus, cfg->n_cpus, cfg->pin};
 	for (uint32_t i = 0; i < cfg->threads; i++) {
 		fb_worker *w = &r->workers[i];
 		w->run = r;
@@ -1244,18 +1245,7 @@ static fb_err start_workers(fb_run_state *r)
 		fb_hist_init(&w->takeover);
 		for (int e = 0; e < FB_EOPS; e++)
 			fb_hist_init(&w->eop[e]);
-		if (cfg->pin || cfg->n_cpus) {
-			/* --cpus: the set; --pin: one CPU each, round robin */
-			cpu_set_t set;
-			CPU_ZERO(&set);
-			long online = sysconf(_SC_NPROCESSORS_ONLN);
-			uint32_t n =
-			        cfg->n_cpus ? cfg->n_cpus : (uint32_t)(online > 0 ? online : 1);
-			for (uint32_t c = 0; c < n; c++)
-				if (!cfg->pin || c == i % n)
-					CPU_SET(cfg->n_cpus ? cfg->cpus[c] : c, &set);
-			pthread_attr_setaffinity_np(&attr, sizeof set, &set);
-		}
+		fb_placement_apply(&place, i, &attr);
 		pthread_t tid;
 		int e = pthread_create(&tid, &attr, worker_main, w);
 		if (e == EINVAL && (cfg->pin || cfg->n_cpus)) {

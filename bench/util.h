@@ -3,12 +3,26 @@
 #define FB_UTIL_H
 
 #include <json-c/json.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 /* 1234567.4 -> "1,234,567" (rounded; negative values keep their sign). */
 const char *fb_grouped(char *buf, size_t len, double v);
+
+/* Where threads may run: --cpus (empty: every online CPU) and --pin (one
+ * CPU each, round robin). */
+typedef struct fb_placement {
+	const uint32_t *cpus;
+	uint32_t n_cpus;
+	bool pin;
+} fb_placement;
+
+/* Set thread i's CPUs on attr per *pl; false (attr untouched) when pl is
+ * NULL or asks for nothing. */
+bool fb_placement_apply(const fb_placement *pl, uint32_t i, pthread_attr_t *attr);
 
 /* mkdir -p: 0, or -1 with errno set. */
 int fb_mkdir_p(const char *path);

@@ -10,6 +10,8 @@
 #include <errno.h>
 #include <json-c/json.h>
 #include <stdbool.h>
+#include <sched.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -106,7 +108,7 @@ static const char *violation(const fb_floor_run *r)
 
 static void run_spec(fb_floor_prim p, uint32_t threads, uint32_t keys, bool tally, fb_floor_run *r)
 {
-	fb_floor_spec s = {p, threads, keys, SHORT, tally};
+	fb_floor_spec s = {p, threads, keys, SHORT, tally, NULL};
 	fb_err e = fb_floor_run_one(&s, r);
 	check(e == FB_OK, "%s, %u threads, %u keys: %s", fb_floor_name(p), threads, keys,
 	      fb_strerror(e));
@@ -147,7 +149,7 @@ static void test_bad_arguments_are_refused(void **state)
 	check_eq(fb_floor_measure(70000, 4, SHORT, FB_FLOOR_ALL, &r), FB_EINVAL,
 	         "more threads than 16-bit owners can name");
 	fb_floor_run run;
-	fb_floor_spec s = {FB_FLOOR_PRIMS, 2, 4, SHORT, false};
+	fb_floor_spec s = {FB_FLOOR_PRIMS, 2, 4, SHORT, false, NULL};
 	check_eq(fb_floor_run_one(&s, &run), FB_EINVAL, "an unknown primitive");
 }
 
@@ -408,6 +410,56 @@ static void test_runtime_errors_exit_3(void **state)
 	done(&p);
 }
 
+/* The CPUs a thread started with attr may run on. */
+static void *own_cpus(void *arg)
+{
+	cpu_set_t *set = arg;
+	CPU_ZERO(set);
+	sched_getaffinity(0, sizeof *set, set);
+	return NULL;
+}
+
+static cpu_set_t started_on(const fb_placement *pl, uint32_t i, bool *applied)
+{
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	*applied = fb_placement_apply(pl, i, &attr);
+	cpu_set_t set;
+	pthread_t t;
+	check_eq(pthread_create(&t, &attr, own_cpus, &set), 0, "thread started");
+	pthread_join(t, NULL);
+	pthread_attr_destroy(&attr);
+	return set;
+}
+
+/* --cpus and --pin (the workers' placement, which a run's floor now shares):
+ * the set given, or one CPU each, round robin; nothing asked, nothing set. */
+static void test_placement_puts_each_thread_where_asked(void **state)
+{
+	(void)state;
+	long online = sysconf(_SC_NPROCESSORS_ONLN);
+	bool applied;
+	const uint32_t cpu0[] = {0};
+	fb_placement only0 = {cpu0, 1, false};
+	cpu_set_t set = started_on(&only0, 5, &applied);
+	check(applied, "--cpus 0 sets an affinity");
+	check(CPU_COUNT(&set) == 1 && CPU_ISSET(0, &set), "--cpus 0: CPU 0 alone");
+	fb_placement pin = {NULL, 0, true};
+	set = started_on(&pin, 1, &applied);
+	long want = online > 1 ? 1 : 0;
+	check(applied && CPU_COUNT(&set) == 1 && CPU_ISSET(want, &set),
+	      "--pin: thread 1 on CPU %ld alone", want);
+	fb_placement none = {NULL, 0, false};
+	check(!fb_placement_apply(&none, 0, NULL), "nothing asked: no affinity set");
+	check(!fb_placement_apply(NULL, 0, NULL), "no placement: no affinity set");
+	/* a floor measured there runs (and counts) as one measured anywhere */
+	fb_floor_spec s = {FB_FLOOR_PIPELINE_PER_KEY, 2, 4, SHORT, true, &only0};
+	fb_floor_run r;
+	check_eq(fb_floor_run_one(&s, &r), FB_OK, "a floor on CPU 0");
+	check(r.ops > 0, "it measured operations");
+	fb_floor_run_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -420,6 +472,7 @@ int main(void)
 	        cmocka_unit_test(test_help_exits_0),
 	        cmocka_unit_test(test_json_has_the_schema_and_one_row_per_thread_count),
 	        cmocka_unit_test(test_runtime_errors_exit_3),
+	        cmocka_unit_test(test_placement_puts_each_thread_where_asked),
 	};
 	return cmocka_run_group_tests_name("floor", tests, NULL, NULL);
 }
