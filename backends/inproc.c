@@ -204,8 +204,8 @@ static void store_close(void *eng)
 }
 
 /*
- * A worker's own: the record word its last operation on a key left, a
- * guess for its next debit of that key that spares the load (the stores are
+ * A worker's own: the record word its last debit of a key left, a guess
+ * for its next debit of that key that spares the load (the stores are
  * lock-free; this is all a connection holds). Direct-mapped, key + 1.
  */
 #define STORE_MEMO 64
@@ -237,21 +237,11 @@ static void store_disconnect(void *conn)
 	free(conn);
 }
 
-/* What this operation left in key's record, for the next debit. */
-static void remember(store_conn *c, fb_discipline d, uint32_t key, const fb_store_result *r)
-{
-	store_memo *m = &c->memo[d][key % STORE_MEMO];
-	m->key1 = (uint64_t)key + 1;
-	m->last = *r;
-}
-
 static fb_io store_read(void *conn, fb_discipline d, uint32_t key, uint64_t token,
                         fb_store_result *r)
 {
 	store_conn *c = conn;
-	bool ok = fb_store_read(c->e->s[d], key, token, r);
-	remember(c, d, key, r);
-	return ok ? FB_IO_OK : FB_IO_REFUSED;
+	return fb_store_read(c->e->s[d], key, token, r) ? FB_IO_OK : FB_IO_REFUSED;
 }
 
 static fb_io store_write(void *conn, fb_discipline d, uint32_t key, int64_t balance, uint64_t token,
@@ -261,7 +251,6 @@ static fb_io store_write(void *conn, fb_discipline d, uint32_t key, int64_t bala
 	fb_store *s = c->e->s[d];
 	bool ok = read ? fb_store_write_after(s, key, balance, token, read, r)
 	               : fb_store_write(s, key, balance, token, r);
-	remember(c, d, key, r);
 	return ok ? FB_IO_OK : FB_IO_REFUSED;
 }
 
@@ -274,7 +263,8 @@ static fb_io store_debit(void *conn, fb_discipline d, uint32_t key, int64_t amou
 	bool ok = m->key1 == (uint64_t)key + 1
 	                  ? fb_store_debit_after(s, key, amount, token, &m->last, r)
 	                  : fb_store_debit(s, key, amount, token, r);
-	remember(c, d, key, r);
+	m->key1 = (uint64_t)key + 1; /* what it left, for the next debit */
+	m->last = *r;
 	return ok ? FB_IO_OK : FB_IO_REFUSED;
 }
 

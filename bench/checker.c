@@ -1,7 +1,7 @@
 #include "checker.h"
+#include "util.h"
 
 #include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -289,19 +289,9 @@ uint64_t fb_checker_stale(fb_checker *c)
 	return n;
 }
 
-/* The first reason the history and the store disagree; later ones are
- * usually consequences of it. */
-__attribute__((format(printf, 2, 3))) static void disagree(fb_check_verdict *v, const char *fmt,
-                                                           ...)
-{
-	if (!v->agrees)
-		return;
-	v->agrees = false;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(v->disagreement, sizeof v->disagreement, fmt, ap);
-	va_end(ap);
-}
+/* The first reason the history and the store disagree (fb_disagree). */
+#define disagree(v, ...)                                                                           \
+	fb_disagree(&(v)->agrees, (v)->disagreement, sizeof(v)->disagreement, __VA_ARGS__)
 
 void fb_checker_verdict(fb_checker *c, bool fenced, const int64_t *balance,
                         const uint64_t *last_fence, int64_t initial_balance, int64_t amount,
@@ -326,16 +316,8 @@ void fb_checker_verdict(fb_checker *c, bool fenced, const int64_t *balance,
 		v->chain_breaks += ck.chain_breaks;
 		ledger_sum += ledger;
 		hist_sum += ck.lost_amount;
-		if (ledger != ck.lost_amount)
-			disagree(v, "key %u: the ledger lost %lld, the history %lld", k,
-			         (long long)ledger, (long long)ck.lost_amount);
-		if (ck.balance != bal)
-			disagree(v,
-			         "key %u: the history ends at balance %lld, the store holds %lld",
-			         k, (long long)ck.balance, (long long)bal);
-		if (fenced && ck.max_fence != last)
-			disagree(v, "key %u: the history's last fence is %llu, the store's %llu", k,
-			         (unsigned long long)ck.max_fence, (unsigned long long)last);
+		fb_key_disagree(&v->agrees, v->disagreement, sizeof v->disagreement, k, fenced,
+		                ledger, ck.lost_amount, ck.balance, bal, ck.max_fence, last);
 	}
 	v->lost_updates = ledger_sum / amount;
 	v->lost_history = hist_sum / amount;

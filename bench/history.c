@@ -1,6 +1,6 @@
 #include "history.h"
+#include "util.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,19 +51,9 @@ static inline int64_t wmul(uint64_t a, int64_t b)
 	return (int64_t)(a * (uint64_t)b);
 }
 
-/* The first reason the history and the store disagree; later ones are
- * usually its consequences. */
-__attribute__((format(printf, 2, 3))) static void disagree(fb_history_verdict *v, const char *fmt,
-                                                           ...)
-{
-	if (!v->agrees)
-		return;
-	v->agrees = false;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(v->disagreement, sizeof v->disagreement, fmt, ap);
-	va_end(ap);
-}
+/* The first reason the history and the store disagree (fb_disagree). */
+#define disagree(v, ...)                                                                           \
+	fb_disagree(&(v)->agrees, (v)->disagreement, sizeof(v)->disagreement, __VA_ARGS__)
 
 fb_err fb_history_create(const fb_store_meta *meta, fb_history **out)
 {
@@ -305,22 +295,9 @@ void fb_history_finish(fb_history *h, fb_discipline d, const int64_t *final_bala
 			}
 			ledger_sum = wadd(ledger_sum, ledger);
 			hist_sum = wadd(hist_sum, k->lost_amount);
-			if (ledger != k->lost_amount)
-				disagree(mv, "key %u: the ledger lost %lld, the history %lld", i,
-				         (long long)ledger, (long long)k->lost_amount);
-			if (k->balance != bal)
-				disagree(
-				        mv,
-				        "key %u: the history ends at balance %lld, the store holds "
-				        "%lld",
-				        i, (long long)k->balance, (long long)bal);
-			if (fenced && k->max_fence != last_fence[i])
-				disagree(mv,
-				         "key %u: the history's highest fence is %llu, the store's "
-				         "last "
-				         "accepted %llu",
-				         i, (unsigned long long)k->max_fence,
-				         (unsigned long long)last_fence[i]);
+			fb_key_disagree(&mv->agrees, mv->disagreement, sizeof mv->disagreement, i,
+			                fenced, ledger, k->lost_amount, k->balance, bal,
+			                k->max_fence, last_fence[i]);
 		}
 		mv->lost_updates = ledger_sum / h->meta.amount;
 		mv->lost_history = hist_sum / h->meta.amount;

@@ -908,25 +908,12 @@ static void test_check_of_an_unreachable_redis_exits_3(void **state)
 static void test_the_binary_knows_the_check_command(void **state)
 {
 	(void)state;
-	int o[2];
-	check(pipe(o) == 0, "pipe failed: %s", strerror(errno));
-	pid_t pid = fork();
-	check(pid >= 0, "fork failed: %s", strerror(errno));
-	if (pid == 0) {
-		dup2(o[1], 1);
-		close(o[0]);
-		execl(fb_test_bin(), fb_test_bin(), "check", "--help", (char *)NULL);
-		_exit(127);
-	}
-	close(o[1]);
-	char *out = fb_test_slurp(o[0]);
-	int st;
-	waitpid(pid, &st, 0);
-	check(WIFEXITED(st) && WEXITSTATUS(st) != 127, "could not exec %s (set FB_BIN)",
-	      fb_test_bin());
-	check_eq(WEXITSTATUS(st), 0, "fencebench check --help");
-	check_has(out, "usage: fencebench check --store URL", "the check usage");
-	free(out);
+	fb_test_proc p;
+	int code = fb_test_run(&p, (const char *const[]){"check", "--help", NULL});
+	check(code != 127, "could not exec %s (set FB_BIN)", fb_test_bin());
+	check_eq(code, 0, "fencebench check --help");
+	check_has(p.out, "usage: fencebench check --store URL", "the check usage");
+	fb_test_release(&p);
 }
 
 int main(void)
