@@ -41,7 +41,7 @@ static inline fb_u128 word_make(uint64_t fence, uint16_t owner, uint64_t expires
 
 static inline fb_lease word_lease(fb_u128 w)
 {
-	return (fb_lease){word_fence(w), w.hi, word_owner(w), 0};
+	return (fb_lease){word_fence(w), w.hi, word_owner(w), 0, 0};
 }
 
 const char *fb_fence_source_name(fb_fence_source s)
@@ -140,6 +140,7 @@ static fb_acquire bug_acquire(fb_lease_table *t, uint32_t key, uint16_t owner, f
 			atomic_compare_exchange_strong_explicit(
 			        &s->word, &mine, next, memory_order_acq_rel, memory_order_acquire);
 			*out = word_lease(next);
+			out->replaced = prev;
 			return FB_ACQUIRED;
 		}
 		uint64_t fence = bug_mint(t, prev);
@@ -149,6 +150,7 @@ static fb_acquire bug_acquire(fb_lease_table *t, uint32_t key, uint16_t owner, f
 		if (atomic_compare_exchange_strong_explicit(
 		            &s->word, &cur, next, memory_order_acq_rel, memory_order_acquire)) {
 			*out = word_lease(next);
+			out->replaced = prev;
 			return FB_ACQUIRED;
 		}
 		st->cas_retries++;
@@ -205,6 +207,7 @@ fb_acquire fb_lease_acquire_from(fb_lease_table *t, uint32_t key, uint16_t owner
 		if (atomic_compare_exchange_strong_explicit(
 		            &s->word, &cur, next, memory_order_acq_rel, memory_order_acquire)) {
 			*out = word_lease(next);
+			out->replaced = prev; /* what the CAS swapped out: the witness's */
 			return FB_ACQUIRED;
 		}
 		st->cas_retries++;

@@ -43,6 +43,12 @@ typedef struct fb_lease {
 	 * service, its clock, not the caller's. Filled by remote engines only
 	 * (the in-process table's is expires_at - ttl). */
 	uint64_t service_at;
+	/* The fence of the slot word this acquire replaced (the previous
+	 * lease's, or the one a release left behind), as the service itself
+	 * reports it: a correct service always mints above it, so the lease
+	 * witness judges `fence <= replaced` a regression with no timing in
+	 * the judgement. 0: none before, or the service cannot say. */
+	uint64_t replaced;
 } fb_lease;
 
 typedef enum fb_acquire {
