@@ -17,6 +17,7 @@
  *                           (script), or "c<client>.w<worker>.s<seq>" (incr)
  *                           until its mint appends ".f<fence>"
  *   fb:fence, fb:fence:<k>  the fence counter: global, or one per key
+ *   fb:fence:last:<k>       the fence of the key's last acquire (what the next replaces)
  *   fb:acct:<d>:<k>         hash {balance, last, highest, version}
  *   fb:hist:<d>:<k>         list, one "version fence before after stale
  *                           client worker" per accepted write, in order
@@ -53,9 +54,12 @@ typedef struct script {
 } script;
 
 static const script scripts[SCRIPTS] = {
-        /* KEYS: lease, counter. ARGV: value prefix, ttl ms, FB_FENCE_MAX.
-         * Taking the key and minting its fence are one server step: no
-         * holder can carry a fence older than its predecessor's. */
+        /* KEYS: lease, counter, the key's last fence. ARGV: value prefix,
+         * ttl ms, FB_FENCE_MAX. Taking the key and minting its fence are
+         * one server step: no holder can carry a fence older than its
+         * predecessor's. The reply carries the fence the key's last
+         * acquire had (GETSET of the last fence, in the same step): what
+         * this one replaced, for the lease witness. */
         [S_ACQUIRE] = {"acquire",
                        "if redis.replicate_commands then redis.replicate_commands() end\n"
                        "local t = redis.call('TIME')\n"
@@ -66,7 +70,8 @@ static const script scripts[SCRIPTS] = {
                        "redis.call('SET', KEYS[1], ARGV[1] .. '.f' .. string.format('%d', f))\n"
                        "redis.call('PEXPIREAT', KEYS[1], string.format('%d',"
                        " t[1] * 1000 + math.floor(t[2] / 1000) + tonumber(ARGV[2])))\n"
-                       "return {1, f, t[1], t[2]}\n"},
+                       "local p = redis.call('GETSET', KEYS[3], string.format('%d', f))\n"
+                       "return {1, f, t[1], t[2], tonumber(p) or 0}\n"},
         /* KEYS: lease. ARGV: our value, ttl ms. The incr strategy's first
          * step: take the key (SET NX) and nothing else; its fence comes in
          * a later step (S_MINT). As in S_ACQUIRE, the expiry is TIME + ttl
@@ -90,14 +95,16 @@ static const script scripts[SCRIPTS] = {
          * value (KEEPTTL: the expiry S_TAKE set) so that peek and a contender can see it. The
          * trap stands: the fence is minted after, not with, the SET.
          * Reply: fence, tagged (1/0). */
-        [S_MINT] = {"mint",
-                    "local f = redis.call('INCR', KEYS[2])\n"
-                    "if f <= tonumber(ARGV[2]) and redis.call('GET', KEYS[1]) == ARGV[1] then\n"
-                    "  redis.call('SET', KEYS[1], ARGV[1] .. '.f' .. string.format('%d', f),"
-                    " 'KEEPTTL')\n"
-                    "  return {f, 1}\n"
-                    "end\n"
-                    "return {f, 0}\n"},
+        [S_MINT] =
+                {"mint",
+                 "local f = redis.call('INCR', KEYS[2])\n"
+                 "local p = tonumber(redis.call('GETSET', KEYS[3], string.format('%d', f))) or 0\n"
+                 "if f <= tonumber(ARGV[2]) and redis.call('GET', KEYS[1]) == ARGV[1] then\n"
+                 "  redis.call('SET', KEYS[1], ARGV[1] .. '.f' .. string.format('%d', f),"
+                 " 'KEEPTTL')\n"
+                 "  return {f, 1, p}\n"
+                 "end\n"
+                 "return {f, 0, p}\n"},
         /* KEYS: lease. ARGV: our value. Compare-and-delete. */
         [S_RELEASE] = {"release", "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
                                   "  redis.call('DEL', KEYS[1]) return 1\n"
@@ -1084,26 +1091,29 @@ static fb_acquire acquire_script(rconn *c, uint32_t key, fb_lease *out, uint64_t
 {
 	const reng *e = c->e;
 	cmd m = {0};
-	eval_begin(&m, 2);
+	eval_begin(&m, 3);
 	argf(&m, "fb:lease:%" PRIu32, key);
 	counter_key(e, key, &m);
+	argf(&m, "fb:fence:last:%" PRIu32, key);
 	argf(&m, "c%" PRIu32 ".w%u", e->cfg.client_id, c->worker);
 	argf(&m, "%" PRIu64, ttl_ms(e));
 	argf(&m, "%" PRIu64, (uint64_t)FB_FENCE_MAX);
 	redisReply *r = eval(&c->l, e, S_ACQUIRE, &m);
 	if (!r)
 		return FB_ACQ_ERROR;
-	long long tag, a = 0, s = 0, us = 0;
+	long long tag, a = 0, s = 0, us = 0, p = 0;
 	fb_acquire res = FB_ACQ_ERROR;
 	if (!el_int(r, 0, &tag))
 		goto bad;
 	if (tag == 1) {
-		if (!el_int(r, 1, &a) || !el_int(r, 2, &s) || !el_int(r, 3, &us) || a <= 0)
+		if (!el_int(r, 1, &a) || !el_int(r, 2, &s) || !el_int(r, 3, &us) ||
+		    !el_int(r, 4, &p) || a <= 0 || p < 0)
 			goto bad;
 		*out = (fb_lease){.fence = (uint64_t)a,
 		                  .owner = c->worker,
 		                  .expires_at = now + e->cfg.ttl_ns,
-		                  .service_at = (uint64_t)s * 1000000000u + (uint64_t)us * 1000u};
+		                  .service_at = (uint64_t)s * 1000000000u + (uint64_t)us * 1000u,
+		                  .replaced = (uint64_t)p};
 		char val[VALLEN];
 		snprintf(val, sizeof val, "c%" PRIu32 ".w%u.f%lld", e->cfg.client_id, c->worker, a);
 		remember(c, key, out->fence, val);
@@ -1175,16 +1185,18 @@ static fb_acquire acquire_incr(rconn *c, uint32_t key, fb_lease *out, uint64_t n
 	if (e->cfg.between)
 		e->cfg.between();
 	cmd m = {0};
-	eval_begin(&m, 2);
+	eval_begin(&m, 3);
 	argf(&m, "fb:lease:%" PRIu32, key);
 	counter_key(e, key, &m);
+	argf(&m, "fb:fence:last:%" PRIu32, key);
 	arg(&m, val);
 	argf(&m, "%" PRIu64, (uint64_t)FB_FENCE_MAX);
 	redisReply *f = eval(&c->l, e, S_MINT, &m);
 	if (!f)
 		return FB_ACQ_ERROR;
-	long long fence, tagged;
-	if (!el_int(f, 0, &fence) || !el_int(f, 1, &tagged) || fence <= 0) {
+	long long fence, tagged, prev;
+	if (!el_int(f, 0, &fence) || !el_int(f, 1, &tagged) || !el_int(f, 2, &prev) || fence <= 0 ||
+	    prev < 0) {
 		freeReplyObject(f);
 		fail(&c->l, "mint: unexpected reply");
 		return FB_ACQ_ERROR;
@@ -1195,7 +1207,8 @@ static fb_acquire acquire_incr(rconn *c, uint32_t key, fb_lease *out, uint64_t n
 	*out = (fb_lease){.fence = (uint64_t)fence,
 	                  .owner = c->worker,
 	                  .expires_at = now + e->cfg.ttl_ns,
-	                  .service_at = (uint64_t)s * 1000000000u + (uint64_t)us * 1000u};
+	                  .service_at = (uint64_t)s * 1000000000u + (uint64_t)us * 1000u,
+	                  .replaced = (uint64_t)prev};
 	/* the value the key holds now, if it is still ours */
 	if (tagged == 1) {
 		size_t n = strlen(val);

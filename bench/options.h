@@ -16,9 +16,10 @@
 #include "fault.h"
 #include "store.h"
 
-/* Owners are 16-bit, and the checker's 16-bit versions need ring + writers
- * below 2^16 with rings of up to 2^14: 32768 threads. */
-#define FB_MAX_THREADS 32768
+/* Owners are 16-bit, and the checker's 16-bit versions must hold, beside a
+ * ring of at least 4 records and 4096 versions to judge duplicates by, two
+ * uncommitted writes a worker (fb_checker_in_flight): 16384 threads. */
+#define FB_MAX_THREADS 16384
 
 typedef enum fb_op {
 	FB_OP_RMW,   /* the client reads, computes balance - amount, writes it */

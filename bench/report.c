@@ -198,13 +198,14 @@ int fb_report_verdict(const fb_results *res)
 {
 	const fb_mode_result *f = &res->mode[FB_FENCED], *w = &res->mode[FB_WRITE_FENCED],
 	                     *u = &res->mode[FB_UNFENCED];
-	if (f->on && (f->stale_accepted || f->lost_updates || !f->checker_agrees))
+	if (f->on &&
+	    (f->stale_accepted || f->lost_updates || f->false_rejections || !f->checker_agrees))
 		return 1;
-	if (w->on && (w->stale_accepted || !w->checker_agrees))
+	if (w->on && (w->stale_accepted || w->false_rejections || !w->checker_agrees))
 		return 1;
 	if (u->on && !u->checker_agrees)
 		return 1;
-	if (res->lease.duplicates || res->lease.inversions || res->lease.overlaps)
+	if (fb_witness_total(&res->lease))
 		return 1; /* the lease table broke its own promises */
 	return 0;
 }
@@ -245,6 +246,10 @@ static long long g_lost(const fb_mode_result *m, fb_discipline d)
 {
 	(void)d;
 	return m->unchecked ? -1 : (long long)m->lost_updates;
+}
+static long long g_false(const fb_mode_result *m, fb_discipline d)
+{
+	return d == FB_UNFENCED ? -1 : (long long)m->false_rejections;
 }
 static long long g_zombie(const fb_mode_result *m, fb_discipline d)
 {
@@ -375,6 +380,56 @@ static void print_first(FILE *out, const fb_results *res)
 	fprintf(out, "\n");
 }
 
+/* The lease witness's verdict, each kind of violation by name with its first
+ * example. */
+static void print_lease(FILE *out, const fb_results *res)
+{
+	const fb_witness_counts *lw = &res->lease;
+	if (!fb_witness_total(lw)) {
+		fprintf(out,
+		        "lease: kept its promises (every fence above the one it replaced, none "
+		        "twice, none out of acquisition order, no two live holders)\n");
+		return;
+	}
+	fprintf(out,
+	        "lease: VIOLATED !!! %s fences not above the one they replaced, %s handed out "
+	        "twice, %s out of acquisition order, %s acquired while the previous lease was "
+	        "live\n",
+	        G(lw->regressions), G(lw->duplicates), G(lw->inversions), G(lw->overlaps));
+	static const char *const what[FB_WIT_KINDS] = {
+	        [FB_WIT_REGRESSION] = "fence regression: fence %llu was minted over a slot that "
+	                              "held %llu",
+	        [FB_WIT_DUPLICATE] = "fence %llu handed out twice (the newest was %llu)",
+	        [FB_WIT_INVERSION] = "fence %llu out of acquisition order with %llu (an older "
+	                             "lease carries the newer fence)",
+	        [FB_WIT_OVERLAP] = "fence %llu acquired while %llu was live: two holders at once",
+	};
+	static const fb_witness_kind order[] = {FB_WIT_REGRESSION, FB_WIT_DUPLICATE,
+	                                        FB_WIT_INVERSION, FB_WIT_OVERLAP};
+	for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+		const fb_witness_example *e = &res->lease_example[order[i]];
+		if (!e->found)
+			continue;
+		fprintf(out, "  first, key %u: ", e->key);
+		fprintf(out, what[order[i]], (unsigned long long)e->fence,
+		        (unsigned long long)e->other);
+		fprintf(out, "\n");
+	}
+}
+
+/* The first refusal of a rightful holder, in one line. */
+static void print_false_rejection(FILE *out, const fb_results *res)
+{
+	const fb_false_rejection *x = &res->false_rejection;
+	if (!x->found)
+		return;
+	fprintf(out,
+	        "  first, key %u: w%u's %s with fence %llu refused by %s (it had seen fence %llu) "
+	        "with %s of its lease still to run\n",
+	        x->key, x->worker, x->read ? "read" : "write", (unsigned long long)x->fence,
+	        fb_discipline_name(x->d), (unsigned long long)x->highest, D(x->left_ns));
+}
+
 int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
 {
 	const fb_config *cfg = res->cfg;
@@ -389,6 +444,8 @@ int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
 	row(out, res, "rejected as stale", NULL, g_rejected);
 	row(out, res, "stale accepted", "<- writes that went backwards", g_stale);
 	row(out, res, "lost updates", "<- debits erased", g_lost);
+	row(out, res, "false rejections", "<- refused although the caller's lease was live",
+	    g_false);
 	row(out, res, "zombie writes", "<- issued after the writer's lease expired", g_zombie);
 	if (res->failure[0])
 		row(out, res, "indeterminate", "<- sent, never answered: outcome unknown",
@@ -402,17 +459,7 @@ int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
 			                                               : "NO");
 	fprintf(out, "\n\n");
 	print_faults(out, res);
-	const fb_witness_counts *lw = &res->lease;
-	if (lw->duplicates || lw->inversions || lw->overlaps)
-		fprintf(out,
-		        "lease: VIOLATED !!! %s fences handed out twice, %s out of acquisition "
-		        "order, "
-		        "%s acquired while the previous lease was live\n",
-		        G(lw->duplicates), G(lw->inversions), G(lw->overlaps));
-	else
-		fprintf(out,
-		        "lease: kept its promises (no fence twice, none out of acquisition order, "
-		        "no two live holders)\n");
+	print_lease(out, res);
 	double tput = throughput(res);
 	fprintf(out, "ops %s in %.2fs: %s ops/s", G(res->ops), res->elapsed_s, G(tput));
 	if (res->floor_ops_s > 0)
@@ -460,6 +507,16 @@ int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
 	bool vacuous = stale_attempts(res) == 0;
 	const fb_mode_result *f = &res->mode[FB_FENCED], *w = &res->mode[FB_WRITE_FENCED],
 	                     *u = &res->mode[FB_UNFENCED];
+	for (int d = 0; d < FB_DISCIPLINES; d++) {
+		const fb_mode_result *m = &res->mode[d];
+		if (m->on && m->false_rejections)
+			fprintf(out,
+			        "%s: VIOLATED !!! refused its rightful holder %s times (the "
+			        "caller's "
+			        "lease was live from before the call until after the reply)\n",
+			        fb_discipline_name((fb_discipline)d), G(m->false_rejections));
+	}
+	print_false_rejection(out, res);
 	if (f->on) {
 		if (f->unchecked && !f->stale_accepted)
 			fprintf(out,
@@ -530,12 +587,20 @@ int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
 			fprintf(out, " %s stale=%llu lost=- agree=-;",
 			        fb_discipline_name((fb_discipline)d),
 			        (unsigned long long)m->stale_accepted);
-		else if (m->on)
+		else if (m->on && d == FB_UNFENCED) /* it refuses nothing */
 			fprintf(out, " %s stale=%llu lost=%lld agree=%s;",
 			        fb_discipline_name((fb_discipline)d),
 			        (unsigned long long)m->stale_accepted, (long long)m->lost_updates,
 			        m->checker_agrees ? "yes" : "NO");
+		else if (m->on)
+			fprintf(out, " %s stale=%llu lost=%lld false=%llu agree=%s;",
+			        fb_discipline_name((fb_discipline)d),
+			        (unsigned long long)m->stale_accepted, (long long)m->lost_updates,
+			        (unsigned long long)m->false_rejections,
+			        m->checker_agrees ? "yes" : "NO");
 	}
+	if (fb_witness_total(&res->lease))
+		fprintf(out, " lease VIOLATED;");
 	fprintf(out, " replay: %s\n", replay);
 	return code;
 }
@@ -633,6 +698,8 @@ static json_object *j_mode(const fb_results *res, fb_discipline d)
 	json_object_object_add(o, "stale_accepted", j_u(m->stale_accepted));
 	json_object_object_add(o, "lost_updates", m->unchecked ? NULL : j_i(m->lost_updates));
 	json_object_object_add(o, "zombie_writes", j_u(m->zombie_writes));
+	json_object_object_add(o, "false_rejections", j_u(m->false_rejections));
+	json_object_object_add(o, "duplicate_versions", j_u(m->duplicates));
 	json_object_object_add(o, "indeterminate", j_u(m->indeterminate));
 	json_object *faults = json_object_new_object();
 	for (int f = 0; f < FB_FAULTS; f++)
@@ -741,6 +808,7 @@ static json_object *j_run(const fb_results *res)
 	json_object_object_add(run, "plan_recorded", j_u(res->plan_recorded));
 	json_object_object_add(run, "plan_slipped", j_u(res->plan_slipped));
 	json_object *lo = json_object_new_object();
+	json_object_object_add(lo, "fence_regressions", j_u(res->lease.regressions));
 	json_object_object_add(lo, "duplicate_fences", j_u(res->lease.duplicates));
 	json_object_object_add(lo, "out_of_order_fences", j_u(res->lease.inversions));
 	json_object_object_add(lo, "overlapping_leases", j_u(res->lease.overlaps));
@@ -930,9 +998,11 @@ void fb_report_sweep_line(FILE *out, const fb_config *row, const fb_results *res
 	        fb_fence_source_name(row->fence), dist,
 	        fb_config_fault(row, FB_FAULT_PAUSE) ? row->pause_rate : 0.0, G(throughput(res)),
 	        fr, D(fb_hist_quantile(&res->cycle, 0.99)),
-	        !f->on                                 ? "-"
-	        : f->stale_accepted || f->lost_updates ? "VIOLATED"
-	                                               : "safe",
+	        !f->on ? "-"
+	        : f->stale_accepted || f->lost_updates || f->false_rejections ||
+	                        fb_witness_total(&res->lease)
+	                ? "VIOLATED"
+	                : "safe",
 	        w->on ? G(w->lost_updates) : "-", u->on ? G(u->stale_accepted) : "-",
 	        agree ? "yes" : "NO");
 	fflush(out);

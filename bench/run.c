@@ -70,6 +70,10 @@ typedef struct fb_run_state {
 	/* the first corruption: claimed once, written by its claimer only */
 	_Atomic int first_claimed;
 	fb_first_corruption first;
+	/* the first refusal of a rightful holder: the same */
+	_Atomic int false_claimed;
+	fb_false_rejection false_rej;
+	uint64_t lease_slack; /* how far two readings of the lease clock may disagree */
 	fb_counter plan_slipped;
 } fb_run_state;
 
@@ -85,6 +89,10 @@ static void engine_failed(fb_run_state *r, const char *what, const char *why)
 	                                            memory_order_relaxed))
 		snprintf(r->failure, sizeof r->failure, "%s: %s", what, why);
 	atomic_store_explicit(&r->stop, 1, memory_order_relaxed);
+	/* commits parked for room in a checker's ring look at the flag now */
+	for (int d = 0; d < FB_DISCIPLINES; d++)
+		if (r->checker[d])
+			fb_checker_wake(r->checker[d]);
 }
 
 /* The injector's server-pause fault: the lease service stops for ns. */
@@ -108,8 +116,9 @@ static void commit(fb_run_state *r, fb_discipline d, uint32_t key, uint16_t vers
 		return;
 	char why[240];
 	snprintf(why, sizeof why,
-	         "key %u of the %s store: the history waits for a write that never came (another "
-	         "process writing to this store? give each process of a shared run a --client-id)",
+	         "key %u of the %s store: the history's walk stood still for longer than any "
+	         "writer may hold it, waiting for a write that never came (another process writing "
+	         "to this store? give each process of a shared run a --client-id)",
 	         key, fb_discipline_name(d));
 	engine_failed(r, "checker", why);
 }
@@ -359,6 +368,40 @@ static void note_first(fb_worker *w, uint32_t key, const fb_lease *l, uint64_t n
 	}
 }
 
+/*
+ * A refusal by a fenced or write-fenced store is false (the store refused
+ * its rightful holder: a liveness violation) when the caller's lease was
+ * live from before the call was sent until after its reply came. It was
+ * acquired before the call and this worker has not released it, so it was
+ * live throughout if it is still live now, after the reply, with the lease
+ * clock's slack to spare: no newer holder can exist then, and a correct
+ * store has no newer fence to refuse it for. Judged on the lease service's
+ * clock as the caller reads it (for a remote service, the caller's own
+ * bounds: expires_at never later than the server's). The clock is read only
+ * here, after a refusal, never on the hot path. The caller leaves out what
+ * is rightly refused: a resent copy of a write that was accepted (an equal
+ * token is stale, contract 5) and a delayed write (its writer moved on and
+ * released before the reply).
+ */
+static void refused(fb_worker *w, fb_discipline d, bool read, uint32_t key, const fb_lease *l,
+                    uint64_t highest)
+{
+	fb_run_state *r = w->run;
+	if (d == FB_UNFENCED)
+		return;
+	uint64_t now = fb_clock_now(r->clock);
+	if (now + r->lease_slack >= l->expires_at)
+		return; /* the lease ran out in flight: a newer holder may exist */
+	fb_counter_add(&w->m[d].false_rejections, 1);
+	int no = 0;
+	if (atomic_load_explicit(&r->false_claimed, memory_order_relaxed) ||
+	    !atomic_compare_exchange_strong_explicit(&r->false_claimed, &no, 1,
+	                                             memory_order_relaxed, memory_order_relaxed))
+		return;
+	r->false_rej = (fb_false_rejection){true,  d,        read,    key,
+	                                    w->id, l->fence, highest, l->expires_at - now};
+}
+
 /* The lease check before writing, per --check-lease. */
 static bool lease_checks_out(fb_worker *w, uint32_t key, const fb_lease *l, uint64_t local_deadline,
                              bool rtt)
@@ -550,8 +593,8 @@ static void *worker_main(void *arg)
 		}
 		fb_counter_add(&w->acquired, 1);
 		if (witnessing) /* on the service's own clock */
-			fb_witness_acquired_memo(r->witness, key, l.fence, l.service_at + ttl,
-			                         &w->witness, &wmemo);
+			fb_witness_acquired_memo(r->witness, key, l.fence, l.replaced,
+			                         l.service_at + ttl, &w->witness, &wmemo);
 		uint64_t steps =
 		        stepping ? atomic_load_explicit(&r->service_steps, memory_order_relaxed)
 		                 : 0;
@@ -604,6 +647,7 @@ static void *worker_main(void *arg)
 			served[d] = io == FB_IO_OK;
 			if (!served[d]) {
 				fb_counter_add(&w->m[d].reads_refused, 1);
+				refused(w, d, true, key, &l, rd[d].highest);
 				stale = true;
 			}
 			bal[d] = rmw ? rd[d].balance : 0;
@@ -701,6 +745,10 @@ static void *worker_main(void *arg)
 				}
 				if (io != FB_IO_OK) {
 					fb_counter_add(&mc->rejected, 1);
+					/* a resent copy of an accepted write is rightly
+					 * refused: its token equals the accepted one */
+					if (!copy || outcome[d] != FB_OUT_ACCEPTED)
+						refused(w, d, false, key, &l, res.highest);
 					outcome[d] = FB_OUT_REJECTED;
 					stale = true;
 					continue;
@@ -855,6 +903,7 @@ static void sum_workers(fb_run_state *r, fb_results *res)
 		res->lease.duplicates += w->witness.duplicates;
 		res->lease.inversions += w->witness.inversions;
 		res->lease.overlaps += w->witness.overlaps;
+		res->lease.regressions += w->witness.regressions;
 		res->pause_hit += fb_counter_get(&w->port.hit);
 		res->pause_at_point += fb_counter_get(&w->port.at_point);
 		res->pause_trapped += fb_counter_get(&w->port.trapped);
@@ -879,6 +928,7 @@ static void sum_workers(fb_run_state *r, fb_results *res)
 			m->reads_refused += fb_counter_get(&w->m[d].reads_refused);
 			m->store_stale += fb_counter_get(&w->m[d].store_stale);
 			m->zombie_writes += fb_counter_get(&w->m[d].zombie);
+			m->false_rejections += fb_counter_get(&w->m[d].false_rejections);
 			m->indeterminate += fb_counter_get(&w->m[d].indeterminate);
 		}
 	}
@@ -950,6 +1000,7 @@ static void check_modes(fb_run_state *r, fb_results *res)
 		m->checked = v.checked;
 		m->stale_accepted = v.stale_accepted;
 		m->chain_breaks = v.chain_breaks;
+		m->duplicates = v.duplicates;
 		m->lost_updates = v.lost_updates;
 		m->lost_history = v.lost_history;
 		m->checker_agrees = v.agrees;
@@ -1003,8 +1054,10 @@ static fb_err oom(fb_run_state *r)
  * context (a server connection) per thread. A failure prints the option and
  * the engine's reason, which names the URL with its password hidden.
  */
-/* The longest a writer can legitimately hold back its key's next version:
- * its own pause, delay and work, and a TTL's worth of slack, twice over. */
+/* The longest one writer can legitimately hold back its key's next
+ * version: its own pause, delay and work, and a TTL's worth of slack, twice
+ * over. The checker counts it from the walk's last move, so a chain of
+ * such holders, one after another, never adds up against it. */
 static uint64_t longest_wait(const fb_config *cfg)
 {
 	uint64_t hold = cfg->pause_max_ns + cfg->delay_max_ns + cfg->work_max_ns + cfg->ttl_ns;
@@ -1145,6 +1198,7 @@ static fb_err setup(fb_run_state *r, fb_results *res)
 	r->witnessing = !cfg->no_check;
 	/* a remote service expires keys on its millisecond grid */
 	uint64_t slack = r->lops == &fb_inproc_lease_ops ? 50000 : 2000000;
+	r->lease_slack = slack;
 	if (fb_witness_create(cfg->keys, cfg->ttl_ns, slack, &r->witness) != FB_OK)
 		return oom(r);
 	for (int d = 0; d < FB_DISCIPLINES; d++) {
@@ -1153,8 +1207,8 @@ static fb_err setup(fb_run_state *r, fb_results *res)
 		r->active[r->nactive++] = (fb_discipline)d;
 		if (!r->checking)
 			continue;
-		if (fb_checker_create(cfg->keys, cfg->threads, cfg->initial_balance,
-		                      &r->checker[d]))
+		if (fb_checker_create(cfg->keys, fb_checker_in_flight(cfg->threads),
+		                      cfg->initial_balance, &r->checker[d]))
 			return oom(r);
 		/* longer than any fault can hold a version back */
 		fb_checker_bound(r->checker[d], &r->failed, r->fast, longest_wait(cfg));
@@ -1330,6 +1384,7 @@ fb_err fb_run(const fb_config *cfg, fb_tick_fn tick, void *ctx, fb_results *res)
 	atomic_init(&r.server_pauses, 0);
 	atomic_init(&r.service_steps, 0);
 	atomic_init(&r.first_claimed, 0);
+	atomic_init(&r.false_claimed, 0);
 	atomic_init(&r.counting, cfg->warmup_ns == 0);
 	memset(res, 0, sizeof *res);
 	res->cfg = cfg;
@@ -1443,6 +1498,9 @@ fb_err fb_run(const fb_config *cfg, fb_tick_fn tick, void *ctx, fb_results *res)
 			m->stale_accepted = m->store_stale;
 		}
 	res->first = r.first;
+	res->false_rejection = r.false_rej; /* written by a thread joined since */
+	for (int k = 0; k < FB_WIT_KINDS; k++)
+		fb_witness_example_of(r.witness, (fb_witness_kind)k, &res->lease_example[k]);
 	if (r.log) {
 		char comment[1024];
 		fb_config_replay(cfg, comment, sizeof comment);

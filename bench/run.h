@@ -19,7 +19,8 @@
 
 typedef struct fb_mode_counters {
 	fb_counter writes, accepted, rejected, reads_refused, store_stale, zombie;
-	fb_counter indeterminate; /* sent, and the engine never answered */
+	fb_counter false_rejections; /* refused while the caller's lease was live */
+	fb_counter indeterminate;    /* sent, and the engine never answered */
 } fb_mode_counters;
 
 /* One worker's state: written by that worker only (and its pause handler),
@@ -45,15 +46,17 @@ typedef struct fb_worker {
 typedef struct fb_mode_result {
 	bool on;
 	uint64_t writes, accepted, rejected_stale, reads_refused, zombie_writes;
-	uint64_t indeterminate; /* writes whose outcome is unknown: the engine fell silent */
+	uint64_t indeterminate;  /* writes whose outcome is unknown: the engine fell silent */
 	uint64_t store_stale;    /* stale writes accepted, as the store itself saw them */
 	uint64_t stale_accepted; /* ... as the checker found them in the history */
 	int64_t lost_updates;    /* ledger: (final - (initial - accepted debits)) / amount */
 	int64_t lost_history;    /* the same, summed write by write from the history */
 	uint64_t chain_breaks;
+	uint64_t duplicates;       /* accepted writes that shared a commit version */
+	uint64_t false_rejections; /* writes and reads refused to their rightful holder */
 	uint64_t checked;
 	bool checker_agrees;
-	bool unchecked; /* no history checker ran: lost updates unknown */
+	bool unchecked;         /* no history checker ran: lost updates unknown */
 	char disagreement[160]; /* why not, when it does not */
 } fb_mode_result;
 
@@ -63,6 +66,19 @@ typedef struct fb_key_result {
 	int64_t lost[FB_DISCIPLINES];
 	uint64_t last_fence[FB_DISCIPLINES];
 } fb_key_result;
+
+/* The first refusal of a rightful holder: a store said no to a worker whose
+ * lease was live from before its call until after the reply. */
+typedef struct fb_false_rejection {
+	bool found;
+	fb_discipline d;
+	bool read; /* a fenced read, else a write */
+	uint32_t key;
+	uint16_t worker;
+	uint64_t fence;   /* the caller's */
+	uint64_t highest; /* the highest fence the store had seen */
+	uint64_t left_ns; /* how long the lease still had to run after the reply */
+} fb_false_rejection;
 
 /* One fault type's vacuity proof: did it bite? */
 typedef struct fb_fault_result {
@@ -127,16 +143,18 @@ typedef struct fb_results {
 	uint64_t *per_thread_ops;
 	bool *dead; /* crashed workers: left out of fairness */
 	fb_hist acquire, write, cycle, takeover;
-	fb_hist eop[FB_EOPS]; /* the engines' round trips */
+	fb_hist eop[FB_EOPS];                    /* the engines' round trips */
 	char lease_engine[96], store_engine[96]; /* "Redis 7.0.15" */
-	bool remote;         /* an engine with round trips drove the run */
+	bool remote;                             /* an engine with round trips drove the run */
 	bool check_deferred; /* a shared run: the global history is `fencebench check`'s */
 	char failure[400];   /* an engine that stopped answering: which, and why */
 	fb_mode_result mode[FB_DISCIPLINES];
 	fb_key_result *keys;
 	fb_first_corruption first;
-	fb_witness_counts lease; /* the lease witness's violations */
-	double floor_ops_s;      /* the matching floor pipeline's throughput, 0: not measured */
+	fb_witness_counts lease;                        /* the lease witness's violations */
+	fb_witness_example lease_example[FB_WIT_KINDS]; /* the first of each */
+	fb_false_rejection false_rejection;             /* the first */
+	double floor_ops_s; /* the matching floor pipeline's throughput, 0: not measured */
 } fb_results;
 
 /* Called once a second from the main thread with the cumulative sample. */

@@ -682,7 +682,7 @@ static fb_err op_acquire(sim *s, sim_worker *w, uint64_t *nap)
 		return FB_OK;
 	}
 	s->res->acquired++;
-	fb_witness_acquired(s->witness, w->key, l.fence, l.expires_at, &s->lease);
+	fb_witness_acquired(s->witness, w->key, l.fence, l.replaced, l.expires_at, &s->lease);
 	w->lease = l;
 	w->retrying = false;
 	w->holding = true;
@@ -1210,7 +1210,7 @@ static void summarize(sim *s)
 	const fb_sim_mode *f = &res->mode[FB_FENCED], *w = &res->mode[FB_WRITE_FENCED],
 	                  *u = &res->mode[FB_UNFENCED];
 	res->lease = s->lease;
-	res->violation = s->lease.duplicates || s->lease.inversions || s->lease.overlaps ||
+	res->violation = fb_witness_total(&s->lease) ||
 	                 (f->on && (f->stale_accepted || f->lost_updates || !f->checker_agrees)) ||
 	                 (w->on && (w->stale_accepted || !w->checker_agrees)) ||
 	                 (u->on && !u->checker_agrees);
@@ -1299,8 +1299,8 @@ static fb_err setup(sim *s, const fb_config *cfg, uint64_t seed)
 		s->active[s->nactive++] = (fb_discipline)d;
 		if ((e = fb_store_create((fb_discipline)d, cfg->keys, cfg->initial_balance,
 		                         &s->store[d])) ||
-		    (e = fb_checker_create(cfg->keys, cfg->threads, cfg->initial_balance,
-		                           &s->checker[d])))
+		    (e = fb_checker_create(cfg->keys, fb_checker_in_flight(cfg->threads),
+		                           cfg->initial_balance, &s->checker[d])))
 			return e;
 		fb_store_plant(s->store[d], cfg->bug);
 	}
@@ -1524,6 +1524,8 @@ static long long g_zombie(const fb_sim_mode *m, fb_discipline d)
 	return (long long)m->zombie_writes;
 }
 
+static void say_failed(FILE *out, const fb_sim_result *r);
+
 static void replay_line(FILE *out, const char *prefix, const fb_config *cfg, uint64_t seed)
 {
 	fb_config c = *cfg;
@@ -1609,10 +1611,12 @@ static void print_summary(FILE *out, const fb_config *cfg, const fb_sim_result *
 			fprintf(out, " %13s", r->mode[d].checker_agrees ? "yes" : "NO");
 	fprintf(out, "\n");
 	print_faults(out, cfg, r);
-	if (r->lease.duplicates || r->lease.inversions || r->lease.overlaps)
+	if (fb_witness_total(&r->lease))
 		fprintf(out,
-		        "lease: VIOLATED !!! %llu fences handed out twice, %llu out of acquisition "
-		        "order, %llu acquired while the previous lease was live\n",
+		        "lease: VIOLATED !!! %llu fences not above the one they replaced, %llu "
+		        "handed out twice, %llu out of acquisition order, %llu acquired while the "
+		        "previous lease was live\n",
+		        (unsigned long long)r->lease.regressions,
 		        (unsigned long long)r->lease.duplicates,
 		        (unsigned long long)r->lease.inversions,
 		        (unsigned long long)r->lease.overlaps);
@@ -1678,9 +1682,37 @@ static void print_summary(FILE *out, const fb_config *cfg, const fb_sim_result *
 			        r->mode[d].checker_agrees ? "yes" : "NO");
 	if (r->vacuous)
 		fprintf(out, " vacuous: no stale write attempted;");
+	if (r->violation)
+		say_failed(out, r);
 	fprintf(out, "\n");
 	if (r->violation || r->corrupted)
 		replay_line(out, "", cfg, r->seed);
+}
+
+/* What failed, in words, for a FAIL line: each broken promise by name. */
+static void say_failed(FILE *out, const fb_sim_result *r)
+{
+	const fb_witness_counts *l = &r->lease;
+	if (fb_witness_total(l))
+		fprintf(out,
+		        " lease VIOLATED (%llu fences not above the one they replaced, %llu handed "
+		        "out twice, %llu out of acquisition order, %llu two live holders);",
+		        (unsigned long long)l->regressions, (unsigned long long)l->duplicates,
+		        (unsigned long long)l->inversions, (unsigned long long)l->overlaps);
+	for (int d = 0; d < FB_DISCIPLINES; d++) {
+		const fb_sim_mode *m = &r->mode[d];
+		if (!m->on)
+			continue;
+		if (!m->checker_agrees)
+			fprintf(out, " %s: checker disagrees: %s;",
+			        fb_discipline_name((fb_discipline)d), m->disagreement);
+		if (d != FB_UNFENCED && m->stale_accepted)
+			fprintf(out, " %s accepted %llu stale writes;",
+			        fb_discipline_name((fb_discipline)d),
+			        (unsigned long long)m->stale_accepted);
+		if (d == FB_FENCED && m->lost_updates)
+			fprintf(out, " fenced lost %lld updates;", (long long)m->lost_updates);
+	}
 }
 
 /* One line of a sweep: seed, hash, unfenced stale, fenced stale/lost. */
@@ -1700,14 +1732,13 @@ static void print_seed_line(FILE *out, const fb_sim_result *r)
 		fprintf(out, "  fenced stale %llu lost %lld",
 		        (unsigned long long)r->mode[FB_FENCED].stale_accepted,
 		        (long long)r->mode[FB_FENCED].lost_updates);
-	fprintf(out, "%s\n",
-	        r->violation ? "  FAIL !!!"
-	        : r->vacuous ? "  vacuous: no stale write attempted"
-	                     : "");
-	for (int d = 0; d < FB_DISCIPLINES; d++)
-		if (r->mode[d].on && !r->mode[d].checker_agrees)
-			fprintf(out, "  %s: CHECKER DISAGREES: %s\n",
-			        fb_discipline_name((fb_discipline)d), r->mode[d].disagreement);
+	if (r->violation) {
+		fprintf(out, "  FAIL !!!");
+		say_failed(out, r);
+		fprintf(out, "\n");
+	} else {
+		fprintf(out, "%s\n", r->vacuous ? "  vacuous: no stale write attempted" : "");
+	}
 }
 
 int fb_sim_main(const fb_config *cfg)

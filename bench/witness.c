@@ -20,8 +20,16 @@ typedef struct wkey {
 	alignas(FB_PAD_LINE) fb_atomic_u128 word;
 } wkey;
 
+/* The first violation of a kind, written once by the thread that claims it. */
+typedef struct example {
+	_Atomic int claimed;
+	uint32_t key;
+	uint64_t fence, other;
+} example;
+
 struct fb_witness {
 	wkey *k;
+	example first[FB_WIT_KINDS];
 	uint32_t keys;
 	uint64_t ttl;
 	uint64_t slack;         /* inversions */
@@ -40,6 +48,8 @@ fb_err fb_witness_create(uint32_t keys, uint64_t ttl_ns, uint64_t slack_ns, fb_w
 	}
 	for (uint32_t i = 0; i < keys; i++)
 		atomic_init(&w->k[i].word, ((fb_u128){1, 0})); /* fence 0, released */
+	for (int i = 0; i < FB_WIT_KINDS; i++)
+		atomic_init(&w->first[i].claimed, 0);
 	w->keys = keys;
 	w->ttl = ttl_ns;
 	w->slack = slack_ns;
@@ -56,15 +66,47 @@ void fb_witness_destroy(fb_witness *w)
 	free(w);
 }
 
-void fb_witness_acquired(fb_witness *w, uint32_t key, uint64_t fence, uint64_t expires_at,
-                         fb_witness_counts *c)
+/* Keep the first violation of kind k as the report's example. */
+static void note(fb_witness *w, fb_witness_kind k, uint32_t key, uint64_t fence, uint64_t other)
 {
-	fb_witness_acquired_memo(w, key, fence, expires_at, c, NULL);
+	example *e = &w->first[k];
+	int no = 0;
+	if (atomic_load_explicit(&e->claimed, memory_order_relaxed) ||
+	    !atomic_compare_exchange_strong_explicit(&e->claimed, &no, 1, memory_order_relaxed,
+	                                             memory_order_relaxed))
+		return;
+	/* read after the reporters are joined: the join orders these */
+	e->key = key;
+	e->fence = fence;
+	e->other = other;
 }
 
-void fb_witness_acquired_memo(fb_witness *w, uint32_t key, uint64_t fence, uint64_t expires_at,
-                              fb_witness_counts *c, fb_witness_memo *memo)
+void fb_witness_example_of(fb_witness *w, fb_witness_kind k, fb_witness_example *out)
 {
+	example *e = &w->first[k];
+	*out = (fb_witness_example){0};
+	if (!atomic_load_explicit(&e->claimed, memory_order_relaxed))
+		return;
+	*out = (fb_witness_example){true, e->key, e->fence, e->other};
+}
+
+void fb_witness_acquired(fb_witness *w, uint32_t key, uint64_t fence, uint64_t replaced,
+                         uint64_t expires_at, fb_witness_counts *c)
+{
+	fb_witness_acquired_memo(w, key, fence, replaced, expires_at, c, NULL);
+}
+
+void fb_witness_acquired_memo(fb_witness *w, uint32_t key, uint64_t fence, uint64_t replaced,
+                              uint64_t expires_at, fb_witness_counts *c, fb_witness_memo *memo)
+{
+	/* By construction: each acquire replaces exactly the slot word before
+	 * it, so if every fence is above the one it replaced, a key's fences
+	 * rise strictly in slot order. One compare, no shared state, no
+	 * clock: a lower (or equal) fence is caught every time it happens. */
+	if (replaced && fence <= replaced) {
+		c->regressions++;
+		note(w, FB_WIT_REGRESSION, key, fence, replaced);
+	}
 	fb_atomic_u128 *word = &w->k[key].word;
 	uint64_t at = expires_at - w->ttl;
 	uint32_t slot = key % FB_WITNESS_MEMO;
@@ -84,13 +126,16 @@ void fb_witness_acquired_memo(fb_witness *w, uint32_t key, uint64_t fence, uint6
 		}
 		if (fence == f) {
 			c->duplicates++;
+			note(w, FB_WIT_DUPLICATE, key, fence, f);
 			return;
 		}
 		if (fence < f) {
 			/* A late report of an older lease: it must have begun no
 			 * later than the newer one did. */
-			if (f && at > cur_at + w->slack)
+			if (f && at > cur_at + w->slack) {
 				c->inversions++;
+				note(w, FB_WIT_INVERSION, key, fence, f);
+			}
 			return;
 		}
 		/* a newer fence for an older acquisition; or the previous lease was
@@ -104,6 +149,10 @@ void fb_witness_acquired_memo(fb_witness *w, uint32_t key, uint64_t fence, uint6
 		                                          memory_order_acquire)) {
 			c->inversions += inverted;
 			c->overlaps += overlap;
+			if (inverted)
+				note(w, FB_WIT_INVERSION, key, fence, f);
+			if (overlap)
+				note(w, FB_WIT_OVERLAP, key, fence, f);
 			return;
 		}
 		guessed = false; /* cur is the truth now */

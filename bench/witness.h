@@ -5,6 +5,9 @@
  * contradicts it is a violation of the lease's own promises:
  *
  *   - a fence handed out twice for a key (duplicate);
+ *   - a fence not above the one the acquire replaced in the key's slot (a
+ *     regression): judged on what the acquire's own atomic step returned,
+ *     with no timing in the judgement, so every one is caught;
  *   - a higher fence for an acquisition that began before a lower one's:
  *     the older lease carries the newer fence (the trap of DESIGN section 2);
  *   - an acquisition while the previous lease was live and not released:
@@ -24,10 +27,33 @@
 typedef struct fb_witness fb_witness;
 
 typedef struct fb_witness_counts {
-	uint64_t duplicates; /* a fence handed out twice for one key */
-	uint64_t inversions; /* fence order against acquisition order */
-	uint64_t overlaps;   /* acquired while the previous lease was live */
+	uint64_t duplicates;  /* a fence handed out twice for one key */
+	uint64_t inversions;  /* fence order against acquisition order */
+	uint64_t overlaps;    /* acquired while the previous lease was live */
+	uint64_t regressions; /* a fence not above the one its acquire replaced */
 } fb_witness_counts;
+
+/* The kinds of violation, for the example the report names. */
+typedef enum fb_witness_kind {
+	FB_WIT_DUPLICATE,
+	FB_WIT_INVERSION,
+	FB_WIT_OVERLAP,
+	FB_WIT_REGRESSION,
+	FB_WIT_KINDS
+} fb_witness_kind;
+
+/* The first violation of a kind: its key, the fence reported and the one
+ * it contradicts (the newest heard of, or the one it replaced). */
+typedef struct fb_witness_example {
+	bool found;
+	uint32_t key;
+	uint64_t fence, other;
+} fb_witness_example;
+
+static inline uint64_t fb_witness_total(const fb_witness_counts *c)
+{
+	return c->duplicates + c->inversions + c->overlaps + c->regressions;
+}
 
 /*
  * A reporter's memory of the words it left in the witness: on its next
@@ -48,14 +74,19 @@ typedef struct fb_witness_memo {
 fb_err fb_witness_create(uint32_t keys, uint64_t ttl_ns, uint64_t slack_ns, fb_witness **out);
 void fb_witness_destroy(fb_witness *w);
 
-/* A lease (fence, expires_at) was acquired on key; *c counts what it
- * contradicts (the caller's private counters). */
-void fb_witness_acquired(fb_witness *w, uint32_t key, uint64_t fence, uint64_t expires_at,
-                         fb_witness_counts *c);
+/* A lease (fence, expires_at) was acquired on key, replacing a slot word
+ * that carried `replaced` (fb_lease.replaced; 0: not known); *c counts
+ * what it contradicts (the caller's private counters). */
+void fb_witness_acquired(fb_witness *w, uint32_t key, uint64_t fence, uint64_t replaced,
+                         uint64_t expires_at, fb_witness_counts *c);
 
 /* The same, starting from the reporter's memo (NULL: none). */
-void fb_witness_acquired_memo(fb_witness *w, uint32_t key, uint64_t fence, uint64_t expires_at,
-                              fb_witness_counts *c, fb_witness_memo *memo);
+void fb_witness_acquired_memo(fb_witness *w, uint32_t key, uint64_t fence, uint64_t replaced,
+                              uint64_t expires_at, fb_witness_counts *c, fb_witness_memo *memo);
+
+/* The first violation of kind k seen (found false: none). Exact once the
+ * reporters have stopped. */
+void fb_witness_example_of(fb_witness *w, fb_witness_kind k, fb_witness_example *out);
 
 /* Its holder is about to release it: call before the table's release, so
  * the next acquire can never see the slot free and the witness not told. */

@@ -11,6 +11,11 @@ typedef struct fb_lease_slot {
 	alignas(FB_PAD_LINE) fb_atomic_u128 word;
 } fb_lease_slot;
 
+/* batch-fences only: an owner's batch, written by that owner alone */
+typedef struct fb_lease_batch {
+	uint64_t next, end;
+} fb_lease_batch;
+
 struct fb_lease_table {
 	fb_lease_slot *slots;
 	uint32_t keys;
@@ -19,6 +24,7 @@ struct fb_lease_table {
 	const fb_clock *clock;
 	fb_bug bug;
 	void (*between)(void);
+	fb_lease_batch *batch; /* batch-fences: one per owner id, else NULL */
 	/* The global source's counter, alone on its pair of lines: every
 	 * acquire in global mode writes it. */
 	alignas(FB_PAD_LINE) _Atomic uint64_t next_fence;
@@ -62,6 +68,13 @@ fb_err fb_lease_table_create(const fb_lease_config *cfg, fb_lease_table **out)
 		free(t);
 		return FB_ENOMEM;
 	}
+	t->batch = NULL;
+	if (cfg->bug == FB_BUG_BATCH_FENCES &&
+	    !(t->batch = calloc((size_t)FB_OWNER_MAX + 1, sizeof *t->batch))) {
+		free(t->slots);
+		free(t);
+		return FB_ENOMEM;
+	}
 	t->keys = cfg->keys;
 	t->source = cfg->source;
 	t->ttl_ns = cfg->ttl_ns;
@@ -83,6 +96,7 @@ void fb_lease_table_destroy(fb_lease_table *t)
 {
 	if (!t)
 		return;
+	free(t->batch);
 	free(t->slots);
 	free(t);
 }
@@ -92,19 +106,20 @@ void fb_lease_table_destroy(fb_lease_table *t)
  * tests to prove the checkers notice. None is reachable without --bug.
  */
 
-/* Fences handed out in batches: each thread takes 64 from the counter at a
- * time, so two threads' fences interleave out of order. */
-static _Thread_local uint64_t batch_next, batch_end;
-
-static uint64_t bug_mint(fb_lease_table *t, uint64_t prev)
+/* Fences handed out in batches: each owner takes 64 from the counter at a
+ * time, so two owners' fences interleave out of order. The batch is the
+ * owner's, kept in the table (a simulated worker is not a thread, and a
+ * table is one run's: nothing carries over to the next). */
+static uint64_t bug_mint(fb_lease_table *t, uint16_t owner, uint64_t prev)
 {
 	if (t->bug == FB_BUG_BATCH_FENCES) {
-		if (batch_next == batch_end) {
-			batch_next =
+		fb_lease_batch *b = &t->batch[owner];
+		if (b->next == b->end) {
+			b->next =
 			        atomic_fetch_add_explicit(&t->next_fence, 64, memory_order_relaxed);
-			batch_end = batch_next + 64;
+			b->end = b->next + 64;
 		}
-		return batch_next++;
+		return b->next++;
 	}
 	if (t->source == FB_FENCE_PER_KEY)
 		return prev + 1;
@@ -135,7 +150,7 @@ static fb_acquire bug_acquire(fb_lease_table *t, uint32_t key, uint16_t owner, f
 			if (t->between)
 				t->between();
 			/* ...step two mints, and trusts the slot to still be ours. */
-			uint64_t fence = bug_mint(t, prev);
+			uint64_t fence = bug_mint(t, owner, prev);
 			fb_u128 next = word_make(fence, owner, now + t->ttl_ns);
 			atomic_compare_exchange_strong_explicit(
 			        &s->word, &mine, next, memory_order_acq_rel, memory_order_acquire);
@@ -143,7 +158,7 @@ static fb_acquire bug_acquire(fb_lease_table *t, uint32_t key, uint16_t owner, f
 			out->replaced = prev;
 			return FB_ACQUIRED;
 		}
-		uint64_t fence = bug_mint(t, prev);
+		uint64_t fence = bug_mint(t, owner, prev);
 		if (fence > FB_FENCE_MAX)
 			return FB_EXHAUSTED;
 		fb_u128 next = word_make(fence, owner, now + t->ttl_ns);

@@ -1,5 +1,6 @@
 /* The checker on hand-made histories, and under threads that publish out of order. */
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 
 #include "checker.h"
@@ -129,9 +130,113 @@ static void test_too_many_writers_for_16_bit_versions_is_refused(void **state)
 	(void)state;
 	fb_checker *c = NULL;
 	check_eq(fb_checker_create(1, 65535, 0, &c), FB_EINVAL,
-	         "65535 writers could lap the walk's 16-bit version");
-	check_eq(fb_checker_create(1, 32768, 0, &c), FB_OK, "32768 writers fit");
+	         "65535 uncommitted writes could lap the walk's 16-bit version");
+	check_eq(fb_checker_create(1, 65536 - 4 - FB_CHECKER_BEHIND, 0, &c), FB_OK,
+	         "a ring of 4 and the versions kept behind the walk still fit");
 	fb_checker_destroy(c);
+	check_eq(fb_checker_create(1, fb_checker_in_flight(16384), 0, &c), FB_OK,
+	         "the most threads a run takes fit");
+	fb_checker_destroy(c);
+}
+
+/* Two accepted writes that share a version (a check-and-apply split in two
+ * steps) are a duplicate, counted at once and named, never waited for:
+ * whether the second arrives after the walk took the first, while the first
+ * is parked, or after a parked first was walked. */
+static void test_a_shared_version_is_a_duplicate_not_a_wait(void **state)
+{
+	(void)state;
+	fb_checker *c = checker(1, 100);
+	uint64_t stalls = 0;
+	fb_check_key k;
+	check(fb_checker_commit(c, 0, 1, 5, 100, 100, 99, 0, &stalls), "version 1");
+	check(fb_checker_commit(c, 0, 1, 6, 100, 100, 99, 0, &stalls),
+	      "version 1 again: taken, not waited for");
+	fb_checker_key(c, 0, &k);
+	check_eq(k.duplicates, 1, "behind the walk: a duplicate");
+	check_eq(k.checked, 1, "walked once");
+	check(fb_checker_commit(c, 0, 3, 8, 98, 98, 97, 0, &stalls), "version 3, early");
+	check(fb_checker_commit(c, 0, 3, 9, 98, 98, 97, 0, &stalls), "version 3 again");
+	fb_checker_key(c, 0, &k);
+	check_eq(k.duplicates, 2, "parked twice: a duplicate");
+	check(fb_checker_commit(c, 0, 2, 7, 99, 99, 98, 0, &stalls), "version 2");
+	fb_checker_key(c, 0, &k);
+	check_eq(k.checked, 3, "2, then the parked 3");
+	check(fb_checker_commit(c, 0, 3, 10, 98, 98, 97, 0, &stalls), "version 3 a third time");
+	fb_checker_key(c, 0, &k);
+	check_eq(k.duplicates, 3, "after the walk took the parked one: a duplicate");
+	check_eq(stalls, 0, "no commit waited");
+	check_eq(k.next_version, 4, "the walk waits at 4, not for a version that never comes");
+	int64_t bal[1] = {97};
+	uint64_t last[1] = {8};
+	fb_check_verdict v;
+	fb_checker_verdict(c, true, bal, last, 100, 1, 6, 0, &v, NULL, NULL);
+	check(!v.agrees, "a shared version is a disagreement");
+	check_eq(v.duplicates, 3, "the verdict counts them");
+	check_eq(v.dup_key, 0, "... names the key");
+	check_eq(v.dup_version, 1, "... and the first shared version");
+	check(strstr(v.disagreement, "key 0: two accepted writes share version 1"),
+	      "the first reason is the duplicate: %s", v.disagreement);
+	fb_checker_destroy(c);
+}
+
+/* Threads commit versions from a counter, and some versions are handed to
+ * two threads (the split check-and-apply): every duplicate is counted, once,
+ * and every other record walked, whatever the interleaving. */
+enum { DUP_THREADS = 4, DUP_PER_THREAD = 30000 };
+
+typedef struct dupper {
+	fb_checker *c;
+	_Atomic uint64_t next;
+	_Atomic uint64_t dups; /* versions handed out twice */
+	uint64_t seed;
+} dupper;
+
+static void *dup_writer(void *p)
+{
+	dupper *d = p;
+	uint64_t x = atomic_fetch_add(&d->dups, 0) + (uint64_t)(uintptr_t)&x, stalls = 0;
+	for (int i = 0; i < DUP_PER_THREAD; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		uint64_t v;
+		if (x % 50 == 0) { /* take the version the last writer took */
+			v = atomic_load(&d->next);
+			if (!v)
+				continue;
+			atomic_fetch_add(&d->dups, 1);
+		} else {
+			v = atomic_fetch_add(&d->next, 1) + 1;
+		}
+		int64_t replaced = -(int64_t)(v - 1);
+		fb_checker_commit(d->c, 0, (uint16_t)v, v, replaced, replaced, replaced - 1, 0,
+		                  &stalls);
+	}
+	return NULL;
+}
+
+static void test_threads_sharing_versions_count_every_duplicate_once(void **state)
+{
+	(void)state;
+	for (int round = 0; round < 3; round++) {
+		/* a small ring (many keys) so that parked records are common */
+		dupper d = {.c = NULL};
+		check_eq(fb_checker_create(1u << 15, fb_checker_in_flight(DUP_THREADS), 0, &d.c),
+		         FB_OK, "checker");
+		pthread_t th[DUP_THREADS];
+		for (int i = 0; i < DUP_THREADS; i++)
+			pthread_create(&th[i], NULL, dup_writer, &d);
+		for (int i = 0; i < DUP_THREADS; i++)
+			pthread_join(th[i], NULL);
+		fb_checker_drain(d.c);
+		fb_check_key k;
+		fb_checker_key(d.c, 0, &k);
+		uint64_t n = atomic_load(&d.next), dups = atomic_load(&d.dups);
+		check(dups > 100, "the writers shared versions (%llu times)",
+		      (unsigned long long)dups);
+		check_eq(k.duplicates, dups, "every shared version counted once");
+		check_eq(k.checked, n, "every version walked once");
+		fb_checker_destroy(d.c);
+	}
 }
 
 /* A clock that moves a millisecond each time it is read: the wait below
@@ -156,7 +261,7 @@ static void test_a_wait_for_a_missing_version_is_bounded(void **state)
 	check_eq(fb_checker_create(1, 1, 100, &c), FB_OK, "checker creation");
 	ticking clk = {{"ticking", tick_now}, 0};
 	_Atomic int abort_flag = 0;
-	fb_checker_bound(c, &abort_flag, &clk.base, 50 * MS);
+	fb_checker_bound(c, &abort_flag, &clk.base, 5 * MS);
 	uint64_t stalls = 0;
 	/* version 1 never arrives: the later ones fill the ring, then wait */
 	uint16_t gave_up = 0;
@@ -165,7 +270,7 @@ static void test_a_wait_for_a_missing_version_is_bounded(void **state)
 			gave_up = (uint16_t)v;
 	check(gave_up > 2, "commits that fit the ring are taken (gave up at %u)", gave_up);
 	check_eq(stalls, 1, "the first that did not fit waited, once");
-	check(clk.t >= 50 * MS && clk.t < 60 * MS, "... for its bound, not longer: %llu ns",
+	check(clk.t >= 5 * MS && clk.t < 10 * MS, "... for its bound, not longer: %llu ns",
 	      (unsigned long long)clk.t);
 	atomic_store(&abort_flag, 1);
 	uint64_t t = clk.t;
@@ -175,7 +280,84 @@ static void test_a_wait_for_a_missing_version_is_bounded(void **state)
 	fb_check_key ck;
 	fb_checker_key(c, 0, &ck);
 	check_eq(ck.checked, 0, "nothing walked past the missing version");
+	check_eq(ck.duplicates, 0, "and a version still to come is no duplicate");
 	fb_checker_destroy(c);
+}
+
+/* The bound's rule on an injected clock: it counts from the walk's last
+ * move. A chain of holders, each freeing the walk after a hold just under
+ * the bound, never adds up to a give-up; a walk that stands still for
+ * longer than the bound does. */
+static void test_the_wait_bound_counts_from_the_walks_last_move(void **state)
+{
+	(void)state;
+	const uint64_t bound = 500 * MS; /* one holder's longest hold */
+	fb_checker_wait wt = {0};
+	uint64_t now = 1000 * MS;
+	uint16_t walk = 65530;
+	check(!fb_checker_wait_expired(&wt, walk, now, bound), "the wait begins");
+	for (int holder = 0; holder < 20; holder++) { /* 20 holders, 9.8 s in all */
+		now += bound - 10 * MS;
+		check(!fb_checker_wait_expired(&wt, walk, now, bound),
+		      "holder %d still within its own hold", holder);
+		walk++; /* it commits: the walk moves (and wraps) to the next holder */
+		check(!fb_checker_wait_expired(&wt, walk, now, bound),
+		      "a move restarts the count (holder %d)", holder);
+	}
+	check(now - 1000 * MS > 19 * bound, "the chain waited far past one bound");
+	now += bound;
+	check(!fb_checker_wait_expired(&wt, walk, now, bound), "exactly the bound: still waiting");
+	now += 1;
+	check(fb_checker_wait_expired(&wt, walk, now, bound),
+	      "a walk that stood still past the bound gives up");
+}
+
+/* A commit parked for room is woken by the step that makes it, and is then
+ * walked: the futex wait neither loses a wake-up nor gives up early. */
+typedef struct parked_commit {
+	fb_checker *c;
+	uint16_t version;
+	bool ok;
+	uint64_t stalls;
+} parked_commit;
+
+static void *commit_far_ahead(void *p)
+{
+	parked_commit *pc = p;
+	int64_t b = -(int64_t)(pc->version - 1);
+	pc->ok = fb_checker_commit(pc->c, 0, pc->version, pc->version, b, b, b - 1, 0, &pc->stalls);
+	return NULL;
+}
+
+static void test_a_commit_parked_for_room_is_woken_and_walked(void **state)
+{
+	(void)state;
+	for (int round = 0; round < 20; round++) {
+		fb_checker *c; /* many keys: a ring of 4 */
+		check_eq(fb_checker_create(1u << 16, 3, 0, &c), FB_OK, "checker");
+		_Atomic int never = 0;
+		fb_checker_bound(c, &never, fb_clock_monotonic(), UINT64_C(60000) * MS);
+		parked_commit pc = {c, 5, false, 0};
+		uint64_t stalls = 0;
+		for (uint16_t v = 2; v <= 4; v++) { /* 2..4 parked; version 1 missing */
+			int64_t b = -(int64_t)(v - 1);
+			check(fb_checker_commit(c, 0, v, v, b, b, b - 1, 0, &stalls), "park %u", v);
+		}
+		pthread_t th;
+		pthread_create(&th, NULL, commit_far_ahead, &pc); /* 5: no room until 1 */
+		while (!fb_checker_waiting(c, 0))
+			sched_yield(); /* until it is parked on the futex (or about to be) */
+		check_eq(fb_checker_commit(c, 0, 1, 1, 0, 0, -1, 0, &stalls), 1, "version 1");
+		pthread_join(th, NULL);
+		check(pc.ok, "the parked commit went through once there was room");
+		check_eq(pc.stalls, 1, "it waited");
+		fb_check_key k;
+		fb_checker_key(c, 0, &k);
+		check_eq(k.checked, 5, "all five walked");
+		check_eq(k.chain_breaks + k.duplicates + k.stale_accepted, 0, "a clean history");
+		check_eq(stalls, 0, "the others never waited");
+		fb_checker_destroy(c);
+	}
 }
 
 /* A debit of 1 for the i-th write of a key that started at 0, fence i. */
@@ -227,18 +409,51 @@ static void test_witness_counts_each_contradiction_once(void **state)
 	const uint64_t ttl = 10 * MS;
 	check_eq(fb_witness_create(1, ttl, 0, &w), FB_OK, "witness creation");
 	fb_witness_counts c = {0};
-	fb_witness_acquired(w, 0, 1, ttl, &c); /* fence 1 at 0, released */
+	fb_witness_acquired(w, 0, 1, 0, ttl, &c); /* fence 1 at 0, released */
 	fb_witness_releasing(w, 0, 1, ttl);
-	fb_witness_acquired(w, 0, 2, 2 * MS + ttl, &c);  /* 2 at 2 ms, expires at 12 */
-	fb_witness_acquired(w, 0, 3, 12 * MS + ttl, &c); /* 3 at 12 ms: 2 expired */
+	fb_witness_acquired(w, 0, 2, 0, 2 * MS + ttl, &c);  /* 2 at 2 ms, expires at 12 */
+	fb_witness_acquired(w, 0, 3, 0, 12 * MS + ttl, &c); /* 3 at 12 ms: 2 expired */
 	check(!c.duplicates && !c.inversions && !c.overlaps, "a clean history counts nothing");
-	fb_witness_acquired(w, 0, 4, 13 * MS + ttl, &c); /* 4 at 13 ms: 3 still live */
+	fb_witness_acquired(w, 0, 4, 0, 13 * MS + ttl, &c); /* 4 at 13 ms: 3 still live */
 	check_eq(c.overlaps, 1, "fence 3's live lease overlapped by 4, once");
-	fb_witness_acquired(w, 0, 4, 13 * MS + ttl, &c);
+	fb_witness_acquired(w, 0, 4, 0, 13 * MS + ttl, &c);
 	check_eq(c.duplicates, 1, "fence 4 reported twice");
-	fb_witness_acquired(w, 0, 5, 1 * MS + ttl, &c); /* 5 acquired at 1 ms: before 4 */
+	fb_witness_acquired(w, 0, 5, 0, 1 * MS + ttl, &c); /* 5 acquired at 1 ms: before 4 */
 	check_eq(c.inversions, 1, "a newer fence for an older acquisition");
 	check_eq(c.overlaps, 1, "... is an inversion, not also an overlap");
+	fb_witness_destroy(w);
+}
+
+/* A fence not above the one its acquire replaced is a regression, however
+ * close in time the two acquires were: no timing enters the judgement. */
+static void test_witness_catches_every_fence_regression_by_construction(void **state)
+{
+	(void)state;
+	fb_witness *w;
+	const uint64_t ttl = 10 * MS;
+	check_eq(fb_witness_create(2, ttl, 50000, &w), FB_OK, "witness creation");
+	fb_witness_counts c = {0};
+	fb_witness_acquired(w, 0, 5, 4, ttl, &c);
+	fb_witness_releasing(w, 0, 5, ttl);
+	fb_witness_acquired(w, 0, 6, 5, ttl + 1000, &c); /* a microsecond later */
+	fb_witness_releasing(w, 0, 6, ttl + 1000);
+	check_eq(c.regressions, 0, "5 over 4, 6 over 5: rising");
+	/* a fence minted once and reused after a lost CAS: 3 over a slot of 6,
+	 * 2 ns after the acquire of 6 (no timing window could see it) */
+	fb_witness_acquired(w, 0, 3, 6, ttl + 1002, &c);
+	check_eq(c.regressions, 1, "3 over 6 is a regression");
+	fb_witness_acquired(w, 1, 7, 7, ttl, &c);
+	check_eq(c.regressions, 2, "an equal fence is one too (> not >=)");
+	fb_witness_releasing(w, 1, 7, ttl);
+	fb_witness_acquired(w, 1, 9, 0, ttl, &c);
+	check_eq(c.regressions, 2, "replaced 0: the service could not say; nothing judged");
+	fb_witness_example e;
+	fb_witness_example_of(w, FB_WIT_REGRESSION, &e);
+	check(e.found && e.key == 0 && e.fence == 3 && e.other == 6,
+	      "the first regression is the example: key %u fence %llu over %llu", e.key,
+	      (unsigned long long)e.fence, (unsigned long long)e.other);
+	fb_witness_example_of(w, FB_WIT_OVERLAP, &e);
+	check(!e.found, "no overlap example without an overlap");
 	fb_witness_destroy(w);
 }
 
@@ -278,8 +493,8 @@ static void test_a_witness_memo_never_changes_a_verdict(void **state)
 		if (f > fence[k])
 			fence[k] = f;
 		uint64_t at = r == 2 && now > 5 * MS ? now - 5 * MS : now; /* a late one */
-		fb_witness_acquired_memo(a, k, f, at + ttl, &ca[who], &memo[who]);
-		fb_witness_acquired(b, k, f, at + ttl, &cb[who]);
+		fb_witness_acquired_memo(a, k, f, 0, at + ttl, &ca[who], &memo[who]);
+		fb_witness_acquired(b, k, f, 0, at + ttl, &cb[who]);
 		held[who] = f, key[who] = k, exp[who] = at + ttl;
 	}
 	uint64_t total = 0;
@@ -310,10 +525,15 @@ int main(void)
 	        cmocka_unit_test(test_a_history_out_of_step_with_the_store_is_a_chain_break),
 	        cmocka_unit_test(test_threads_lapping_a_small_ring_count_each_record_once),
 	        cmocka_unit_test(test_too_many_writers_for_16_bit_versions_is_refused),
+	        cmocka_unit_test(test_a_shared_version_is_a_duplicate_not_a_wait),
+	        cmocka_unit_test(test_threads_sharing_versions_count_every_duplicate_once),
+	        cmocka_unit_test(test_the_wait_bound_counts_from_the_walks_last_move),
+	        cmocka_unit_test(test_a_commit_parked_for_room_is_woken_and_walked),
 	        cmocka_unit_test(test_a_wait_for_a_missing_version_is_bounded),
 	        cmocka_unit_test(test_a_parked_record_is_walked_once_across_a_version_wrap),
 	        cmocka_unit_test(test_witness_counts_each_contradiction_once),
 	        cmocka_unit_test(test_a_witness_memo_never_changes_a_verdict),
+	        cmocka_unit_test(test_witness_catches_every_fence_regression_by_construction),
 	};
 	return cmocka_run_group_tests_name("checker", tests, NULL, NULL);
 }

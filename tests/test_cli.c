@@ -138,7 +138,7 @@ static void test_short_run_shows_fenced_safe_and_unfenced_corrupted(void **state
 	check_eq(code, 0, "exit code of a clean 2s run");
 	check(strstr(p.stdout_text, "fenced: SAFE"), "the verdict says fenced is safe:\n%s",
 	      p.stdout_text);
-	check(strstr(p.stdout_text, "\nPASS: fenced stale=0 lost=0 agree=yes;"),
+	check(strstr(p.stdout_text, "\nPASS: fenced stale=0 lost=0 false=0 agree=yes;"),
 	      "the one-line verdict:\n%s", p.stdout_text);
 	check(strstr(p.stdout_text, "replay: fencebench --threads 16 --duration 2s"),
 	      "the verdict line carries the replay command");

@@ -340,6 +340,9 @@ static void test_fences_strictly_increase_per_key_and_globally(void **state)
 				if (!src)
 					check_eq(l.fence, all ? all + 1 : 10,
 					         "one global counter: consecutive across keys");
+				/* what the acquire replaced, as the server reports it:
+				 * the key's previous fence (none: 0) */
+				check_eq(l.replaced, last[k], "the fence it replaced");
 				last[k] = all = l.fence;
 				check_eq(L->release(a, k, &l), FB_IO_OK, "release");
 			}
