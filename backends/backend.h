@@ -38,10 +38,11 @@ typedef struct fb_engine_config {
 	uint64_t ttl_ns;
 	fb_fence_source fence; /* global counter or per-key fences */
 	uint64_t first_fence;
-	const fb_clock *clock; /* the in-process lease service's clock */
-	fb_bug bug;            /* a planted bug (in-process engine only) */
-	void (*between)(void); /* two-step: the fault point between SET and mint */
-	uint32_t modes;        /* bit (1 << fb_discipline) per store discipline used */
+	const fb_clock *clock;      /* the in-process lease service's clock */
+	fb_bug bug;                 /* a planted bug (in-process engine only) */
+	void (*between)(void *ctx); /* two-step: the fault point between SET and mint */
+	void *between_ctx;
+	uint32_t modes; /* bit (1 << fb_discipline) per store discipline used */
 	int64_t initial_balance;
 	int64_t amount;
 	int op; /* fb_op: FB_OP_RMW (client computes) or FB_OP_DEBIT (store subtracts) */
@@ -85,6 +86,7 @@ extern const char *const fb_engine_op_names[FB_EOPS];
 typedef struct fb_lease_ops {
 	const char *scheme; /* "inproc", "redis": the URL's scheme */
 	const char *name;   /* for the report: "in-process", "Redis" */
+	bool remote;        /* calls are round trips: each is timed, latency sampled always */
 	/* Open the engine at url; on failure a message (URL with any password
 	 * redacted, and the library's reason) goes to err, and FB_ESYS (cannot
 	 * reach the server) or FB_EINVAL (a malformed URL or option). */
@@ -145,6 +147,7 @@ typedef struct fb_store_meta {
 typedef struct fb_store_ops {
 	const char *scheme; /* "inproc", "redis", "postgres" */
 	const char *name;
+	bool remote; /* calls are round trips */
 	fb_err (*open)(const fb_engine_config *cfg, const char *url, void **eng, char *err,
 	               size_t errlen);
 	void (*version)(void *eng, char *buf, size_t len);

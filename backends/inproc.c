@@ -41,7 +41,8 @@ static fb_err lease_open(const fb_engine_config *cfg, const char *url, void **en
 	                      .first_fence = cfg->first_fence,
 	                      .clock = cfg->clock,
 	                      .bug = cfg->bug,
-	                      .between = cfg->between};
+	                      .between = cfg->between,
+	                      .between_ctx = cfg->between_ctx};
 	if (!e || fb_lease_table_create(&lc, &e->table) != FB_OK) {
 		free(e);
 		snprintf(err, errlen, "out of memory for %u lease slots", cfg->keys);
@@ -147,6 +148,7 @@ static fb_io lease_peek(void *conn, uint32_t key, fb_lease *out)
 const fb_lease_ops fb_inproc_lease_ops = {
         .scheme = "inproc",
         .name = "in-process",
+        .remote = false,
         .open = lease_open,
         .version = lease_version,
         .prepare = lease_prepare,
@@ -279,6 +281,7 @@ static fb_io store_final(void *conn, fb_discipline d, uint32_t keys, int64_t *ba
 const fb_store_ops fb_inproc_store_ops = {
         .scheme = "inproc",
         .name = "in-process",
+        .remote = false,
         .open = store_open,
         .version = lease_version,
         .prepare = lease_prepare,

@@ -964,6 +964,7 @@ static fb_io pg_meta(void *conn, fb_store_meta *out)
 const fb_store_ops fb_pg_store_ops = {
         .scheme = "postgres",
         .name = "PostgreSQL",
+        .remote = true,
         .open = pg_open,
         .version = pg_version,
         .prepare = pg_prepare,

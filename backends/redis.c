@@ -1183,7 +1183,7 @@ static fb_acquire acquire_incr(rconn *c, uint32_t key, fb_lease *out, uint64_t n
 		goto bad;
 	freeReplyObject(r);
 	if (e->cfg.between)
-		e->cfg.between();
+		e->cfg.between(e->cfg.between_ctx);
 	cmd m = {0};
 	eval_begin(&m, 3);
 	argf(&m, "fb:lease:%" PRIu32, key);
@@ -1368,6 +1368,7 @@ static fb_io lease_server_pause(void *conn, uint64_t ns)
 const fb_lease_ops fb_redis_lease_ops = {
         .scheme = "redis",
         .name = "Redis",
+        .remote = true,
         .open = lease_open,
         .version = engine_version,
         .prepare = lease_prepare,
@@ -1745,6 +1746,7 @@ static fb_io store_history(void *conn, void (*row)(void *ctx, const fb_history_r
 const fb_store_ops fb_redis_store_ops = {
         .scheme = "redis",
         .name = "Redis",
+        .remote = true,
         .open = store_open,
         .version = engine_version,
         .prepare = store_prepare,

@@ -434,6 +434,9 @@ bool fb_checker_try_commit(fb_checker *c, uint32_t key, uint16_t version, uint64
 bool fb_checker_commit(fb_checker *c, uint32_t key, uint16_t version, uint64_t fence, int64_t read,
                        int64_t replaced, int64_t written, uint64_t prev_max, uint64_t *stalls)
 {
+	fb_u128 w;
+	if (commit_in_order(c, key, version, fence, read, replaced, written, prev_max, &w))
+		return true; /* the common case, without a call */
 	if (fb_checker_try_commit(c, key, version, fence, read, replaced, written, prev_max))
 		return true;
 	/*

@@ -176,6 +176,105 @@ static int sweep(const fb_config *cfg)
 	return code;
 }
 
+/* A deterministic seed's configuration: the seed it runs, replayed alone. */
+static fb_config seed_row(const fb_config *cfg, uint64_t seed)
+{
+	fb_config row = *cfg;
+	row.seed = row.seed_lo = row.seed_hi = seed;
+	row.seeds_given = false;
+	return row;
+}
+
+/*
+ * --deterministic: one seed with its whole report, or a sweep of seeds, one
+ * line each, stopping at the first fenced violation, every seed a row of one
+ * document. stdout is the same for the same configuration and seeds: the
+ * wall time goes to stderr.
+ */
+static int deterministic(const fb_config *cfg)
+{
+	const fb_clock *wall = fb_clock_monotonic();
+	uint64_t t0 = fb_clock_now(wall), steps = 0, ran = 0, corrupted = 0, vacuous = 0;
+	fb_report_header(stdout, cfg);
+	fflush(stdout);
+	if (cfg->seed_lo == cfg->seed_hi) {
+		fb_config row = seed_row(cfg, cfg->seed_lo);
+		fb_results res;
+		fb_report_row_begin(&report, &row);
+		fb_err err = fb_sim_run(&row, row.seed, fb_report_tick, &report, &res);
+		if (err != FB_OK && err != FB_EFENCE) {
+			fb_report_abandon(&report);
+			return err == FB_EINVAL ? 2 : 3;
+		}
+		clear_progress();
+		arm_second_signal();
+		int code = fb_report_summary(&report, stdout, &res);
+		if (err == FB_EFENCE && code == 0)
+			code = 3;
+		if (fb_report_write(&report, &res, code))
+			code = 3;
+		fflush(stdout);
+		if (!cfg->quiet)
+			fprintf(stderr, "fencebench: %llu steps in %.3f s\n",
+			        (unsigned long long)res.sim.steps,
+			        (double)(fb_clock_now(wall) - t0) / 1e9);
+		fb_results_free(&res);
+		return code;
+	}
+	printf("seeds %llu..%llu, stopping at the first fenced violation\n\n",
+	       (unsigned long long)cfg->seed_lo, (unsigned long long)cfg->seed_hi);
+	int code = 0;
+	for (uint64_t seed = cfg->seed_lo;; seed++) {
+		fb_config row = seed_row(cfg, seed);
+		fb_results res;
+		fb_report_row_begin(&report, &row);
+		if (fb_sim_run(&row, seed, NULL, NULL, &res) != FB_OK) {
+			code = 3;
+			break;
+		}
+		ran++;
+		steps += res.sim.steps;
+		int v = fb_report_verdict(&res);
+		bool corrupt = res.mode[FB_UNFENCED].stale_accepted ||
+		               res.mode[FB_UNFENCED].lost_updates ||
+		               res.mode[FB_WRITE_FENCED].lost_updates;
+		corrupted += corrupt;
+		fb_report_seed_line(stdout, &res);
+		vacuous += fb_report_vacuous(&res);
+		if (v || corrupt) {
+			char replay[1024];
+			fb_config_replay(&row, replay, sizeof replay);
+			printf("  replay: %s\n", replay);
+		}
+		fb_report_add_row(&report, &row, &res);
+		fb_results_free(&res);
+		fflush(stdout);
+		if (v) {
+			code = 1;
+			break;
+		}
+		if (seed == cfg->seed_hi)
+			break;
+	}
+	arm_second_signal();
+	printf("\n%s: %llu seeds run, %s; write-fenced or unfenced corrupted in %llu, vacuous "
+	       "%llu\n",
+	       code == 1 ? "FAIL !!!"
+	       : code    ? "ERROR"
+	                 : "PASS",
+	       (unsigned long long)ran,
+	       code == 1 ? "a fenced violation (replay above)" : "no fenced violation",
+	       (unsigned long long)corrupted, (unsigned long long)vacuous);
+	fflush(stdout);
+	if (fb_report_write_sweep(&report, code, false, 0) && !code)
+		code = 3;
+	if (!cfg->quiet)
+		fprintf(stderr, "fencebench: %llu seeds, %llu steps in %.3f s\n",
+		        (unsigned long long)ran, (unsigned long long)steps,
+		        (double)(fb_clock_now(wall) - t0) / 1e9);
+	return code;
+}
+
 /* `fencebench NAME ...`: the subcommands, each a main of its own. */
 static const fb_command commands[] = {FB_COMMANDS};
 
@@ -210,16 +309,16 @@ int main(int argc, char **argv)
 		break;
 	}
 
-	if (cfg.deterministic) {
-		/* one thread, no signals of its own: let Ctrl-C stop a long sweep */
-		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
-		return fb_sim_main(&cfg);
-	}
 	if (cfg.prepare_only) {
 		fb_err e = fb_run_prepare(&cfg);
 		return e == FB_OK ? 0 : e == FB_EINVAL ? 2 : 3;
 	}
 	fb_report_open(&report, &cfg);
+	if (cfg.deterministic) {
+		/* one thread, no signals of its own: let Ctrl-C stop a long sweep */
+		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+		return deterministic(&cfg);
+	}
 	int code = fb_config_is_sweep(&cfg) ? sweep(&cfg) : single(&cfg);
 	return code;
 }

@@ -53,6 +53,7 @@ typedef struct fb_config {
 	uint32_t threads; /* this run's; the sweep's list below */
 	uint32_t threads_list[FB_SWEEP_MAX], n_threads;
 	uint64_t duration_ns;
+	uint64_t cycles; /* each worker stops after this many cycles; 0: no limit */
 	uint32_t keys;
 	uint64_t ttl_ns;
 	uint32_t modes; /* bit (1 << fb_discipline) per selected discipline */

@@ -111,8 +111,15 @@ void fb_report_header(FILE *out, const fb_config *cfg)
 		fprintf(out,
 		        "!!! PLANTED BUG %s: %s. This run tests the checkers, not the design.\n",
 		        fb_bug_names[cfg->bug], fb_bug_what[cfg->bug]);
-	fprintf(out, "fencebench %s  %u threads  %s  %u keys  ttl %s  ", FB_VERSION, cfg->threads,
-	        D(cfg->duration_ns), cfg->keys, D(cfg->ttl_ns));
+	if (cfg->deterministic)
+		fprintf(out,
+		        "fencebench %s  deterministic  %u workers  %llu steps a seed  %u keys  ttl "
+		        "%s  ",
+		        FB_VERSION, cfg->threads, (unsigned long long)cfg->steps, cfg->keys,
+		        D(cfg->ttl_ns));
+	else
+		fprintf(out, "fencebench %s  %u threads  %s  %u keys  ttl %s  ", FB_VERSION,
+		        cfg->threads, D(cfg->duration_ns), cfg->keys, D(cfg->ttl_ns));
 	bool any = false;
 	if (fb_config_fault(cfg, FB_FAULT_PAUSE)) {
 		fprintf(out, "pauses %g/s x %s-%s at %s  ", cfg->pause_rate, D(cfg->pause_min_ns),
@@ -135,6 +142,10 @@ void fb_report_header(FILE *out, const fb_config *cfg)
 	}
 	if (fb_config_fault(cfg, FB_FAULT_RENEW)) {
 		fprintf(out, "late renewals %g/s  ", cfg->renew_rate);
+		any = true;
+	}
+	if (fb_config_fault(cfg, FB_FAULT_RETRY)) {
+		fprintf(out, "lost acks %g/s  ", cfg->retry_rate);
 		any = true;
 	}
 	if (fb_config_fault(cfg, FB_FAULT_SERVER_PAUSE)) {
@@ -160,8 +171,13 @@ void fb_report_header(FILE *out, const fb_config *cfg)
 		if (cfg->client_id)
 			fprintf(out, "client %u  ", cfg->client_id);
 	}
-	fprintf(out, "fence %s  op %s  seed %llu\n", fb_fence_source_name(cfg->fence),
-	        cfg->op == FB_OP_RMW ? "rmw" : "debit", (unsigned long long)cfg->seed);
+	fprintf(out, "fence %s  op %s  ", fb_fence_source_name(cfg->fence),
+	        cfg->op == FB_OP_RMW ? "rmw" : "debit");
+	if (cfg->deterministic && cfg->seed_lo != cfg->seed_hi)
+		fprintf(out, "seeds %llu..%llu\n", (unsigned long long)cfg->seed_lo,
+		        (unsigned long long)cfg->seed_hi);
+	else
+		fprintf(out, "seed %llu\n", (unsigned long long)cfg->seed);
 }
 
 static double throughput(const fb_results *res)
@@ -191,6 +207,11 @@ static uint64_t stale_attempts(const fb_results *res)
 			n += res->mode[d].rejected_stale + res->mode[d].reads_refused +
 			     res->mode[d].stale_accepted;
 	return n;
+}
+
+bool fb_report_vacuous(const fb_results *res)
+{
+	return stale_attempts(res) == 0;
 }
 
 /* The verdict's exit code: 1 if a fenced discipline failed. */
@@ -461,7 +482,11 @@ int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
 	print_faults(out, res);
 	print_lease(out, res);
 	double tput = throughput(res);
-	fprintf(out, "ops %s in %.2fs: %s ops/s", G(res->ops), res->elapsed_s, G(tput));
+	if (res->sim.deterministic)
+		fprintf(out, "ops %s in %s of virtual time: %s ops/s (virtual)", G(res->ops),
+		        D(res->sim.virtual_ns), G(tput));
+	else
+		fprintf(out, "ops %s in %.2fs: %s ops/s", G(res->ops), res->elapsed_s, G(tput));
 	if (res->floor_ops_s > 0)
 		fprintf(out, " = %.2f x the floor pipeline's %s ops/s (%s fence, %u threads)",
 		        tput / res->floor_ops_s, G(res->floor_ops_s),
@@ -472,8 +497,8 @@ int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
 	        G(res->contended), res->ops ? (double)res->cas_retries / (double)res->ops : 0.0,
 	        G(res->wasted_fences), fairness(res),
 	        fairness(res) < 0.5 ? " ??? (starvation)" : "");
-	fprintf(out, "latency, 1 cycle in %u timed (%s samples):\n", cfg->sample,
-	        G(res->cycle.count));
+	fprintf(out, "latency%s, 1 cycle in %u timed (%s samples):\n",
+	        res->sim.deterministic ? " (virtual)" : "", cfg->sample, G(res->cycle.count));
 	lat(out, cfg, "cycle", &res->cycle);
 	lat(out, cfg, "acquire", &res->acquire);
 	lat(out, cfg, "write", &res->write);
@@ -484,6 +509,14 @@ int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
 			if (res->eop[e].count)
 				lat(out, cfg, fb_engine_op_names[e], &res->eop[e]);
 	}
+	if (res->sim.deterministic)
+		fprintf(out,
+		        "deterministic: %s steps (%s idle), %s virtual; history hash 0x%016llx (%s "
+		        "lines)%s%s\n",
+		        G(res->sim.steps), G(res->sim.idle_steps), D(res->sim.virtual_ns),
+		        (unsigned long long)res->sim.hash, G(res->sim.lines),
+		        cfg->history_path ? " written to " : "",
+		        cfg->history_path ? cfg->history_path : "");
 	fprintf(out, "\n");
 	if (res->failure[0])
 		fprintf(out,
@@ -599,8 +632,8 @@ int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
 			        (unsigned long long)m->false_rejections,
 			        m->checker_agrees ? "yes" : "NO");
 	}
-	if (fb_witness_total(&res->lease))
-		fprintf(out, " lease VIOLATED;");
+	if (code)
+		fb_report_reasons(out, res);
 	fprintf(out, " replay: %s\n", replay);
 	return code;
 }
@@ -826,6 +859,19 @@ static json_object *j_run(const fb_results *res)
 	if (res->failure[0])
 		json_object_object_add(eng, "failure", json_object_new_string(res->failure));
 	json_object_object_add(run, "engines", eng);
+	if (res->sim.deterministic) {
+		json_object *sm = json_object_new_object();
+		json_object_object_add(sm, "seed", j_u(res->sim.seed));
+		json_object_object_add(sm, "steps", j_u(res->sim.steps));
+		json_object_object_add(sm, "idle_steps", j_u(res->sim.idle_steps));
+		json_object_object_add(sm, "virtual_ns", j_u(res->sim.virtual_ns));
+		char hash[24];
+		snprintf(hash, sizeof hash, "0x%016llx", (unsigned long long)res->sim.hash);
+		json_object_object_add(sm, "history_hash", json_object_new_string(hash));
+		json_object_object_add(sm, "history_lines", j_u(res->sim.lines));
+		json_object_object_add(run, "deterministic", sm);
+	}
+	json_object_object_add(run, "local_checks_fooled", j_u(res->local_fooled));
 	if (res->floor_ops_s > 0) {
 		json_object_object_add(run, "floor_pipeline_ops_s",
 		                       json_object_new_double(res->floor_ops_s));
@@ -973,11 +1019,61 @@ static int emit(fb_report *rp, json_object *doc)
 			unlink(rp->csv_tmp);
 			rc = -1;
 		}
-		if (rc == 0)
-			printf("results: %s  %s\n", rp->json_path, rp->csv_path);
+		if (rc == 0) /* stdout of a deterministic run stays the same for a seed */
+			fprintf(rp->cfg->deterministic ? stderr : stdout, "results: %s  %s\n",
+			        rp->json_path, rp->csv_path);
 	}
 	json_object_put(doc);
 	return rc;
+}
+
+void fb_report_reasons(FILE *out, const fb_results *res)
+{
+	const fb_witness_counts *l = &res->lease;
+	if (fb_witness_total(l))
+		fprintf(out,
+		        " lease VIOLATED (%s fences not above the one they replaced, %s handed out "
+		        "twice, %s out of acquisition order, %s two live holders);",
+		        G(l->regressions), G(l->duplicates), G(l->inversions), G(l->overlaps));
+	for (int d = 0; d < FB_DISCIPLINES; d++) {
+		const fb_mode_result *m = &res->mode[d];
+		const char *name = fb_discipline_name((fb_discipline)d);
+		if (!m->on)
+			continue;
+		if (!m->checker_agrees)
+			fprintf(out, " %s: checker disagrees: %s;", name, m->disagreement);
+		if (d != FB_UNFENCED && m->stale_accepted)
+			fprintf(out, " %s accepted %s stale writes;", name, G(m->stale_accepted));
+		if (d == FB_FENCED && m->lost_updates)
+			fprintf(out, " %s lost %s updates;", name, G(m->lost_updates));
+		if (m->false_rejections)
+			fprintf(out, " %s refused its rightful holder %s times;", name,
+			        G(m->false_rejections));
+	}
+}
+
+void fb_report_seed_line(FILE *out, const fb_results *res)
+{
+	const fb_mode_result *f = &res->mode[FB_FENCED], *w = &res->mode[FB_WRITE_FENCED],
+	                     *u = &res->mode[FB_UNFENCED];
+	fprintf(out, "seed %-6llu hash 0x%016llx", (unsigned long long)res->sim.seed,
+	        (unsigned long long)res->sim.hash);
+	if (u->on)
+		fprintf(out, "  unfenced stale %-5llu lost %-7lld",
+		        (unsigned long long)u->stale_accepted, (long long)u->lost_updates);
+	if (w->on)
+		fprintf(out, "  write-fenced stale %llu lost %-5lld",
+		        (unsigned long long)w->stale_accepted, (long long)w->lost_updates);
+	if (f->on)
+		fprintf(out, "  fenced stale %llu lost %lld", (unsigned long long)f->stale_accepted,
+		        (long long)f->lost_updates);
+	if (fb_report_verdict(res)) {
+		fprintf(out, "  FAIL !!!");
+		fb_report_reasons(out, res);
+	} else if (!stale_attempts(res)) {
+		fprintf(out, "  vacuous: no stale write attempted");
+	}
+	fprintf(out, "\n");
 }
 
 void fb_report_sweep_line(FILE *out, const fb_config *row, const fb_results *res, bool first)
@@ -1029,6 +1125,8 @@ void fb_report_add_row(fb_report *rp, const fb_config *row, const fb_results *re
 	                       json_object_new_string(fb_fence_source_name(row->fence)));
 	json_object_object_add(o, "dist", json_object_new_string(dist));
 	json_object_object_add(o, "pause_rate", json_object_new_double(row->pause_rate));
+	if (res->sim.deterministic)
+		json_object_object_add(o, "seed", j_u(res->sim.seed));
 	json_object_object_add(o, "elapsed_s", json_object_new_double(res->elapsed_s));
 	json_object_object_add(o, "run", j_run(res));
 	json_object_object_add(o, "modes", j_modes(res));

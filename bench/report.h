@@ -40,8 +40,18 @@ void fb_report_tick(void *ctx, const fb_sample *s);
 /* The header line: version and every parameter. */
 void fb_report_header(FILE *out, const fb_config *cfg);
 
+/* Whether no stale write was attempted at all: nothing was put to the test. */
+bool fb_report_vacuous(const fb_results *res);
+
 /* 1 if a fenced discipline failed or a checker disagreed, else 0. */
 int fb_report_verdict(const fb_results *res);
+
+/* What failed, by name: " lease VIOLATED (...); fenced lost N updates; ..." */
+void fb_report_reasons(FILE *out, const fb_results *res);
+
+/* A deterministic sweep's line for one seed: its hash, the corruption
+ * counts, and FAIL with what failed, or vacuous. */
+void fb_report_seed_line(FILE *out, const fb_results *res);
 
 /* One line per run of a sweep (with the column heads before the first). */
 void fb_report_sweep_line(FILE *out, const fb_config *row, const fb_results *res, bool first);

@@ -11,36 +11,10 @@
 #include <stdint.h>
 
 #include "backend.h"
-#include "checker.h"
 #include "hist.h"
 #include "inject.h"
 #include "options.h"
 #include "witness.h"
-
-typedef struct fb_mode_counters {
-	fb_counter writes, accepted, rejected, reads_refused, store_stale, zombie;
-	fb_counter false_rejections; /* refused while the caller's lease was live */
-	fb_counter indeterminate;    /* sent, and the engine never answered */
-} fb_mode_counters;
-
-/* One worker's state: written by that worker only (and its pause handler),
- * sampled by the progress thread, summed after the join. */
-typedef struct fb_worker {
-	alignas(FB_PAD_LINE) fb_fault_port port;
-	struct fb_run_state *run;
-	uint16_t id;
-	fb_clock_skewed local; /* its own clock: what a local lease check reads */
-	fb_counter ops, acquired, contended, cas_retries, wasted_fences, checker_stalls;
-	fb_counter abandoned;      /* cycles whose lease check failed: no write */
-	fb_counter renew_ok;       /* late heartbeats that still extended the lease */
-	fb_counter renew_believed; /* ... that failed, and the client wrote anyway */
-	fb_counter crash_takeovers;
-	fb_mode_counters m[FB_DISCIPLINES];
-	fb_hist acquire, write, cycle, takeover;
-	fb_hist eop[FB_EOPS];      /* the engines' round trips, per operation */
-	void *lconn, *sconn;       /* its own engine contexts (connections) */
-	fb_witness_counts witness; /* read only after the join */
-} fb_worker;
 
 /* Totals of one discipline, after the run. */
 typedef struct fb_mode_result {
@@ -134,7 +108,7 @@ typedef struct fb_results {
 	uint64_t ops, acquired, contended, cas_retries, wasted_fences, checker_stalls;
 	uint64_t pause_hit, pause_at_point, pause_trapped, paused_ns;
 	uint64_t injector_missed, service_steps;
-	uint64_t abandoned, renew_ok, renew_believed;
+	uint64_t abandoned, local_fooled, renew_ok, renew_believed;
 	uint64_t crashes, crash_takeovers, delayed;
 	uint64_t crash_pending;        /* dead workers' leases not yet taken over at the end */
 	uint64_t crash_pending_age_ns; /* ... the oldest of them, since its crash */
@@ -155,14 +129,24 @@ typedef struct fb_results {
 	fb_witness_example lease_example[FB_WIT_KINDS]; /* the first of each */
 	fb_false_rejection false_rejection;             /* the first */
 	double floor_ops_s; /* the matching floor pipeline's throughput, 0: not measured */
+	bool exhausted;     /* the fence space ran out: the run stopped */
+	/* the deterministic driver's own figures (deterministic: true) */
+	struct {
+		bool deterministic;
+		uint64_t seed;
+		uint64_t steps, idle_steps; /* scheduler steps, ... in which all slept */
+		uint64_t virtual_ns;        /* virtual time covered */
+		uint64_t hash, lines;       /* the history: FNV-1a of its bytes, its lines */
+	} sim;
 } fb_results;
 
 /* Called once a second from the main thread with the cumulative sample. */
 typedef void (*fb_tick_fn)(void *ctx, const fb_sample *s);
 
 /*
- * Run the benchmark described by cfg until its duration elapses or SIGINT /
- * SIGTERM arrives (the caller must have blocked both in every thread).
+ * The threaded driver (run.c): run the benchmark described by cfg until its
+ * duration elapses or SIGINT / SIGTERM arrives (the caller must have
+ * blocked both in every thread).
  * Fills *res; returns FB_OK, or FB_ESYS / FB_ENOMEM / FB_EINVAL with a
  * message already printed (threads could not be created, a bad plan...).
  */

@@ -23,7 +23,8 @@ struct fb_lease_table {
 	uint64_t ttl_ns;
 	const fb_clock *clock;
 	fb_bug bug;
-	void (*between)(void);
+	void (*between)(void *ctx);
+	void *between_ctx;
 	fb_lease_batch *batch; /* batch-fences: one per owner id, else NULL */
 	/* The global source's counter, alone on its pair of lines: every
 	 * acquire in global mode writes it. */
@@ -81,6 +82,7 @@ fb_err fb_lease_table_create(const fb_lease_config *cfg, fb_lease_table **out)
 	t->clock = cfg->clock;
 	t->bug = cfg->bug;
 	t->between = cfg->between;
+	t->between_ctx = cfg->between_ctx;
 	atomic_init(&t->next_fence, cfg->first_fence);
 	/* A per-key slot starts one below the first fence so its first acquire
 	 * mints exactly first_fence; a global one starts at 0, below anything
@@ -148,7 +150,7 @@ static fb_acquire bug_acquire(fb_lease_table *t, uint32_t key, uint16_t owner, f
 				continue;
 			}
 			if (t->between)
-				t->between();
+				t->between(t->between_ctx);
 			/* ...step two mints, and trusts the slot to still be ours. */
 			uint64_t fence = bug_mint(t, owner, prev);
 			fb_u128 next = word_make(fence, owner, now + t->ttl_ns);

@@ -31,7 +31,8 @@ typedef struct fb_lease_config {
 	fb_bug bug;            /* FB_BUG_NONE, or a planted lease bug */
 	/* two-step only: called between taking the slot and minting the fence,
 	 * where a fault can strike (the trap of DESIGN section 2) */
-	void (*between)(void);
+	void (*between)(void *ctx);
+	void *between_ctx;
 } fb_lease_config;
 
 /* One lease as the slot held it. owner 0: the slot is free. */

@@ -7,8 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "prng.h"
-
 /* Initial-exec TLS in the executable: reading it is async-signal-safe. */
 static _Thread_local fb_fault_port *self;
 
@@ -21,7 +19,7 @@ void fb_port_take(fb_fault_port *p, fb_fault f, uint64_t arg_ns)
 		fb_counter_add(&p->over_ttl[f], 1);
 }
 
-void fb_pause_now(fb_fault_port *p, bool at_point)
+uint64_t fb_port_pause_begin(fb_fault_port *p, bool at_point)
 {
 	atomic_signal_fence(memory_order_acquire);
 	uint32_t armed = atomic_load_explicit(&p->armed, memory_order_relaxed);
@@ -30,8 +28,7 @@ void fb_pause_now(fb_fault_port *p, bool at_point)
 	bool holding = phase == FB_PHASE_HOLDING;
 	uint32_t key = atomic_load_explicit(&p->held_key, memory_order_relaxed);
 	uint64_t fence = atomic_load_explicit(&p->held_fence, memory_order_relaxed);
-	const fb_clock *clk = p->lease_clock;
-	uint64_t t0 = fb_clock_now(clk);
+	uint64_t t0 = fb_clock_now(p->lease_clock);
 	fb_fault_at at = at_point ? FB_ARM_AT(armed) : FB_AT_ANY;
 	if (at_point && holding && at == FB_AT_TAKEOVER) {
 		/* Leave a trap for whoever takes this lease over while we sleep:
@@ -59,32 +56,45 @@ void fb_pause_now(fb_fault_port *p, bool at_point)
 	atomic_store_explicit(&p->last_at, t0, memory_order_relaxed);
 	atomic_store_explicit(&p->last_ns, d, memory_order_relaxed);
 	atomic_store_explicit(&p->last_where, at, memory_order_relaxed);
-	fb_sleep_ns(d);
-	fb_counter_add(&p->paused_ns, fb_clock_now(clk) - t0);
-	if (at_point)
+	p->pause_t0 = t0;
+	p->pause_at_point = at_point;
+	p->pause_holding = holding;
+	return d ? d : 1; /* 0 means "no pause" to the callers of the points */
+}
+
+void fb_port_pause_end(fb_fault_port *p)
+{
+	fb_counter_add(&p->paused_ns, fb_clock_now(p->lease_clock) - p->pause_t0);
+	if (p->pause_at_point)
 		fb_counter_add(&p->at_point, 1);
-	if (holding)
+	if (p->pause_holding)
 		fb_counter_add(&p->hit, 1);
 	fb_port_done(p);
 }
 
-void fb_pause_trapped(fb_fault_port *p, uint32_t key, uint64_t fence, const fb_clock *clk)
+void fb_pause_now(fb_fault_port *p, bool at_point)
+{
+	fb_sleep_ns(fb_port_pause_begin(p, at_point));
+	fb_port_pause_end(p);
+}
+
+uint64_t fb_port_trap_claim(fb_fault_port *p, uint32_t key, uint64_t fence, const fb_clock *clk)
 {
 	fb_pause_trap *t = &p->traps[key];
 	uint64_t tf = atomic_load_explicit(&t->fence, memory_order_relaxed);
 	if (!tf || fence <= tf)
-		return;
+		return 0;
 	/* Take this worker out of the injector's choices first (it owns the
 	 * pause while `pending`), then claim the trap; acquire on the claim:
 	 * wake_at and extra_ns were stored before the fence. */
 	uint32_t idle = 0;
 	if (!atomic_compare_exchange_strong_explicit(&p->pending, &idle, 1, memory_order_acquire,
 	                                             memory_order_relaxed))
-		return;
+		return 0;
 	if (!atomic_compare_exchange_strong_explicit(&t->fence, &tf, 0, memory_order_acquire,
 	                                             memory_order_relaxed)) {
 		fb_port_done(p);
-		return;
+		return 0;
 	}
 	uint64_t now = fb_clock_now(clk);
 	uint64_t wake = atomic_load_explicit(&t->wake_at, memory_order_relaxed);
@@ -94,11 +104,12 @@ void fb_pause_trapped(fb_fault_port *p, uint32_t key, uint64_t fence, const fb_c
 	atomic_store_explicit(&p->armed, FB_ARM(FB_FAULT_PAUSE, FB_AT_TRAPPED),
 	                      memory_order_relaxed);
 	fb_counter_add(&p->trapped, 1);
-	fb_pause_now(p, true);
+	return fb_port_pause_begin(p, true);
 }
 
-void fb_pause_armed_here(void)
+void fb_pause_armed_here(void *ctx)
 {
+	(void)ctx;
 	fb_fault_port *p = self;
 	if (!p)
 		return;
@@ -135,26 +146,33 @@ void fb_pause_bind(fb_fault_port *port)
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 }
 
-struct fb_injector {
-	fb_injector_config cfg;
-	fb_fault_port **ports;
-	uint32_t n;
-	uint32_t crashes; /* armed so far: at least one worker must live */
-	pthread_t tid;
-	_Atomic int stop;
-	fb_injector_stats st;
-	fb_prng rng;
-	uint64_t t0;
-};
+/* ---- the decisions ---- */
+
+void fb_fault_gen_init(fb_fault_gen *g, const fb_injector_config *cfg, fb_fault_port **ports,
+                       uint32_t n)
+{
+	*g = (fb_fault_gen){.cfg = *cfg, .ports = ports, .n = n, .t0 = fb_clock_now(cfg->clock)};
+	fb_prng_init(&g->rng, cfg->seed, 0);
+	for (int f = 0; f < FB_FAULTS; f++)
+		g->total += cfg->rate[f] > 0 ? cfg->rate[f] : 0;
+}
+
+uint64_t fb_fault_gen_gap(fb_fault_gen *g)
+{
+	if (g->total <= 0 || g->cfg.plan)
+		return UINT64_MAX;
+	return fb_prng_exp(&g->rng, 1e9 / g->total); /* a Poisson stream of faults */
+}
 
 /* A live worker holding a lease, not already under a fault; else any free
  * live one. */
-static fb_fault_port *pick(fb_injector *inj, bool *holder)
+static fb_fault_port *pick(fb_fault_gen *g, bool *holder)
 {
-	uint32_t start = fb_prng_below(&inj->rng, inj->n);
+	uint32_t start = fb_prng_below(&g->rng, g->n);
 	fb_fault_port *fallback = NULL;
-	for (uint32_t i = 0; i < inj->n; i++) {
-		fb_fault_port *p = inj->ports[(start + i) % inj->n];
+	for (uint32_t i = 0; i < g->n; i++) {
+		uint32_t j = start + i;
+		fb_fault_port *p = g->ports[j >= g->n ? j - g->n : j];
 		if (atomic_load_explicit(&p->pending, memory_order_acquire))
 			continue;
 		uint32_t phase = atomic_load_explicit(&p->phase, memory_order_relaxed);
@@ -169,159 +187,198 @@ static fb_fault_port *pick(fb_injector *inj, bool *holder)
 	return fallback;
 }
 
-static uint64_t draw(fb_injector *inj, uint64_t lo, uint64_t hi)
+static uint64_t draw(fb_fault_gen *g, uint64_t lo, uint64_t hi)
 {
-	return lo + (hi > lo ? fb_prng_next(&inj->rng) % (hi - lo + 1) : 0);
+	return lo + (hi > lo ? fb_prng_next(&g->rng) % (hi - lo + 1) : 0);
+}
+
+static uint64_t since_start_us(const fb_fault_gen *g)
+{
+	return (fb_clock_now(g->cfg.clock) - g->t0) / 1000;
 }
 
 /* Step the lease service's clock forward: every live lease loses arg_ns. */
-static void step_service(fb_injector *inj)
+static void step_service(fb_fault_gen *g, uint64_t ns, bool record)
 {
-	fb_clock_skewed_jump(inj->cfg.service_clock, (int64_t)inj->cfg.skew_ns);
-	inj->st.service_steps++;
-	if (inj->cfg.steps) /* relaxed: workers only compare it across a cycle */
-		atomic_fetch_add_explicit(inj->cfg.steps, 1, memory_order_relaxed);
-	fb_plan_entry e = {(fb_clock_now(fb_clock_monotonic()) - inj->t0) / 1000,
-	                   inj->cfg.skew_ns,
-	                   0,
-	                   0,
-	                   FB_FAULT_SKEW,
-	                   FB_SKEW_SERVICE,
-	                   0};
-	fb_plan_log_add(inj->cfg.log, &e);
+	fb_clock_skewed_jump(g->cfg.service_clock, (int64_t)ns);
+	g->st.service_steps++;
+	if (g->cfg.steps) /* relaxed: workers only compare it across a cycle */
+		atomic_fetch_add_explicit(g->cfg.steps, 1, memory_order_relaxed);
+	if (!record)
+		return;
+	fb_plan_entry e = {since_start_us(g), ns, 0, 0, FB_FAULT_SKEW, FB_SKEW_SERVICE, 0};
+	fb_plan_log_add(g->cfg.log, &e);
 }
 
-/* One fault of type f, aimed at a holder. */
-static void inject(fb_injector *inj, fb_fault f)
+/* Which fault: in proportion to the rates. */
+static fb_fault which(fb_fault_gen *g)
 {
-	const fb_injector_config *c = &inj->cfg;
-	if (f == FB_FAULT_SKEW && c->service_clock && fb_prng_below(&inj->rng, 2)) {
-		step_service(inj);
-		return;
+	double x = fb_prng_unit(&g->rng) * g->total;
+	int f = 0;
+	while (f < FB_FAULTS - 1 && (x -= g->cfg.rate[f]) >= 0)
+		f++;
+	while (g->cfg.rate[f] <= 0) /* rounding: the last fault with a rate */
+		f--;
+	return (fb_fault)f;
+}
+
+bool fb_fault_gen_next(fb_fault_gen *g, fb_fault_decision *d)
+{
+	const fb_injector_config *c = &g->cfg;
+	fb_fault f = which(g);
+	*d = (fb_fault_decision){.fault = f, .at = FB_AT_AFTER_READ};
+	if (f == FB_FAULT_SKEW && c->service_clock && fb_prng_below(&g->rng, 2)) {
+		step_service(g, c->skew_ns, true);
+		return false; /* done: the service's clock, not a worker's */
 	}
 	if (f == FB_FAULT_SERVER_PAUSE) { /* the service, not a worker */
-		uint64_t d = draw(inj, c->pause_min_ns, c->pause_max_ns);
-		inj->st.sent[f]++;
-		if (!c->server_pause || c->server_pause(c->server_ctx, d) != 0)
-			return;
-		inj->st.server_paused++;
-		if (d > c->ttl_ns)
-			inj->st.server_over_ttl++;
-		if (c->server_pauses) /* relaxed: workers only compare it across a cycle */
-			atomic_fetch_add_explicit(c->server_pauses, 1, memory_order_relaxed);
-		return;
+		d->arg_ns = draw(g, c->pause_min_ns, c->pause_max_ns);
+		g->st.sent[f]++;
+		return c->server_pause != NULL;
 	}
-	if (f == FB_FAULT_CRASH && inj->crashes + 1 >= inj->n)
-		return; /* someone must live to take the leases over */
+	if (f == FB_FAULT_CRASH && g->crashes + 1 >= g->n)
+		return false; /* someone must live to take the leases over */
 	bool holder = false;
 	fb_fault_port *p = NULL;
 	for (int tries = 0; tries < 64 && !holder; tries++)
-		p = pick(inj, &holder);
+		p = pick(g, &holder);
 	if (!p)
-		return;
+		return false;
 	uint32_t idle = 0;
 	if (!atomic_compare_exchange_strong_explicit(&p->pending, &idle, 1, memory_order_acquire,
 	                                             memory_order_relaxed))
-		return;
-	fb_fault_at at = FB_AT_AFTER_READ;
-	uint64_t arg = 0, extra = 0;
+		return false;
 	switch (f) {
 	case FB_FAULT_PAUSE:
-		arg = draw(inj, c->pause_min_ns, c->pause_max_ns);
+		d->arg_ns = draw(g, c->pause_min_ns, c->pause_max_ns);
 		/* a trapped taker wakes up to half a TTL after the first holder */
-		extra = fb_prng_next(&inj->rng) % (c->ttl_ns / 2 + 1);
-		at = c->at == FB_AT_MIX ? (fb_fault_at)fb_prng_below(&inj->rng, FB_AT_MIX) : c->at;
+		d->extra_ns = fb_prng_next(&g->rng) % (c->ttl_ns / 2 + 1);
+		d->at = c->at == FB_AT_MIX ? (fb_fault_at)fb_prng_below(&g->rng, FB_AT_MIX) : c->at;
+		d->signal = d->at == FB_AT_ANY;
 		break;
 	case FB_FAULT_SKEW: /* the worker's own clock: slow, or a jump back */
-		at = fb_prng_below(&inj->rng, 2) ? (fb_fault_at)FB_SKEW_SLOW
-		                                 : (fb_fault_at)FB_SKEW_BACK;
-		arg = c->skew_ns;
+		d->at = fb_prng_below(&g->rng, 2) ? (fb_fault_at)FB_SKEW_SLOW
+		                                  : (fb_fault_at)FB_SKEW_BACK;
+		d->arg_ns = c->skew_ns;
 		break;
 	case FB_FAULT_DELAY:
-		arg = draw(inj, c->delay_min_ns, c->delay_max_ns);
+		d->arg_ns = draw(g, c->delay_min_ns, c->delay_max_ns);
 		break;
 	case FB_FAULT_RENEW: /* the stall before the heartbeat: racing the expiry */
-		arg = draw(inj, c->ttl_ns / 2, c->ttl_ns * 3 / 2);
+		d->arg_ns = draw(g, c->ttl_ns / 2, c->ttl_ns * 3 / 2);
 		break;
 	case FB_FAULT_CRASH:
-		inj->crashes++;
+		g->crashes++;
 		break;
 	case FB_FAULT_RETRY: /* taken at the write */
-		at = FB_AT_AFTER_CHECK;
+		d->at = FB_AT_AFTER_CHECK;
 		break;
 	default:
 		break;
 	}
-	atomic_store_explicit(&p->arg_ns, arg, memory_order_relaxed);
-	atomic_store_explicit(&p->extra_ns, extra, memory_order_relaxed);
-	if (f == FB_FAULT_PAUSE && at == FB_AT_ANY) {
-		/* pthread_kill orders the stores above before the handler */
-		if (pthread_kill(p->tid, SIGUSR1) != 0) {
-			fb_port_done(p);
-			return;
-		}
-	} else {
-		/* the worker takes it at the named point; release publishes
-		 * arg_ns and extra_ns with it */
-		atomic_store_explicit(&p->armed, FB_ARM(f, at), memory_order_release);
-		holder = true;
-	}
-	inj->st.sent[f]++;
-	if (!holder)
-		inj->st.missed++;
+	d->port = p;
+	d->holder = holder || !d->signal; /* an armed fault waits for a holder's point */
+	g->st.sent[f]++;
+	if (!d->holder)
+		g->st.missed++;
+	atomic_store_explicit(&p->arg_ns, d->arg_ns, memory_order_relaxed);
+	atomic_store_explicit(&p->extra_ns, d->extra_ns, memory_order_relaxed);
+	return true;
 }
 
-/* Replay the plan's steps of the service clock at their times. */
-static void replay_service(fb_injector *inj)
+void fb_fault_arm(const fb_fault_decision *d)
+{
+	/* release: publishes arg_ns and extra_ns with it */
+	atomic_store_explicit(&d->port->armed, FB_ARM(d->fault, d->at), memory_order_release);
+}
+
+uint64_t fb_fault_gen_plan_due(const fb_fault_gen *g)
+{
+	if (!g->cfg.plan)
+		return UINT64_MAX;
+	const fb_plan_entry *e;
+	size_t n = fb_plan_for(g->cfg.plan, 0, &e);
+	return g->plan_next < n ? g->t0 + e[g->plan_next].cycle * 1000 : UINT64_MAX;
+}
+
+void fb_fault_gen_plan_step(fb_fault_gen *g)
 {
 	const fb_plan_entry *e;
-	size_t n = fb_plan_for(inj->cfg.plan, 0, &e);
-	for (size_t i = 0; i < n && !atomic_load_explicit(&inj->stop, memory_order_relaxed);) {
-		uint64_t now_us = (fb_clock_now(fb_clock_monotonic()) - inj->t0) / 1000;
-		if (now_us < e[i].cycle) {
-			uint64_t d = (e[i].cycle - now_us) * 1000;
-			fb_sleep_ns(d < 20000000 ? d : 20000000);
-			continue;
-		}
-		if (inj->cfg.service_clock) {
-			fb_clock_skewed_jump(inj->cfg.service_clock, (int64_t)e[i].arg_ns);
-			inj->st.service_steps++;
-			if (inj->cfg.steps)
-				atomic_fetch_add_explicit(inj->cfg.steps, 1, memory_order_relaxed);
-		}
-		i++;
+	size_t n = fb_plan_for(g->cfg.plan, 0, &e);
+	if (g->plan_next >= n)
+		return;
+	if (g->cfg.service_clock)
+		step_service(g, e[g->plan_next].arg_ns, false);
+	g->plan_next++;
+}
+
+/* ---- the injector thread ---- */
+
+struct fb_injector {
+	fb_fault_gen g;
+	pthread_t tid;
+	_Atomic int stop;
+};
+
+/* Sleep until the injector's clock reads `until` or it is told to stop, in
+ * steps of 20 ms. False: stopped. */
+static bool wait_for(fb_injector *inj, uint64_t until)
+{
+	for (;;) {
+		if (atomic_load_explicit(&inj->stop, memory_order_relaxed))
+			return false;
+		uint64_t now = fb_clock_now(inj->g.cfg.clock);
+		if (now >= until)
+			return true;
+		uint64_t d = until - now;
+		fb_sleep_ns(d < 20000000 ? d : 20000000);
 	}
+}
+
+/* The delivery on threads: a server pause through the engine, a pause
+ * anywhere as SIGUSR1 (its handler sleeps), the rest armed on the port. */
+static void deliver(fb_injector *inj, const fb_fault_decision *d)
+{
+	fb_fault_gen *g = &inj->g;
+	const fb_injector_config *c = &g->cfg;
+	if (!d->port) { /* the lease service pauses */
+		if (c->server_pause(c->server_ctx, d->arg_ns) != 0)
+			return;
+		g->st.server_paused++;
+		if (d->arg_ns > c->ttl_ns)
+			g->st.server_over_ttl++;
+		if (c->server_pauses) /* relaxed: workers only compare it across a cycle */
+			atomic_fetch_add_explicit(c->server_pauses, 1, memory_order_relaxed);
+		return;
+	}
+	if (d->signal) {
+		/* pthread_kill orders the port's stores before the handler */
+		if (pthread_kill(d->port->tid, SIGUSR1) != 0)
+			fb_port_done(d->port);
+		return;
+	}
+	fb_fault_arm(d);
 }
 
 static void *injector_main(void *arg)
 {
 	fb_injector *inj = arg;
-	if (inj->cfg.plan) {
-		replay_service(inj);
+	fb_fault_gen *g = &inj->g;
+	if (g->cfg.plan) { /* replaying: only the service's steps are the injector's */
+		for (uint64_t at; (at = fb_fault_gen_plan_due(g)) != UINT64_MAX;) {
+			if (!wait_for(inj, at))
+				break;
+			fb_fault_gen_plan_step(g);
+		}
 		return NULL;
 	}
-	double total = 0;
-	for (int f = 0; f < FB_FAULTS; f++)
-		total += inj->cfg.rate[f];
-	while (!atomic_load_explicit(&inj->stop, memory_order_relaxed)) {
-		/* exponential inter-arrival: a Poisson stream of faults */
-		double gap = -log(1.0 - fb_prng_unit(&inj->rng)) / total;
-		uint64_t wait = (uint64_t)(gap * 1e9);
-		while (wait && !atomic_load_explicit(&inj->stop, memory_order_relaxed)) {
-			uint64_t step = wait < 20000000 ? wait : 20000000;
-			fb_sleep_ns(step);
-			wait -= step;
-		}
-		if (atomic_load_explicit(&inj->stop, memory_order_relaxed))
+	for (uint64_t t = fb_clock_now(g->cfg.clock);;) {
+		t += fb_fault_gen_gap(g);
+		if (!wait_for(inj, t))
 			break;
-		/* which fault: in proportion to the rates */
-		double x = fb_prng_unit(&inj->rng) * total;
-		int f = 0;
-		while (f < FB_FAULTS - 1 && (x -= inj->cfg.rate[f]) >= 0)
-			f++;
-		while (inj->cfg.rate[f] <= 0) /* rounding: the last fault with a rate */
-			f--;
-		inject(inj, (fb_fault)f);
+		fb_fault_decision d;
+		if (fb_fault_gen_next(g, &d))
+			deliver(inj, &d);
 	}
 	return NULL;
 }
@@ -332,16 +389,13 @@ fb_err fb_injector_start(const fb_injector_config *cfg, fb_fault_port **ports, u
 	double total = 0;
 	for (int f = 0; f < FB_FAULTS; f++)
 		total += cfg->rate[f] > 0 ? cfg->rate[f] : 0;
-	if (!n || (total <= 0 && !cfg->plan) || cfg->pause_min_ns > cfg->pause_max_ns)
+	if (!n || (total <= 0 && !cfg->plan) || cfg->pause_min_ns > cfg->pause_max_ns ||
+	    !cfg->clock)
 		return FB_EINVAL;
 	fb_injector *inj = calloc(1, sizeof *inj);
 	if (!inj)
 		return FB_ENOMEM;
-	inj->cfg = *cfg;
-	inj->ports = ports;
-	inj->n = n;
-	inj->t0 = fb_clock_now(fb_clock_monotonic());
-	fb_prng_init(&inj->rng, cfg->seed, 0);
+	fb_fault_gen_init(&inj->g, cfg, ports, n);
 	atomic_init(&inj->stop, 0);
 	int e = pthread_create(&inj->tid, NULL, injector_main, inj);
 	if (e) {
@@ -360,6 +414,6 @@ void fb_injector_stop(fb_injector *inj, fb_injector_stats *st)
 	atomic_store_explicit(&inj->stop, 1, memory_order_relaxed);
 	pthread_join(inj->tid, NULL);
 	if (st)
-		*st = inj->st;
+		*st = inj->g.st;
 	free(inj);
 }

@@ -23,6 +23,7 @@
 #include "fault.h"
 #include "lease.h"
 #include "plan.h"
+#include "prng.h"
 
 enum fb_phase {
 	FB_PHASE_IDLE,      /* between cycles */
@@ -64,6 +65,9 @@ typedef struct fb_fault_port {
 	/* the last pause: when (lease clock), how long, where (for the timeline) */
 	_Atomic uint64_t last_at, last_ns;
 	_Atomic uint32_t last_where;
+	/* the pause under way, between its begin and its end (the owner's) */
+	uint64_t pause_t0;
+	bool pause_at_point, pause_holding;
 	pthread_t tid;
 	uint16_t worker;
 	uint64_t ttl_ns;             /* the leases' TTL: what a fault must outlast */
@@ -114,32 +118,51 @@ static inline void fb_port_done(fb_fault_port *p)
 	atomic_store_explicit(&p->pending, 0, memory_order_release);
 }
 
-/* Suspend the calling worker for arg_ns (the armed or signalled pause).
- * Async-signal-safe: runs inside the SIGUSR1 handler too. */
+/*
+ * A pause in two halves, so that either driver can do the waiting: begin
+ * does what comes before the suspension (the trap a takeover pause leaves,
+ * the plan's record, the counts) and returns its length; end, once that
+ * long has passed, what comes after (the time suspended, the port free for
+ * the next fault). Both on the worker's own thread (or, for a simulated
+ * worker, its driver). at_point: taken at a named point, not signalled.
+ * The length is at least 1 ns: 0 is "no pause" at the points below.
+ */
+uint64_t fb_port_pause_begin(fb_fault_port *p, bool at_point);
+void fb_port_pause_end(fb_fault_port *p);
+
+/* Suspend the calling worker for arg_ns (the armed or signalled pause):
+ * begin, sleep, end. Async-signal-safe: runs inside the SIGUSR1 handler. */
 void fb_pause_now(fb_fault_port *p, bool at_point);
 
 /*
- * The after-read point: take an armed pause aimed here, or the trap a
- * paused predecessor left on this key. Two relaxed loads when nothing is
- * armed. Other armed faults are the worker's to take (see run.c).
+ * The cycle's named points: the pause armed for `here` (after-read takes
+ * a takeover pause too), begun, its length returned; 0 when none is. Two
+ * relaxed loads when nothing is armed.
  */
-void fb_pause_trapped(fb_fault_port *p, uint32_t key, uint64_t fence, const fb_clock *clk);
-
-static inline void fb_pause_point(fb_fault_port *p, uint32_t key, uint64_t fence,
-                                  const fb_clock *clk, fb_fault_at here)
+static inline uint64_t fb_port_pause_due(fb_fault_port *p, fb_fault_at here)
 {
 	uint32_t a = fb_port_armed(p);
 	if (a && FB_ARM_FAULT(a) == FB_FAULT_PAUSE &&
 	    (FB_ARM_AT(a) == here || (here == FB_AT_AFTER_READ && FB_ARM_AT(a) == FB_AT_TAKEOVER)))
-		fb_pause_now(p, true);
-	if (here == FB_AT_AFTER_READ &&
-	    atomic_load_explicit(&p->traps[key].fence, memory_order_relaxed))
-		fb_pause_trapped(p, key, fence, clk);
+		return fb_port_pause_begin(p, true);
+	return 0;
 }
 
-/* Take the pause armed on the calling worker's port now, wherever it is
+/* The trap a paused predecessor left on key, if this holder (fence) is the
+ * first after it to get here: the pause it owes, begun; 0 when none. */
+uint64_t fb_port_trap_claim(fb_fault_port *p, uint32_t key, uint64_t fence, const fb_clock *clk);
+
+static inline uint64_t fb_port_trap_due(fb_fault_port *p, uint32_t key, uint64_t fence,
+                                        const fb_clock *clk)
+{
+	if (!atomic_load_explicit(&p->traps[key].fence, memory_order_relaxed))
+		return 0;
+	return fb_port_trap_claim(p, key, fence, clk);
+}
+
+/* Take the pause armed on the calling thread's port now, wherever it is
  * aimed (the planted two-step bug's window between its two steps). */
-void fb_pause_armed_here(void);
+void fb_pause_armed_here(void *ctx);
 
 /* Install the SIGUSR1 handler (once per process). */
 fb_err fb_pause_install(void);
@@ -164,9 +187,8 @@ typedef struct fb_injector_config {
 	int (*server_pause)(void *ctx, uint64_t ns);
 	void *server_ctx;
 	_Atomic uint64_t *server_pauses; /* counts them, for the workers to notice */
+	const fb_clock *clock; /* the driver's time: real, or the simulator's virtual clock */
 } fb_injector_config;
-
-typedef struct fb_injector fb_injector;
 
 typedef struct fb_injector_stats {
 	uint64_t sent[FB_FAULTS]; /* faults armed or signalled */
@@ -175,6 +197,67 @@ typedef struct fb_injector_stats {
 	uint64_t server_paused;   /* server pauses the service took */
 	uint64_t server_over_ttl; /* ... longer than the TTL */
 } fb_injector_stats;
+
+/* ---- what the injector decides: the same for both drivers ---- */
+
+/* One fault, decided: what, at whom, where, how long. */
+typedef struct fb_fault_decision {
+	fb_fault fault;
+	fb_fault_port *port; /* the worker aimed at; NULL: the lease service itself */
+	fb_fault_at at;      /* pause: where; skew: an fb_skew_kind */
+	uint64_t arg_ns, extra_ns;
+	bool signal; /* a pause "anywhere": delivered at once, not armed at a point */
+	bool holder; /* the worker held a lease when aimed at */
+} fb_fault_decision;
+
+/*
+ * The injector's choices, from one seeded stream: when the next fault
+ * comes (a Poisson stream of all the selected faults' rates together),
+ * which it is (in proportion to the rates), and whom it is aimed at (a
+ * worker holding a lease, not under a fault already; else any live one) and
+ * its size. The threaded injector and the simulator's virtual-time events
+ * both draw from it, so a seed means the same faults in either; only the
+ * delivery differs (a signal or an armed port on threads, a worker taken
+ * off the run list in the simulator).
+ */
+typedef struct fb_fault_gen {
+	fb_injector_config cfg;
+	fb_fault_port **ports;
+	uint32_t n;
+	uint32_t crashes; /* armed so far: at least one worker must live */
+	double total;     /* the rates' sum */
+	fb_prng rng;
+	fb_injector_stats st;
+	size_t plan_next; /* replaying: the next step of the service's clock */
+	uint64_t t0;      /* the start, on cfg.clock: plans count from it */
+} fb_fault_gen;
+
+void fb_fault_gen_init(fb_fault_gen *g, const fb_injector_config *cfg, fb_fault_port **ports,
+                       uint32_t n);
+
+/* Nanoseconds from one fault to the next (UINT64_MAX: no fault at all). */
+uint64_t fb_fault_gen_gap(fb_fault_gen *g);
+
+/*
+ * Decide the next fault and claim its target (the port's pending). False:
+ * nothing to deliver this time (no worker to aim at, the last one alive
+ * spared a crash). A step of the service's clock is done here, for both
+ * drivers alike; the caller delivers the rest: a server pause
+ * (d->port NULL, fault server-pause), a signal, or fb_fault_arm.
+ */
+bool fb_fault_gen_next(fb_fault_gen *g, fb_fault_decision *d);
+
+/* Arm a decided fault on its port for the worker to take at its point. */
+void fb_fault_arm(const fb_fault_decision *d);
+
+/* Replaying a plan: when (on the gen's clock) the next step of the
+ * service's clock is due, UINT64_MAX when none is left; and take it. */
+uint64_t fb_fault_gen_plan_due(const fb_fault_gen *g);
+void fb_fault_gen_plan_step(fb_fault_gen *g);
+
+/* ---- the injector thread (the threaded driver's delivery) ---- */
+
+typedef struct fb_injector fb_injector;
 
 fb_err fb_injector_start(const fb_injector_config *cfg, fb_fault_port **ports, uint32_t n,
                          fb_injector **out);

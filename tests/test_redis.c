@@ -397,8 +397,9 @@ static struct {
 	int calls;
 } trap;
 
-static void trap_between(void)
+static void trap_between(void *ctx)
 {
+	(void)ctx;
 	if (trap.calls++ != 0)
 		return; /* B's own acquire passes here too */
 	adm_do("PEXPIRE %s 0", "fb:lease:0");

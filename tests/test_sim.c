@@ -1,10 +1,14 @@
-/* The deterministic mode: reproducible histories, each fault alone doing what
- * the catalogue says it does, and fencing holding across a sweep of seeds. */
+/* The deterministic driver: the stress run's own cycle under a simulated
+ * scheduler. Reproducible histories, each fault alone doing what the
+ * catalogue says, fencing holding across seeds, every planted bug caught,
+ * and one worker's cycles identical under both drivers. */
 #include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "fbtest.h"
+#include "report.h"
+#include "run.h"
 #include "sim.h"
 
 #define US (UINT64_C(1000))
@@ -18,6 +22,11 @@ static fb_config base(void)
 	cfg.threads = 8;
 	cfg.keys = 8;
 	cfg.ttl_ns = 1 * MS;
+	cfg.pause_min_ns = 3 * MS / 2;
+	cfg.pause_max_ns = 3 * MS;
+	cfg.delay_min_ns = 2 * MS;
+	cfg.delay_max_ns = 4 * MS;
+	cfg.skew_ns = 2 * MS;
 	cfg.steps = 300000;
 	cfg.faults = 0;
 	cfg.quiet = true;
@@ -31,59 +40,67 @@ static fb_config every_fault(void)
 	cfg.faults = (1u << FB_FAULTS) - 1;
 	cfg.pause_rate = cfg.skew_rate = cfg.delay_rate = cfg.renew_rate = 200;
 	cfg.crash_rate = 5;
+	cfg.retry_rate = 20;
 	cfg.lease_clock = FB_LEASE_CLOCK_REALTIME;
 	cfg.check_lease = FB_CHECK_LOCAL;
 	return cfg;
 }
 
-static fb_sim_result run(const fb_config *cfg, uint64_t seed)
+/* One seed, checked to have run; free with fb_results_free. */
+static fb_results run(fb_config *cfg, uint64_t seed)
 {
-	fb_sim_result r;
-	fb_err e = fb_sim_run(cfg, seed, &r);
+	fb_results r;
+	cfg->seed = seed;
+	fb_err e = fb_sim_run(cfg, seed, NULL, NULL, &r);
 	check_eq(e, FB_OK, "fb_sim_run of a valid configuration");
-	check_eq(r.steps, cfg->steps, "every step asked for was run");
+	check(r.sim.steps >= cfg->steps, "every step asked for was run (%llu of %llu)",
+	      (unsigned long long)r.sim.steps, (unsigned long long)cfg->steps);
 	return r;
 }
 
 /* Both fenced disciplines held and every checker agreed with its store. */
-static void check_fencing_held(const fb_sim_result *r, const char *what)
+static void check_fencing_held(const fb_results *r, const char *what)
 {
 	for (int d = 0; d < FB_DISCIPLINES; d++)
 		check(!r->mode[d].on || r->mode[d].checker_agrees,
 		      "%s, seed %llu: the %s checker disagrees with its store: %s", what,
-		      (unsigned long long)r->seed, fb_discipline_name((fb_discipline)d),
+		      (unsigned long long)r->sim.seed, fb_discipline_name((fb_discipline)d),
 		      r->mode[d].disagreement);
 	check(r->mode[FB_FENCED].stale_accepted == 0 && r->mode[FB_FENCED].lost_updates == 0,
 	      "%s, seed %llu: fenced accepted %llu stale writes and lost %lld updates", what,
-	      (unsigned long long)r->seed, (unsigned long long)r->mode[FB_FENCED].stale_accepted,
+	      (unsigned long long)r->sim.seed,
+	      (unsigned long long)r->mode[FB_FENCED].stale_accepted,
 	      (long long)r->mode[FB_FENCED].lost_updates);
 	check(r->mode[FB_WRITE_FENCED].stale_accepted == 0,
 	      "%s, seed %llu: write-fenced accepted %llu stale writes", what,
-	      (unsigned long long)r->seed,
+	      (unsigned long long)r->sim.seed,
 	      (unsigned long long)r->mode[FB_WRITE_FENCED].stale_accepted);
-	check(!r->violation, "%s, seed %llu: no fenced violation", what,
-	      (unsigned long long)r->seed);
+	check(!fb_report_verdict(r), "%s, seed %llu: no fenced violation", what,
+	      (unsigned long long)r->sim.seed);
 }
 
 /* One safety fault alone: it must bite (unfenced accepts stale writes that
  * the fault's own cycles attempted), and fencing must hold. */
-static fb_sim_result check_fault_alone(const fb_config *cfg, fb_fault f)
+static void check_fault_alone(fb_config *cfg, fb_fault f, fb_results *out)
 {
-	fb_sim_result r = run(cfg, 1);
+	fb_results r = run(cfg, 1);
 	const char *name = fb_fault_names[f];
-	check(r.fault[f].injected > 0, "%s alone: some %s faults took effect", name, name);
+	check(r.fault[f].taken > 0, "%s alone: some %s faults took effect", name, name);
 	for (int g = 0; g < FB_FAULTS; g++)
 		if (g != (int)f)
-			check_eq(r.fault[g].injected, 0, "only the selected fault is injected");
+			check_eq(r.fault[g].taken, 0, "only the selected fault is injected");
 	check(r.mode[FB_UNFENCED].stale_accepted > 0,
 	      "%s alone: unfenced accepted no stale write in %llu steps (%llu %s faults): the "
 	      "fault never bit",
-	      name, (unsigned long long)r.steps, (unsigned long long)r.fault[f].injected, name);
-	check(r.fault[f].stale > 0, "%s alone: the stale writes come from %s-faulted cycles", name,
-	      name);
-	check(!r.vacuous, "%s alone: a run with stale writes is not vacuous", name);
+	      name, (unsigned long long)r.sim.steps, (unsigned long long)r.fault[f].taken, name);
+	check(r.fault[f].stale_attempts > 0,
+	      "%s alone: the stale writes come from %s-faulted cycles", name, name);
+	check(!fb_report_vacuous(&r), "%s alone: a run with stale writes is not vacuous", name);
 	check_fencing_held(&r, name);
-	return r;
+	if (out)
+		*out = r;
+	else
+		fb_results_free(&r);
 }
 
 static uint64_t fnv1a_file(const char *path, size_t *len)
@@ -100,20 +117,6 @@ static uint64_t fnv1a_file(const char *path, size_t *len)
 	}
 	fclose(f);
 	return h;
-}
-
-static bool same_file(const char *a, const char *b)
-{
-	FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
-	check(fa && fb, "both history files exist");
-	int ca, cb;
-	do {
-		ca = fgetc(fa);
-		cb = fgetc(fb);
-	} while (ca == cb && ca != EOF);
-	fclose(fa);
-	fclose(fb);
-	return ca == cb;
 }
 
 static void temp_path(char *buf, size_t len, const char *tag)
@@ -134,31 +137,63 @@ static void test_same_seed_same_history_byte_for_byte(void **state)
 	temp_path(pa, sizeof pa, "a");
 	temp_path(pb, sizeof pb, "b");
 	cfg.history_path = pa;
-	fb_sim_result a = run(&cfg, 42);
+	fb_results a = run(&cfg, 42);
 	cfg.history_path = pb;
-	fb_sim_result b = run(&cfg, 42);
-	check(a.hash == b.hash, "seed 42 twice: hashes 0x%016llx and 0x%016llx differ",
-	      (unsigned long long)a.hash, (unsigned long long)b.hash);
-	check(same_file(pa, pb), "seed 42 twice: the history files are identical");
-	size_t len;
-	uint64_t h = fnv1a_file(pa, &len);
-	check(h == a.hash, "the reported hash is FNV-1a of the file's %zu bytes", len);
-	check_eq(a.lines, b.lines, "same number of history lines");
-	check(len > 0 && a.lines >= a.steps, "at least one history line a step");
-	check_eq(a.stale_cycles, b.stale_cycles, "same stale attempts");
+	fb_results b = run(&cfg, 42);
+	check(a.sim.hash == b.sim.hash, "seed 42 twice: hashes 0x%016llx and 0x%016llx differ",
+	      (unsigned long long)a.sim.hash, (unsigned long long)b.sim.hash);
+	size_t la, lb;
+	check(fnv1a_file(pa, &la) == a.sim.hash, "the reported hash is FNV-1a of the file");
+	check(fnv1a_file(pb, &lb) == b.sim.hash && la == lb, "the two files are the same");
+	check(la > 0 && a.sim.lines >= a.sim.steps, "at least one history line a step");
 	check_eq(a.mode[FB_UNFENCED].stale_accepted, b.mode[FB_UNFENCED].stale_accepted,
 	         "same unfenced corruption");
-	check_eq(a.virtual_ns, b.virtual_ns, "same virtual time");
+	check_eq(a.sim.virtual_ns, b.sim.virtual_ns, "same virtual time");
 	for (int f = 0; f < FB_FAULTS; f++)
-		check_eq(a.fault[f].injected, b.fault[f].injected, "same faults injected");
+		check_eq(a.fault[f].taken, b.fault[f].taken, "same faults taken");
 	cfg.history_path = NULL;
-	fb_sim_result c = run(&cfg, 43);
-	check(c.hash != a.hash, "seeds 42 and 43 give the same hash 0x%016llx",
-	      (unsigned long long)a.hash);
-	fb_sim_result d = run(&cfg, 42);
-	check(d.hash == a.hash, "writing the history or not does not change it");
+	fb_results c = run(&cfg, 43);
+	check(c.sim.hash != a.sim.hash, "seeds 42 and 43 give the same hash 0x%016llx",
+	      (unsigned long long)a.sim.hash);
+	fb_results d = run(&cfg, 42);
+	check(d.sim.hash == a.sim.hash, "writing the history or not does not change it");
+	fb_results_free(&a);
+	fb_results_free(&b);
+	fb_results_free(&c);
+	fb_results_free(&d);
 	unlink(pa);
 	unlink(pb);
+}
+
+/* A seed in a sweep is the seed alone: nothing carries over from one seed to
+ * the next (the planted batch-fences bug kept its batches in thread-local
+ * state once, which every simulated worker shared and the next seed
+ * inherited). */
+static void test_a_seed_in_a_sweep_is_the_seed_alone(void **state)
+{
+	(void)state;
+	fb_config cfg = base();
+	cfg.faults = 1u << FB_FAULT_PAUSE;
+	cfg.pause_rate = 200;
+	cfg.steps = 40000;
+	cfg.bug = FB_BUG_BATCH_FENCES;
+	uint64_t swept[4] = {0};
+	int verdict[4] = {0};
+	for (uint64_t seed = 1; seed <= 3; seed++) {
+		fb_results r = run(&cfg, seed);
+		swept[seed] = r.sim.hash;
+		verdict[seed] = fb_report_verdict(&r);
+		fb_results_free(&r);
+	}
+	for (uint64_t seed = 3; seed >= 1; seed--) {
+		fb_results r = run(&cfg, seed);
+		check(r.sim.hash == swept[seed],
+		      "seed %llu alone: hash 0x%016llx, in the sweep 0x%016llx",
+		      (unsigned long long)seed, (unsigned long long)r.sim.hash,
+		      (unsigned long long)swept[seed]);
+		check_eq(fb_report_verdict(&r), verdict[seed], "the same verdict");
+		fb_results_free(&r);
+	}
 }
 
 static void test_pause_alone_corrupts_unfenced_only(void **state)
@@ -167,7 +202,7 @@ static void test_pause_alone_corrupts_unfenced_only(void **state)
 	fb_config cfg = base();
 	cfg.faults = 1u << FB_FAULT_PAUSE;
 	cfg.pause_rate = 500;
-	(void)check_fault_alone(&cfg, FB_FAULT_PAUSE);
+	check_fault_alone(&cfg, FB_FAULT_PAUSE, NULL);
 }
 
 static void test_skew_of_a_realtime_lease_clock_corrupts_unfenced_only(void **state)
@@ -177,7 +212,7 @@ static void test_skew_of_a_realtime_lease_clock_corrupts_unfenced_only(void **st
 	cfg.faults = 1u << FB_FAULT_SKEW;
 	cfg.skew_rate = 500;
 	cfg.lease_clock = FB_LEASE_CLOCK_REALTIME;
-	(void)check_fault_alone(&cfg, FB_FAULT_SKEW);
+	check_fault_alone(&cfg, FB_FAULT_SKEW, NULL);
 }
 
 static void test_delay_alone_corrupts_unfenced_only(void **state)
@@ -186,7 +221,7 @@ static void test_delay_alone_corrupts_unfenced_only(void **state)
 	fb_config cfg = base();
 	cfg.faults = 1u << FB_FAULT_DELAY;
 	cfg.delay_rate = 500;
-	(void)check_fault_alone(&cfg, FB_FAULT_DELAY);
+	check_fault_alone(&cfg, FB_FAULT_DELAY, NULL);
 }
 
 static void test_late_renewal_alone_corrupts_unfenced_only(void **state)
@@ -195,8 +230,10 @@ static void test_late_renewal_alone_corrupts_unfenced_only(void **state)
 	fb_config cfg = base();
 	cfg.faults = 1u << FB_FAULT_RENEW;
 	cfg.renew_rate = 500;
-	fb_sim_result r = check_fault_alone(&cfg, FB_FAULT_RENEW);
-	check(r.renew_failed > 0, "some late renewals failed and were believed");
+	fb_results r;
+	check_fault_alone(&cfg, FB_FAULT_RENEW, &r);
+	check(r.renew_believed > 0, "some late renewals failed and were believed");
+	fb_results_free(&r);
 }
 
 static void test_crashed_holder_lease_is_taken_over_within_a_ttl(void **state)
@@ -209,21 +246,21 @@ static void test_crashed_holder_lease_is_taken_over_within_a_ttl(void **state)
 	/* a TTL, plus the longest contended backoff (64 us) and a few steps */
 	uint64_t bound = cfg.ttl_ns + 128 * US;
 	for (uint64_t seed = 1; seed <= 3; seed++) {
-		fb_sim_result r = run(&cfg, seed);
-		const fb_sim_fault *c = &r.fault[FB_FAULT_CRASH];
-		check(c->injected > 0, "seed %llu: some holders crashed", (unsigned long long)seed);
-		check_eq(r.crash_taken + r.crash_pending, c->injected,
+		fb_results r = run(&cfg, seed);
+		uint64_t crashed = r.fault[FB_FAULT_CRASH].taken;
+		check(crashed > 0, "seed %llu: some holders crashed", (unsigned long long)seed);
+		check_eq(r.crash_takeovers + r.crash_pending, crashed,
 		         "every crashed lease is either taken over or still held at the end");
-		check(r.crash_latency_max_ns <= bound,
+		check(r.takeover.max <= bound,
 		      "seed %llu: a dead holder's lease was taken over after %llu ns, more than "
 		      "the TTL %llu ns plus the step granularity",
-		      (unsigned long long)seed, (unsigned long long)r.crash_latency_max_ns,
+		      (unsigned long long)seed, (unsigned long long)r.takeover.max,
 		      (unsigned long long)cfg.ttl_ns);
 		check(r.crash_pending_age_ns <= bound,
 		      "seed %llu: a dead holder's lease still stands %llu ns after the crash",
 		      (unsigned long long)seed, (unsigned long long)r.crash_pending_age_ns);
-		check_eq(r.mode[FB_FENCED].lost_updates, 0, "fenced loses no update to a crash");
 		check_fencing_held(&r, "crash");
+		fb_results_free(&r);
 	}
 }
 
@@ -234,12 +271,13 @@ static void test_crashes_leave_one_worker_alive(void **state)
 	cfg.faults = 1u << FB_FAULT_CRASH;
 	cfg.crash_rate = 100000;
 	cfg.steps = 50000;
-	fb_sim_result r = run(&cfg, 3);
-	check_eq(r.fault[FB_FAULT_CRASH].injected, cfg.threads - 1,
+	fb_results r = run(&cfg, 3);
+	check_eq(r.fault[FB_FAULT_CRASH].taken, cfg.threads - 1,
 	         "crashes stop when one worker is left");
-	check(r.cycles > 1000, "the last worker goes on working (%llu cycles)",
-	      (unsigned long long)r.cycles);
+	check(r.ops > 1000, "the last worker goes on working (%llu cycles)",
+	      (unsigned long long)r.ops);
 	check_fencing_held(&r, "crash storm");
+	fb_results_free(&r);
 }
 
 static void test_takeover_pauses_show_write_fencing_loses_updates(void **state)
@@ -249,12 +287,13 @@ static void test_takeover_pauses_show_write_fencing_loses_updates(void **state)
 	cfg.faults = 1u << FB_FAULT_PAUSE;
 	cfg.pause_rate = 500;
 	cfg.fault_at = FB_AT_TAKEOVER;
-	fb_sim_result r = run(&cfg, 1);
+	fb_results r = run(&cfg, 1);
 	check(r.pause_trapped > 0, "takeover traps caught the next holders");
 	check(r.mode[FB_WRITE_FENCED].lost_updates > 0,
 	      "two holders read the same balance and both writes went forward: write-fenced "
 	      "must lose updates");
 	check_fencing_held(&r, "takeover");
+	fb_results_free(&r);
 }
 
 static void test_is_held_check_misses_only_the_pause_after_it(void **state)
@@ -265,15 +304,17 @@ static void test_is_held_check_misses_only_the_pause_after_it(void **state)
 	cfg.pause_rate = 500;
 	cfg.check_lease = FB_CHECK_IS_HELD;
 	cfg.fault_at = FB_AT_AFTER_READ;
-	fb_sim_result r = run(&cfg, 1);
-	check(r.checks_failed > 0, "is_held() caught the holders paused before it");
-	check(r.vacuous && r.mode[FB_UNFENCED].stale_accepted == 0,
+	fb_results r = run(&cfg, 1);
+	check(r.abandoned > 0, "is_held() caught the holders paused before it");
+	check(fb_report_vacuous(&r) && r.mode[FB_UNFENCED].stale_accepted == 0,
 	      "with every pause before the check, no stale write is even attempted");
+	fb_results_free(&r);
 	cfg.fault_at = FB_AT_AFTER_CHECK;
 	r = run(&cfg, 1);
 	check(r.mode[FB_UNFENCED].stale_accepted > 0,
 	      "a pause between is_held() and the write: unfenced accepts stale writes");
 	check_fencing_held(&r, "after-check");
+	fb_results_free(&r);
 }
 
 static void test_skew_of_worker_clocks_alone_is_reported_vacuous(void **state)
@@ -283,12 +324,13 @@ static void test_skew_of_worker_clocks_alone_is_reported_vacuous(void **state)
 	cfg.faults = 1u << FB_FAULT_SKEW;
 	cfg.skew_rate = 500;
 	cfg.steps = 100000;
-	fb_sim_result r = run(&cfg, 1);
-	check(r.fault[FB_FAULT_SKEW].injected > 0, "worker clocks were skewed");
-	check_eq(r.fault[FB_FAULT_SKEW].stale, 0,
+	fb_results r = run(&cfg, 1);
+	check(r.fault[FB_FAULT_SKEW].taken > 0, "worker clocks were skewed");
+	check_eq(r.fault[FB_FAULT_SKEW].stale_attempts, 0,
 	         "a worker's clock matters only to a local check, and there is none");
-	check(r.vacuous, "no stale write attempted: vacuous, not a pass");
-	check(!r.violation, "and no violation");
+	check(fb_report_vacuous(&r), "no stale write attempted: vacuous, not a pass");
+	check(!fb_report_verdict(&r), "and no violation");
+	fb_results_free(&r);
 }
 
 static void test_key_distributions_are_honoured(void **state)
@@ -299,15 +341,19 @@ static void test_key_distributions_are_honoured(void **state)
 	cfg.pause_rate = 500;
 	cfg.steps = 100000;
 	cfg.dist = (fb_dist){FB_DIST_PARTITIONED, 0};
-	fb_sim_result r = run(&cfg, 1);
+	fb_results r = run(&cfg, 1);
 	check_eq(r.contended, 0, "partitioned keys: no worker ever finds a key held");
-	check(r.vacuous, "nobody takes a paused worker's key over: no stale write attempted");
+	check(fb_report_vacuous(&r),
+	      "nobody takes a paused worker's key over: no stale write attempted");
+	fb_results_free(&r);
 	cfg.dist = (fb_dist){FB_DIST_ZIPF, 0.99};
 	r = run(&cfg, 1);
-	fb_sim_result again = run(&cfg, 1);
-	check(r.hash == again.hash, "zipf keys: the same seed gives the same history");
+	fb_results again = run(&cfg, 1);
+	check(r.sim.hash == again.sim.hash, "zipf keys: the same seed gives the same history");
 	check(r.mode[FB_UNFENCED].stale_accepted > 0, "hot keys under pauses: unfenced corrupted");
 	check_fencing_held(&r, "zipf");
+	fb_results_free(&r);
+	fb_results_free(&again);
 }
 
 static void test_a_sweep_of_seeds_finds_no_fenced_violation(void **state)
@@ -317,33 +363,110 @@ static void test_a_sweep_of_seeds_finds_no_fenced_violation(void **state)
 	cfg.steps = 30000;
 	uint64_t bitten = 0;
 	for (uint64_t seed = 1; seed <= 20; seed++) {
-		fb_sim_result r = run(&cfg, seed);
+		fb_results r = run(&cfg, seed);
 		check_fencing_held(&r, "sweep");
-		bitten += !r.vacuous;
+		bitten += !fb_report_vacuous(&r);
+		fb_results_free(&r);
 	}
 	check(bitten >= 15, "the faults bit in most seeds (%llu of 20)",
 	      (unsigned long long)bitten);
 }
 
-static void test_sim_main_exit_codes(void **state)
+/*
+ * Every planted bug, through the simulator, is caught on a fixed seed: the
+ * same cycle as the stress run, so the same bugs. two-step needs another
+ * worker scheduled between its two steps (a pause armed there), ge-store an
+ * equal token (a resent write), batch-fences several owners' batches.
+ */
+static void test_every_planted_bug_is_caught_by_the_simulator(void **state)
+{
+	(void)state;
+	for (int b = 1; b < FB_BUGS; b++) {
+		fb_config cfg = base();
+		cfg.bug = (fb_bug)b;
+		cfg.steps = 200000;
+		cfg.faults = 1u << FB_FAULT_PAUSE;
+		cfg.pause_rate = 500;
+		if (b == FB_BUG_GE_STORE) {
+			cfg.faults |= 1u << FB_FAULT_RETRY;
+			cfg.retry_rate = 500;
+		}
+		int caught = 0;
+		uint64_t seed = 1;
+		for (; seed <= 3 && !caught; seed++) {
+			fb_results r = run(&cfg, seed);
+			caught = fb_report_verdict(&r);
+			fb_results_free(&r);
+		}
+		check(caught, "planted bug %s: no seed of 1..3 caught it in the simulator",
+		      fb_bug_names[b]);
+	}
+}
+
+/* One worker, no faults, a fixed number of cycles: the threaded driver and
+ * the simulator run the same cycle, so they end in the same state. */
+static void test_one_worker_ends_the_same_under_both_drivers(void **state)
+{
+	(void)state;
+	for (int op = 0; op < 2; op++) {
+		fb_config cfg = base();
+		cfg.threads = 1;
+		cfg.keys = 4;
+		cfg.ttl_ns = 10 * MS;
+		cfg.cycles = 3000;
+		cfg.steps = 1; /* the simulator winds down at once; --cycles ends both */
+		cfg.duration_ns = UINT64_C(60) * 1000 * MS;
+		cfg.op = op ? FB_OP_DEBIT : FB_OP_RMW;
+		cfg.deterministic = false;
+		cfg.sample = 1;
+		fb_results t;
+		check_eq(fb_run(&cfg, NULL, NULL, &t), FB_OK, "the threaded run");
+		cfg.deterministic = true;
+		cfg.steps = 1000000000; /* --cycles ends it first */
+		fb_results s;
+		check_eq(fb_sim_run(&cfg, cfg.seed, NULL, NULL, &s), FB_OK, "the simulated run");
+		check_eq(t.ops, cfg.cycles, "threads: every cycle ran");
+		check_eq(s.ops, t.ops, "the same cycles");
+		check_eq(s.acquired, t.acquired, "the same acquires");
+		check_eq(s.contended, t.contended, "no contention in either");
+		for (int d = 0; d < FB_DISCIPLINES; d++) {
+			check_eq(s.mode[d].accepted, t.mode[d].accepted,
+			         "the same writes accepted");
+			check_eq(s.mode[d].rejected_stale, t.mode[d].rejected_stale,
+			         "the same refused");
+			check_eq(s.mode[d].checked, t.mode[d].checked, "the same walked");
+			check_eq(s.mode[d].checker_agrees, t.mode[d].checker_agrees,
+			         "the same agreement");
+			for (uint32_t k = 0; k < cfg.keys; k++) {
+				check_eq(s.keys[k].balance[d], t.keys[k].balance[d],
+				         "the same final balance");
+				check_eq(s.keys[k].last_fence[d], t.keys[k].last_fence[d],
+				         "the same last fence");
+			}
+		}
+		check_eq(fb_report_verdict(&s), fb_report_verdict(&t), "the same verdict");
+		check_eq(fb_report_vacuous(&s), fb_report_vacuous(&t), "both vacuous");
+		fb_results_free(&t);
+		fb_results_free(&s);
+	}
+}
+
+static void test_an_unwritable_history_is_a_system_error(void **state)
 {
 	(void)state;
 	fb_config cfg = every_fault();
-	cfg.steps = 20000;
-	cfg.seed_lo = 1;
-	cfg.seed_hi = 3;
-	check_eq(fb_sim_main(&cfg), 0, "a sweep without fenced violation exits 0");
-	cfg.seed_lo = cfg.seed_hi = 5;
+	cfg.steps = 2000;
 	cfg.history_path = "/nonexistent-dir/history.txt";
-	fb_sim_result r;
-	check_eq(fb_sim_run(&cfg, 5, &r), FB_ESYS, "an unwritable history file is a system error");
-	check_eq(fb_sim_main(&cfg), 3, "... and exit code 3");
+	fb_results r;
+	check_eq(fb_sim_run(&cfg, 5, NULL, NULL, &r), FB_ESYS,
+	         "an unwritable history file is a system error");
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_same_seed_same_history_byte_for_byte),
+	        cmocka_unit_test(test_a_seed_in_a_sweep_is_the_seed_alone),
 	        cmocka_unit_test(test_pause_alone_corrupts_unfenced_only),
 	        cmocka_unit_test(test_skew_of_a_realtime_lease_clock_corrupts_unfenced_only),
 	        cmocka_unit_test(test_delay_alone_corrupts_unfenced_only),
@@ -355,7 +478,9 @@ int main(void)
 	        cmocka_unit_test(test_skew_of_worker_clocks_alone_is_reported_vacuous),
 	        cmocka_unit_test(test_key_distributions_are_honoured),
 	        cmocka_unit_test(test_a_sweep_of_seeds_finds_no_fenced_violation),
-	        cmocka_unit_test(test_sim_main_exit_codes),
+	        cmocka_unit_test(test_every_planted_bug_is_caught_by_the_simulator),
+	        cmocka_unit_test(test_one_worker_ends_the_same_under_both_drivers),
+	        cmocka_unit_test(test_an_unwritable_history_is_a_system_error),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests_name("sim", tests, NULL, NULL);
 }

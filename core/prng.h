@@ -3,6 +3,7 @@
 #ifndef FB_PRNG_H
 #define FB_PRNG_H
 
+#include <math.h>
 #include <stdint.h>
 
 typedef struct fb_prng {
@@ -53,6 +54,46 @@ static inline uint32_t fb_prng_below(fb_prng *p, uint32_t n)
 static inline double fb_prng_unit(fb_prng *p)
 {
 	return (double)(fb_prng_next(p) >> 11) * 0x1.0p-53;
+}
+
+/*
+ * -ln(u) for u in (0, 1], from frexp and IEEE basic arithmetic only: libm's
+ * log may round differently from one libc to the next, and a seed's
+ * schedule must not. ln(m) by the atanh series, m in [0.5, 1).
+ */
+static inline double fb_neg_log(double u)
+{
+	int e;
+	double m = frexp(u, &e);
+	double z = (m - 1) / (m + 1), z2 = z * z, term = z, sum = 0;
+	for (int k = 1; k < 64; k += 2) {
+		sum += term / k;
+		term *= z2;
+	}
+	return -(2 * sum + e * 0.69314718055994530942);
+}
+
+/* e^x for x <= 0, by the same rule: x = n ln2 + r, |r| <= ln2 / 2, e^r by
+ * its Taylor series, and ldexp (exact) for the 2^n. */
+static inline double fb_exp_neg(double x)
+{
+	const double ln2 = 0.69314718055994530942;
+	double n = (double)(int64_t)(x / ln2 + (x < 0 ? -0.5 : 0.5));
+	double r = x - n * ln2, term = 1, sum = 1;
+	if (n < -1070)
+		return 0;
+	for (int k = 1; k < 24; k++) {
+		term *= r / k;
+		sum += term;
+	}
+	return ldexp(sum, (int)n);
+}
+
+/* An exponential gap of mean `mean` (a Poisson stream's), at least 1. */
+static inline uint64_t fb_prng_exp(fb_prng *p, double mean)
+{
+	double t = mean * fb_neg_log(1.0 - fb_prng_unit(p));
+	return t < 1 ? 1 : t > 1e18 ? UINT64_C(1000000000000000000) : (uint64_t)t;
 }
 
 #endif

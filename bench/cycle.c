@@ -1,0 +1,963 @@
+/*
+ * The worker's cycle (cycle.h): every operation once, for both drivers.
+ *
+ * An operation reads and writes the worker's own state and the shared
+ * environment; it never sleeps, spins or waits itself (but for a commit on
+ * a blocking environment, the threaded one's): where the cycle must wait
+ * (a pause, a late heartbeat's stall, the holder's work) it returns
+ * FB_SLEEP and the driver waits, on the real clock or the virtual one.
+ */
+#define _GNU_SOURCE
+#include "cycle.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dist.h"
+
+const char *const fb_pc_names[FB_PCS] = {
+        "begin", "pick",  "acquire",     "read", "fault", "renew",   "pause-read", "trap",
+        "work",  "check", "pause-check", "arm",  "write", "release", "commit",     "end"};
+
+/* The operations are inlined into the straight line of fb_cycle_thread (and
+ * the simulator's switch): a call per operation cost about a third of a
+ * single thread's cycle here. */
+#define HOT inline __attribute__((always_inline))
+
+static inline fb_step go(fb_worker *w, uint8_t pc)
+{
+	w->pc = pc;
+	return (fb_step){FB_GO, 0};
+}
+
+/* Wait ns, then go on at pc; a pause (pausing: one begun, never of 0 ns)
+ * ends when the driver wakes the worker. 0 ns: go on at once. */
+static inline fb_step nap(fb_worker *w, uint8_t pc, uint64_t ns, bool pausing)
+{
+	w->pc = pc;
+	if (!ns)
+		return (fb_step){FB_GO, 0};
+	w->pausing = pausing;
+	return (fb_step){FB_SLEEP, ns};
+}
+
+static inline fb_step stop(fb_worker *w)
+{
+	fb_port_phase(&w->port, FB_PHASE_IDLE);
+	return (fb_step){FB_STOP, 0};
+}
+
+/* An engine call, timed when `on`: the engine is remote (a round trip dwarfs
+ * the clock). In process the sampled cycle's acquire and write latencies
+ * time the same calls: timing each again cost six more clock reads a timed
+ * cycle (about 8% of throughput, measured). */
+static inline uint64_t eop_start(const fb_env *e, bool on)
+{
+	return on ? fb_clock_now(e->fast) : 0;
+}
+
+static inline void eop_end(const fb_env *e, fb_worker *w, fb_engine_op op, uint64_t t0)
+{
+	if (t0)
+		fb_hist_record(&w->eop[op], fb_clock_now(e->fast) - t0);
+}
+
+/* The i-th of n disciplines from first, without a division. */
+static inline fb_discipline rotated(const fb_env *e, int first, int i)
+{
+	int j = first + i;
+	return e->active[j >= e->nactive ? j - e->nactive : j];
+}
+
+static void record(fb_worker *w, fb_fault f, uint8_t at, uint64_t arg, uint64_t extra)
+{
+	fb_plan_entry e = {atomic_load_explicit(&w->port.cycle, memory_order_relaxed),
+	                   arg,
+	                   extra,
+	                   w->id,
+	                   (uint8_t)f,
+	                   at,
+	                   FB_PHASE_HOLDING};
+	fb_plan_log_add(w->port.log, &e);
+}
+
+void fb_env_failed(fb_env *e, const char *what, const char *why)
+{
+	int no = 0;
+	if (atomic_compare_exchange_strong_explicit(&e->failed, &no, 1, memory_order_relaxed,
+	                                            memory_order_relaxed))
+		snprintf(e->failure, sizeof e->failure, "%s: %s", what, why);
+	atomic_store_explicit(&e->stop, 1, memory_order_relaxed);
+	/* commits parked for room in a checker's ring look at the flag now */
+	for (int d = 0; d < FB_DISCIPLINES; d++)
+		if (e->checker[d])
+			fb_checker_wake(e->checker[d]);
+}
+
+void fb_worker_init(fb_worker *w, fb_env *e, uint16_t id)
+{
+	const fb_config *cfg = e->cfg;
+	w->env = e;
+	w->id = id;
+	w->port.worker = id;
+	w->port.ttl_ns = cfg->ttl_ns;
+	w->port.lease_clock = e->clock;
+	w->port.traps = e->traps;
+	w->port.log = e->log;
+	fb_clock_skewed_init(&w->local, e->fast, 1.0, 0);
+	fb_hist_init(&w->acquire);
+	fb_hist_init(&w->write);
+	fb_hist_init(&w->cycle);
+	fb_hist_init(&w->takeover);
+	for (int k = 0; k < FB_EOPS; k++)
+		fb_hist_init(&w->eop[k]);
+	fb_prng_init(&w->rng, cfg->seed, id);
+	memset(w->wmemo.key1, 0, sizeof w->wmemo.key1);
+	w->counting = cfg->warmup_ns == 0;
+	w->any_phase = -1;
+	w->pc = FB_PC_BEGIN;
+	w->planned = e->plan.n ? fb_plan_for(&e->plan, id, &w->plan) : 0;
+}
+
+/* ---- begin: the stop flag, the plan, the warm-up ---- */
+
+/*
+ * A plan's faults for this cycle: arm them on the worker's own port, as the
+ * injector would have. One fault at a time: a second one in the same cycle
+ * slips to the next. Pauses that landed "anywhere" come back at the phase
+ * they struck: any_phase says which (or -1).
+ */
+static void replay_plan(fb_worker *w)
+{
+	fb_env *e = w->env;
+	while (w->planned && w->plan->cycle < w->n) { /* missed: the worker died, or an odd plan */
+		w->plan++;
+		w->planned--;
+	}
+	if (!w->planned || w->plan->cycle != w->n)
+		return;
+	const fb_plan_entry *p = w->plan++;
+	w->planned--;
+	if (atomic_load_explicit(&w->port.pending, memory_order_relaxed)) {
+		fb_counter_add(&e->plan_slipped, 1); /* one fault at a time */
+		return;
+	}
+	atomic_store_explicit(&w->port.pending, 1, memory_order_relaxed);
+	atomic_store_explicit(&w->port.arg_ns, p->arg_ns, memory_order_relaxed);
+	atomic_store_explicit(&w->port.extra_ns, p->extra, memory_order_relaxed);
+	if (p->fault == FB_FAULT_PAUSE && p->at == FB_AT_ANY)
+		w->any_phase = (int8_t)p->phase;
+	else
+		atomic_store_explicit(&w->port.armed, FB_ARM(p->fault, p->at),
+		                      memory_order_relaxed);
+}
+
+/* Warm-up over: start the performance counts afresh. The correctness counts
+ * cover the whole run: the checker must see every write. */
+static void start_counting(fb_worker *w)
+{
+	w->counting = true;
+	fb_counter_reset(&w->ops);
+	fb_counter_reset(&w->acquired);
+	fb_counter_reset(&w->contended);
+	w->ls = (fb_lease_stats){0};
+	fb_hist_init(&w->acquire);
+	fb_hist_init(&w->write);
+	fb_hist_init(&w->cycle);
+	for (int k = 0; k < FB_EOPS; k++)
+		fb_hist_init(&w->eop[k]);
+}
+
+static HOT fb_step op_begin(fb_worker *w)
+{
+	fb_env *e = w->env;
+	const fb_config *cfg = e->cfg;
+	if (atomic_load_explicit(&e->stop, memory_order_relaxed))
+		return stop(w);
+	if (cfg->cycles && w->n >= cfg->cycles) { /* --cycles: done; the last one stops the run */
+		if (atomic_fetch_add_explicit(&e->done, 1, memory_order_relaxed) + 1 == e->nworkers)
+			atomic_store_explicit(&e->stop, 1, memory_order_relaxed);
+		return stop(w);
+	}
+	atomic_store_explicit(&w->port.cycle, ++w->n, memory_order_relaxed);
+	w->tick = w->tick + 1 == cfg->sample ? 0 : w->tick + 1;
+	w->rot = w->rot + 1 == (uint32_t)e->nactive ? 0 : w->rot + 1;
+	w->any_phase = -1;
+	if (w->planned)
+		replay_plan(w);
+	if (!w->counting && atomic_load_explicit(&e->counting, memory_order_relaxed))
+		start_counting(w);
+	if (w->any_phase == FB_PHASE_IDLE)
+		return nap(w, FB_PC_PICK, fb_port_pause_begin(&w->port, false), true);
+	return go(w, FB_PC_PICK);
+}
+
+static HOT fb_step op_pick(fb_worker *w)
+{
+	fb_env *e = w->env;
+	w->timed = w->tick == 0;
+	w->t0 = w->timed ? fb_clock_now(e->fast) : 0;
+	w->key = fb_dist_pick(e->cfg, e->zipf_cdf, w->id, &w->rng);
+	w->fails = 0;
+	fb_port_phase(&w->port, FB_PHASE_ACQUIRING);
+	if (w->any_phase == FB_PHASE_ACQUIRING)
+		return nap(w, FB_PC_ACQUIRE, fb_port_pause_begin(&w->port, false), true);
+	return go(w, FB_PC_ACQUIRE);
+}
+
+/* ---- the lease ---- */
+
+/* The first acquire of a crashed holder's key times the takeover. */
+static void time_takeover(fb_worker *w)
+{
+	fb_env *e = w->env;
+	fb_crash_slot *c = &e->crashes_at[w->key];
+	uint64_t cf = atomic_load_explicit(&c->fence, memory_order_relaxed);
+	if (cf && w->l.fence > cf &&
+	    atomic_compare_exchange_strong_explicit(&c->fence, &cf, 0, memory_order_acquire,
+	                                            memory_order_relaxed)) {
+		uint64_t at = atomic_load_explicit(&c->at, memory_order_relaxed);
+		uint64_t now = fb_clock_now(e->fast);
+		fb_hist_record(&w->takeover, now > at ? now - at : 0);
+		fb_counter_add(&w->crash_takeovers, 1);
+	}
+}
+
+/* The cycle's lease was granted: what every later operation reads. */
+static HOT fb_step acquired(fb_worker *w)
+{
+	fb_env *e = w->env;
+	const fb_config *cfg = e->cfg;
+	fb_counter_add(&w->acquired, 1);
+	if (e->witnessing) /* on the service's own clock */
+		fb_witness_acquired_memo(e->witness, w->key, w->l.fence, w->l.replaced,
+		                         w->l.service_at + cfg->ttl_ns, &w->witness, &w->wmemo);
+	w->steps = e->stepping ? atomic_load_explicit(&e->service_steps, memory_order_relaxed) : 0;
+	w->spauses = e->server_pausing
+	                     ? atomic_load_explicit(&e->server_pauses, memory_order_relaxed)
+	                     : 0;
+	if (e->crashes)
+		time_takeover(w);
+	if (cfg->check_lease == FB_CHECK_LOCAL)
+		w->local_deadline = fb_clock_now(&w->local.base) + cfg->ttl_ns;
+	fb_port_hold(&w->port, w->key, w->l.fence);
+	w->t1 = w->timed ? fb_clock_now(e->fast) : 0;
+	w->tw = 0;
+	/* Rotate the order of the disciplines each cycle: a pause that lands
+	 * between two of them must not favour one column. */
+	w->first = (uint8_t)w->rot;
+	w->i = 0;
+	w->ntodo = 0;
+	w->stale = w->resend = w->sent = w->silent = false;
+	w->delay = w->stale_newer = 0;
+	w->erased = 0;
+	memset(w->outcome, 0, sizeof w->outcome);
+	uint8_t next = FB_PC_READ;
+	if (cfg->op != FB_OP_RMW) { /* a debit reads nothing: every store "served" */
+		for (int d = 0; d < FB_DISCIPLINES; d++) {
+			w->served[d] = true;
+			w->bal[d] = 0;
+		}
+		next = FB_PC_FAULT;
+	}
+	if (w->any_phase == FB_PHASE_HOLDING)
+		return nap(w, next, fb_port_pause_begin(&w->port, false), true);
+	return go(w, next);
+}
+
+static HOT fb_step op_acquire(fb_worker *w)
+{
+	fb_env *e = w->env;
+	uint64_t e0 = eop_start(e, e->remote);
+	fb_acquire a = e->lops->acquire(w->lconn, w->key, &w->l, &w->ls);
+	eop_end(e, w, FB_EOP_ACQUIRE, e0);
+	if (a == FB_ACQUIRED)
+		return acquired(w);
+	if (a == FB_HELD) {
+		fb_counter_add(&w->contended, 1);
+		if (atomic_load_explicit(&e->stop, memory_order_relaxed))
+			return stop(w);
+		w->fails++;
+		if (e->skip) { /* another key; if all seem held, back off all the same */
+			w->key = fb_dist_pick(e->cfg, e->zipf_cdf, w->id, &w->rng);
+			if (w->fails < 4)
+				return go(w, FB_PC_ACQUIRE);
+		}
+		return (fb_step){FB_YIELD, 0};
+	}
+	if (a == FB_EXHAUSTED) {
+		atomic_store_explicit(&e->exhausted, 1, memory_order_relaxed);
+		atomic_store_explicit(&e->stop, 1, memory_order_relaxed);
+	}
+	if (a == FB_ACQ_ERROR)
+		fb_env_failed(e, "lease", e->lops->error(w->lconn));
+	return stop(w);
+}
+
+/* ---- the reads, and what a refusal means ---- */
+
+/*
+ * A refusal by a fenced or write-fenced store is false (the store refused
+ * its rightful holder: a liveness violation) when the caller's lease was
+ * live from before the call was sent until after its reply came. It was
+ * acquired before the call and this worker has not released it, so it was
+ * live throughout if it is still live now, after the reply, with the lease
+ * clock's slack to spare: no newer holder can exist then, and a correct
+ * store has no newer fence to refuse it for. Judged on the lease service's
+ * clock as the caller reads it (for a remote service, the caller's own
+ * bounds: expires_at never later than the server's). The clock is read only
+ * here, after a refusal, never on the hot path. The caller leaves out what
+ * is rightly refused: a resent copy of a write that was accepted (an equal
+ * token is stale, contract 5) and a delayed write (its writer moved on and
+ * released before the reply).
+ */
+static void refused(fb_worker *w, fb_discipline d, bool read, uint64_t highest)
+{
+	fb_env *e = w->env;
+	if (d == FB_UNFENCED)
+		return;
+	uint64_t now = fb_clock_now(e->clock);
+	if (now + e->lease_slack >= w->l.expires_at)
+		return; /* the lease ran out in flight: a newer holder may exist */
+	fb_counter_add(&w->m[d].false_rejections, 1);
+	int no = 0;
+	if (atomic_load_explicit(&e->false_claimed, memory_order_relaxed) ||
+	    !atomic_compare_exchange_strong_explicit(&e->false_claimed, &no, 1,
+	                                             memory_order_relaxed, memory_order_relaxed))
+		return;
+	e->false_rej = (fb_false_rejection){true,  d,          read,    w->key,
+	                                    w->id, w->l.fence, highest, w->l.expires_at - now};
+}
+
+static HOT fb_step op_read(fb_worker *w)
+{
+	fb_env *e = w->env;
+	fb_discipline d = rotated(e, w->first, w->i);
+	uint64_t e0 = eop_start(e, e->remote);
+	w->rd[d] = (fb_store_result){0};
+	fb_io io = e->sops->read(w->sconn, d, w->key, w->l.fence, &w->rd[d]);
+	eop_end(e, w, FB_EOP_READ, e0);
+	if (io == FB_IO_ERROR) { /* the store fell silent: the run is over */
+		fb_env_failed(e, "store", e->sops->error(w->sconn));
+		return stop(w);
+	}
+	w->served[d] = io == FB_IO_OK;
+	if (!w->served[d]) {
+		fb_counter_add(&w->m[d].reads_refused, 1);
+		refused(w, d, true, w->rd[d].highest);
+		w->stale = true;
+	}
+	w->bal[d] = w->rd[d].balance;
+	if (++w->i == e->nactive)
+		w->pc = FB_PC_FAULT;
+	return (fb_step){FB_GO, 0};
+}
+
+/* Past the stores whose read was refused (no write for them) to the next
+ * that served it, or to the release. */
+static HOT void next_write(fb_worker *w)
+{
+	fb_env *e = w->env;
+	for (; w->i < e->nactive; w->i++) {
+		fb_discipline d = rotated(e, w->first, w->i);
+		if (w->served[d])
+			return;
+		w->outcome[d] = FB_OUT_READ_REFUSED;
+	}
+	w->pc = FB_PC_RELEASE;
+}
+
+/* ---- the after-read point ---- */
+
+/* An armed skew, crash or late heartbeat, taken at the after-read point;
+ * pauses and delays are taken at their own points. */
+static HOT fb_step op_fault(fb_worker *w)
+{
+	fb_env *e = w->env;
+	fb_fault_port *p = &w->port;
+	uint32_t armed = fb_port_armed(p);
+	if (!armed)
+		return go(w, FB_PC_PAUSE_READ);
+	fb_fault f = FB_ARM_FAULT(armed);
+	uint64_t arg = atomic_load_explicit(&p->arg_ns, memory_order_relaxed);
+	switch (f) {
+	case FB_FAULT_SKEW:
+		record(w, f, FB_ARM_AT(armed), arg, (uint64_t)(e->cfg->skew_drift * 1e6));
+		fb_port_take(p, f, 0);
+		if (FB_ARM_AT(armed) == (fb_fault_at)FB_SKEW_BACK) {
+			fb_clock_skewed_jump(&w->local, -(int64_t)arg);
+		} else {
+			/* From now on its clock runs slow, continuing from where it
+			 * reads now. Only this worker reads or writes w->local. */
+			uint64_t was = fb_clock_now(&w->local.base);
+			fb_clock_skewed_init(&w->local, e->fast, 1.0 - e->cfg->skew_drift,
+			                     (int64_t)(was - fb_clock_now(e->fast)));
+		}
+		fb_port_done(p);
+		return go(w, FB_PC_PAUSE_READ);
+	case FB_FAULT_CRASH: {
+		record(w, f, FB_AT_AFTER_READ, 0, 0);
+		fb_port_take(p, f, 0);
+		fb_crash_slot *c = &e->crashes_at[w->key];
+		atomic_store_explicit(&c->at, fb_clock_now(e->fast), memory_order_relaxed);
+		/* release: the taker reads `at` after claiming the fence */
+		atomic_store_explicit(&c->fence, w->l.fence, memory_order_release);
+		fb_port_phase(p, FB_PHASE_DEAD);
+		return (fb_step){FB_DIED, 0}; /* pending stays set: nobody aims at the dead */
+	}
+	case FB_FAULT_RENEW:
+		record(w, f, FB_AT_AFTER_READ, arg, 0);
+		fb_port_take(p, f, arg);
+		return nap(w, FB_PC_RENEW, arg, false); /* the stall before the heartbeat */
+	default:
+		return go(w, FB_PC_PAUSE_READ);
+	}
+}
+
+/* The late heartbeat. */
+static fb_step op_renew(fb_worker *w)
+{
+	fb_env *e = w->env;
+	fb_lease renewed;
+	fb_io io = e->lops->renew(w->lconn, w->key, &w->l, &renewed);
+	if (io == FB_IO_ERROR)
+		fb_env_failed(e, "lease", e->lops->error(w->lconn));
+	if (io == FB_IO_OK) {
+		fb_counter_add(&w->renew_ok, 1);
+		w->l = renewed;
+	} else {
+		/* The bug: the client counts the heartbeat as sent and so the
+		 * lease as extended, though it had expired and was taken. */
+		fb_counter_add(&w->renew_believed, 1);
+	}
+	w->local_deadline = fb_clock_now(&w->local.base) + e->cfg->ttl_ns;
+	fb_port_done(&w->port);
+	return go(w, FB_PC_PAUSE_READ);
+}
+
+static HOT fb_step op_pause_read(fb_worker *w)
+{
+	return nap(w, FB_PC_TRAP, fb_port_pause_due(&w->port, FB_AT_AFTER_READ), true);
+}
+
+static HOT fb_step op_trap(fb_worker *w)
+{
+	uint64_t d = fb_port_trap_due(&w->port, w->key, w->l.fence, w->env->clock);
+	return nap(w, FB_PC_WORK, d, true);
+}
+
+static HOT fb_step op_work(fb_worker *w)
+{
+	const fb_config *cfg = w->env->cfg;
+	if (!cfg->work_max_ns)
+		return go(w, FB_PC_CHECK);
+	uint64_t lo = cfg->work_min_ns, hi = cfg->work_max_ns;
+	return nap(w, FB_PC_CHECK, lo + (hi > lo ? fb_prng_next(&w->rng) % (hi - lo + 1) : 0),
+	           false);
+}
+
+/* ---- the lease check, the after-check point ---- */
+
+static HOT fb_step op_check(fb_worker *w)
+{
+	fb_env *e = w->env;
+	switch (e->cfg->check_lease) {
+	case FB_CHECK_IS_HELD: {
+		uint64_t e0 = eop_start(e, e->remote);
+		fb_io io = e->lops->is_held(w->lconn, w->key, &w->l);
+		eop_end(e, w, FB_EOP_IS_HELD, e0);
+		if (io == FB_IO_ERROR)
+			fb_env_failed(e, "lease", e->lops->error(w->lconn));
+		w->checked = io == FB_IO_OK;
+		break;
+	}
+	case FB_CHECK_LOCAL:
+		w->checked = fb_clock_now(&w->local.base) < w->local_deadline;
+		if (w->checked && fb_clock_now(e->clock) >= w->l.expires_at)
+			fb_counter_add(&w->local_fooled, 1);
+		break;
+	default:
+		w->checked = true;
+	}
+	return go(w, FB_PC_PAUSE_CHECK);
+}
+
+static HOT fb_step op_pause_check(fb_worker *w)
+{
+	return nap(w, FB_PC_ARM, fb_port_pause_due(&w->port, FB_AT_AFTER_CHECK), true);
+}
+
+/* A lost acknowledgement (the writes go twice) or a delay (they go in
+ * flight), armed for this cycle's writes. */
+static HOT fb_step op_arm(fb_worker *w)
+{
+	fb_fault_port *p = &w->port;
+	if (!w->checked) {
+		fb_counter_add(&w->abandoned, 1);
+		return go(w, FB_PC_RELEASE);
+	}
+	uint32_t armed = fb_port_armed(p);
+	if (armed && FB_ARM_FAULT(armed) == FB_FAULT_RETRY) {
+		record(w, FB_FAULT_RETRY, FB_AT_AFTER_CHECK, 0, 0);
+		fb_port_take(p, FB_FAULT_RETRY, 0);
+		w->resend = true;
+	}
+	if (armed && FB_ARM_FAULT(armed) == FB_FAULT_DELAY) {
+		w->delay = atomic_load_explicit(&p->arg_ns, memory_order_relaxed);
+		record(w, FB_FAULT_DELAY, FB_AT_AFTER_CHECK, w->delay, 0);
+		fb_port_take(p, FB_FAULT_DELAY, w->delay);
+	}
+	w->i = 0;
+	w->pc = FB_PC_WRITE;
+	next_write(w);
+	return (fb_step){FB_GO, 0};
+}
+
+/* ---- the writes ---- */
+
+/* One write (or its resent copy) to store d: sent, answered, counted. */
+static HOT bool write_one(fb_worker *w, fb_discipline d, int64_t value, uint64_t now, bool copy)
+{
+	fb_env *e = w->env;
+	fb_mode_counters *mc = &w->m[d];
+	bool rmw = e->cfg->op == FB_OP_RMW;
+	if (copy) { /* the resent copy is a write of its own */
+		fb_counter_add(&mc->writes, 1);
+		if (now >= w->l.expires_at)
+			fb_counter_add(&mc->zombie, 1);
+	}
+	fb_store_result *res = &w->res;
+	uint64_t e0 = eop_start(e, e->remote);
+	fb_io io = rmw ? e->sops->write(w->sconn, d, w->key, value, w->l.fence, &w->rd[d], res)
+	               : e->sops->debit(w->sconn, d, w->key, value, w->l.fence, res);
+	eop_end(e, w, FB_EOP_WRITE, e0);
+	if (io == FB_IO_ERROR) {
+		/* sent, never answered: it may or may not have landed; the
+		 * store's history knows, we do not */
+		fb_counter_add(&mc->indeterminate, 1);
+		fb_env_failed(e, "store", e->sops->error(w->sconn));
+		w->silent = true;
+		return false;
+	}
+	if (io != FB_IO_OK) {
+		fb_counter_add(&mc->rejected, 1);
+		/* a resent copy of an accepted write is rightly refused: its token
+		 * equals the accepted one */
+		if (!copy || w->outcome[d] != FB_OUT_ACCEPTED)
+			refused(w, d, false, res->highest);
+		w->outcome[d] = FB_OUT_REJECTED;
+		w->stale = true;
+		return true;
+	}
+	fb_counter_add(&mc->accepted, 1);
+	w->outcome[d] = FB_OUT_ACCEPTED;
+	int64_t read = rmw ? w->bal[d] : res->before;
+	if (res->stale) {
+		fb_counter_add(&mc->store_stale, 1);
+		w->outcome[d] = FB_OUT_STALE;
+		w->stale_newer = res->highest;
+		w->erased = read - res->before;
+		w->stale = true;
+	}
+	if (e->checking)
+		w->todo[w->ntodo++] =
+		        (fb_pending_commit){d,    res->version, w->key,       w->l.fence,
+		                            read, res->before,  res->balance, res->highest};
+	return true;
+}
+
+/* The next store that served the read: its write, in flight if delayed, and
+ * sent twice if the acknowledgement is lost (a correct fenced store refuses
+ * the second copy: an equal token is stale). */
+static HOT fb_step op_write(fb_worker *w)
+{
+	fb_env *e = w->env;
+	const fb_config *cfg = e->cfg;
+	fb_discipline d = rotated(e, w->first, w->i++);
+	fb_counter_add(&w->m[d].writes, 1);
+	/* Zombie: the writer's own lease is over as it issues the write (read
+	 * per write: a pause can fall between two of them). */
+	uint64_t now = fb_clock_now(e->clock);
+	if (w->timed && !w->tw) /* the write latency's start: sampled cycles only */
+		w->tw = e->clock == e->fast ? now : fb_clock_now(e->fast);
+	if (now >= w->l.expires_at)
+		fb_counter_add(&w->m[d].zombie, 1);
+	bool rmw = cfg->op == FB_OP_RMW;
+	int64_t value = rmw ? w->bal[d] - cfg->amount : cfg->amount;
+	if (w->delay) {
+		fb_delayed_write dw = {fb_clock_now(e->fast) + w->delay,
+		                       w->l.fence,
+		                       now,
+		                       value,
+		                       w->bal[d],
+		                       w->key,
+		                       w->id,
+		                       (uint8_t)d,
+		                       !rmw,
+		                       !w->sent};
+		if (e->send(e->send_ctx, &dw) == FB_OK) {
+			w->sent = true;
+			next_write(w);
+			return (fb_step){FB_GO, 0};
+		}
+		/* no memory to hold it: it goes out on time instead */
+	}
+	for (int copy = 0; copy <= (int)w->resend; copy++)
+		if (!write_one(w, d, value, now, copy)) { /* the engine is gone */
+			w->i = 0;
+			return go(w, FB_PC_COMMIT); /* what it accepted is history */
+		}
+	next_write(w);
+	return (fb_step){FB_GO, 0};
+}
+
+/* ---- the release, the commits ---- */
+
+/*
+ * Claim the first-corruption slot (once per run) and note the newer lease
+ * the stale write went behind: the lease slot still names its holder if it
+ * has not moved on.
+ */
+static fb_first_corruption *claim_first(fb_env *e, void *lconn, uint32_t key, uint64_t newer)
+{
+	int no = 0;
+	if (atomic_load_explicit(&e->first_claimed, memory_order_relaxed) ||
+	    !atomic_compare_exchange_strong_explicit(&e->first_claimed, &no, 1,
+	                                             memory_order_relaxed, memory_order_relaxed))
+		return NULL;
+	fb_first_corruption *fc = &e->first;
+	fc->found = true;
+	fc->key = key;
+	fc->fault = -1;
+	fc->newer_fence = newer;
+	fb_lease now;
+	if (e->lops->peek(lconn, key, &now) == FB_IO_OK && now.fence == newer) {
+		fc->newer_owner = now.owner;
+		fc->newer_acquired_at = now.expires_at - e->cfg->ttl_ns;
+	}
+	fc->wrote_at = fb_clock_now(e->clock);
+	return fc;
+}
+
+/* A worker's stale write was accepted: if it is the run's first, keep the
+ * story of its cycle. */
+static void note_first(fb_worker *w)
+{
+	fb_env *e = w->env;
+	fb_first_corruption *fc = claim_first(e, w->lconn, w->key, w->stale_newer);
+	if (!fc)
+		return;
+	fb_fault_port *p = &w->port;
+	fc->writer = w->id;
+	fc->fence = w->l.fence;
+	fc->expires_at = w->l.expires_at;
+	fc->acquired_at = w->l.expires_at - e->cfg->ttl_ns;
+	memcpy(fc->outcome, w->outcome, sizeof fc->outcome);
+	fc->erased = w->erased;
+	for (int i = 0; i < e->nactive; i++)
+		fc->order[i] = (uint8_t)rotated(e, w->first, i);
+	uint32_t faulted = atomic_load_explicit(&p->faulted, memory_order_relaxed);
+	for (int f = 0; f < FB_FAULTS; f++)
+		if (faulted & (1u << f)) {
+			fc->fault = f;
+			break;
+		}
+	if (fc->fault == FB_FAULT_PAUSE) {
+		fc->fault_at = atomic_load_explicit(&p->last_at, memory_order_relaxed);
+		fc->fault_ns = atomic_load_explicit(&p->last_ns, memory_order_relaxed);
+		fc->fault_where = atomic_load_explicit(&p->last_where, memory_order_relaxed);
+	}
+}
+
+/* Which faults hit this cycle, and what they did: the vacuity proof. Set
+ * only on this worker (its faults, its signal handler): a plain load spares
+ * the locked exchange in the cycles nothing hit, and a fault that lands
+ * after it is this worker's next cycle's. */
+static HOT void count_faulted(fb_worker *w)
+{
+	fb_fault_port *p = &w->port;
+	uint32_t faulted = atomic_load_explicit(&p->faulted, memory_order_relaxed);
+	if (faulted)
+		faulted = atomic_exchange_explicit(&p->faulted, 0, memory_order_relaxed);
+	for (int f = 0; faulted && f < FB_FAULTS; f++) {
+		if (!(faulted & (1u << f)) || f == FB_FAULT_DELAY)
+			continue; /* a delayed write's outcome is the delay line's */
+		if (w->taken_over)
+			fb_counter_add(&p->takeovers[f], 1);
+		if (w->stale)
+			fb_counter_add(&p->stale_attempts[f], 1);
+	}
+}
+
+static HOT fb_step op_release(fb_worker *w)
+{
+	fb_env *e = w->env;
+	fb_fault_port *p = &w->port;
+	if (w->delay || w->resend)
+		fb_port_done(p);
+	if (w->stale_newer)
+		note_first(w);
+	w->t2 = w->timed ? fb_clock_now(e->fast) : 0;
+	if (!w->tw)
+		w->tw = w->t2;
+	if (e->witnessing)
+		fb_witness_releasing_memo(e->witness, w->key, w->l.fence,
+		                          w->l.service_at + e->cfg->ttl_ns, &w->wmemo);
+	uint64_t e0 = eop_start(e, e->remote);
+	fb_io rel = e->lops->release(w->lconn, w->key, &w->l);
+	eop_end(e, w, FB_EOP_RELEASE, e0);
+	if (rel == FB_IO_ERROR)
+		fb_env_failed(e, "lease", e->lops->error(w->lconn));
+	/* A failed compare-and-delete means another worker took the lease. */
+	w->taken_over = rel == FB_IO_REFUSED;
+	/* a step of the service clock, or a pause of the service, hits every
+	 * cycle that spans it */
+	if (e->stepping &&
+	    atomic_load_explicit(&e->service_steps, memory_order_relaxed) != w->steps)
+		atomic_fetch_or_explicit(&p->faulted, 1u << FB_FAULT_SKEW, memory_order_relaxed);
+	if (e->server_pausing &&
+	    atomic_load_explicit(&e->server_pauses, memory_order_relaxed) != w->spauses)
+		atomic_fetch_or_explicit(&p->faulted, 1u << FB_FAULT_SERVER_PAUSE,
+		                         memory_order_relaxed);
+	fb_port_phase(p, FB_PHASE_IDLE);
+	count_faulted(w);
+	w->i = 0;
+	/* History goes to the checker after the release: if the checker's ring
+	 * is full (a paused writer holds back a key's walk) the wait must not
+	 * hold a lease, or it would make zombies of its own. */
+	return go(w, FB_PC_COMMIT);
+}
+
+bool fb_cycle_commit(fb_env *e, const fb_pending_commit *c, uint64_t *stalls)
+{
+	fb_checker *ck = e->checker[c->d];
+	if (!e->blocking)
+		return fb_checker_try_commit(ck, c->key, c->version, c->fence, c->read, c->replaced,
+		                             c->written, c->highest);
+	if (fb_checker_commit(ck, c->key, c->version, c->fence, c->read, c->replaced, c->written,
+	                      c->highest, stalls))
+		return true;
+	/* a wait for a version that never came ends the run rather than the
+	 * process's patience */
+	char why[300];
+	snprintf(why, sizeof why,
+	         "key %u of the %s store: the history's walk stood still for longer than any "
+	         "writer may hold it, waiting for a write that never came (another process writing "
+	         "to this store? give each process of a shared run a --client-id)",
+	         c->key, fb_discipline_name(c->d));
+	fb_env_failed(e, "checker", why);
+	return true;
+}
+
+static HOT fb_step op_commit(fb_worker *w)
+{
+	if (w->i >= w->ntodo)
+		return go(w, FB_PC_END);
+	if (!fb_cycle_commit(w->env, &w->todo[w->i], &w->stalls))
+		return (fb_step){FB_YIELD, 0}; /* the ring is full: the simulator tries later */
+	w->i++;
+	return (fb_step){FB_GO, 0};
+}
+
+static HOT fb_step op_end(fb_worker *w)
+{
+	if (w->silent) /* what was accepted before the silence is history now */
+		return stop(w);
+	fb_counter_add(&w->ops, 1);
+	if (w->timed) {
+		fb_hist_record(&w->acquire, w->t1 - w->t0);
+		fb_hist_record(&w->write, w->t2 - w->tw);
+		fb_hist_record(&w->cycle, fb_clock_now(w->env->fast) - w->t0);
+	}
+	return go(w, FB_PC_BEGIN);
+}
+
+/* ---- the drivers' entries ---- */
+
+void fb_cycle_woke(fb_worker *w)
+{
+	if (w->pausing) {
+		w->pausing = false;
+		fb_port_pause_end(&w->port);
+	}
+}
+
+fb_step fb_cycle_step(fb_worker *w)
+{
+	switch ((fb_pc)w->pc) {
+	case FB_PC_BEGIN:
+		return op_begin(w);
+	case FB_PC_PICK:
+		return op_pick(w);
+	case FB_PC_ACQUIRE:
+		return op_acquire(w);
+	case FB_PC_READ:
+		return op_read(w);
+	case FB_PC_FAULT:
+		return op_fault(w);
+	case FB_PC_RENEW:
+		return op_renew(w);
+	case FB_PC_PAUSE_READ:
+		return op_pause_read(w);
+	case FB_PC_TRAP:
+		return op_trap(w);
+	case FB_PC_WORK:
+		return op_work(w);
+	case FB_PC_CHECK:
+		return op_check(w);
+	case FB_PC_PAUSE_CHECK:
+		return op_pause_check(w);
+	case FB_PC_ARM:
+		return op_arm(w);
+	case FB_PC_WRITE:
+		return op_write(w);
+	case FB_PC_RELEASE:
+		return op_release(w);
+	case FB_PC_COMMIT:
+		return op_commit(w);
+	case FB_PC_END:
+	case FB_PCS:
+		break;
+	}
+	return op_end(w);
+}
+
+/*
+ * Contention, on threads: spin a little, then give the core away, then
+ * sleep. On an oversubscribed machine the holder is often not running at
+ * all, and a holder that is paused keeps its lease until it expires:
+ * spinning on it would only starve the holders that can run (seen here: at
+ * 200 pauses a second, 99% of the CPU in this loop). The sleep never
+ * outlasts the lease seen held, and grows from 50 us to 1.6 ms.
+ */
+static void backoff(fb_worker *w)
+{
+	unsigned fails = w->fails;
+	if (fails < 4) {
+		for (int i = 0; i < 32; i++)
+			fb_cpu_relax();
+	} else if (fails < 16) {
+		sched_yield();
+	} else {
+		uint64_t now = fb_clock_now(w->env->clock), expires_at = w->l.expires_at;
+		unsigned k = fails - 16 < 5 ? fails - 16 : 5;
+		uint64_t d = UINT64_C(50000) << k;
+		if (expires_at > now && expires_at - now < d)
+			d = expires_at - now;
+		fb_sleep_ns(d ? d : 1000);
+	}
+}
+
+/* One operation's outcome on a thread: a sleep is slept here. False: the
+ * worker is done (it died, or the run is over). */
+static inline bool thread_went(fb_worker *w, fb_step s)
+{
+	if (__builtin_expect(s.next == FB_GO, 1))
+		return true;
+	if (s.next == FB_SLEEP) {
+		fb_sleep_ns(s.ns);
+		fb_cycle_woke(w);
+		return true;
+	}
+	return false;
+}
+
+/* The cycle in a straight line: each operation where the cycle has it,
+ * those that may not apply (a read under --op debit, a renewal) skipped by
+ * the pc they left. */
+void fb_cycle_thread(fb_worker *w)
+{
+	for (;;) {
+		if (!thread_went(w, op_begin(w)) || !thread_went(w, op_pick(w)))
+			break;
+		fb_step s;
+		while ((s = op_acquire(w)).next == FB_YIELD ||
+		       (s.next == FB_GO && w->pc == FB_PC_ACQUIRE))
+			if (s.next == FB_YIELD)
+				backoff(w);
+		if (!thread_went(w, s))
+			break;
+		while (w->pc == FB_PC_READ)
+			if (!thread_went(w, op_read(w)))
+				goto out;
+		if (!thread_went(w, op_fault(w)))
+			break;
+		if (w->pc == FB_PC_RENEW && !thread_went(w, op_renew(w)))
+			break;
+		if (!thread_went(w, op_pause_read(w)) || !thread_went(w, op_trap(w)) ||
+		    !thread_went(w, op_work(w)) || !thread_went(w, op_check(w)) ||
+		    !thread_went(w, op_pause_check(w)) || !thread_went(w, op_arm(w)))
+			break;
+		while (w->pc == FB_PC_WRITE)
+			thread_went(w, op_write(w));
+		if (w->pc == FB_PC_RELEASE)
+			thread_went(w, op_release(w));
+		while (w->pc == FB_PC_COMMIT)
+			thread_went(w, op_commit(w));
+		if (!thread_went(w, op_end(w)))
+			break;
+	}
+out:
+	fb_counter_add(&w->cas_retries, w->ls.cas_retries);
+	fb_counter_add(&w->wasted_fences, w->ls.wasted_fences);
+	fb_counter_add(&w->checker_stalls, w->stalls);
+}
+
+/* ---- delayed writes landing ---- */
+
+bool fb_cycle_deliver(fb_env *e, const fb_delayed_write *dw, fb_pending_commit *out)
+{
+	fb_discipline d = (fb_discipline)dw->mode;
+	fb_store_result res = {0};
+	if (atomic_load_explicit(&e->failed, memory_order_relaxed)) {
+		/* the engine is gone: never delivered, its outcome not the store's */
+		fb_counter_add(&e->net[d].indeterminate, 1);
+		return false;
+	}
+	fb_io io = dw->debit ? e->sops->debit(e->net_sconn, d, dw->key, dw->value, dw->fence, &res)
+	                     : e->sops->write(e->net_sconn, d, dw->key, dw->value, dw->fence, NULL,
+	                                      &res);
+	if (io == FB_IO_ERROR) {
+		fb_counter_add(&e->net[d].indeterminate, 1);
+		fb_env_failed(e, "store", e->sops->error(e->net_sconn));
+		return false;
+	}
+	bool ok = io == FB_IO_OK;
+	fb_counter_add(&e->net_delivered, 1);
+	/* One delay fault holds a cycle's writes, one per store: the first
+	 * speaks for the fault in the vacuity counts. */
+	fb_lease now;
+	if (dw->first && e->lops->peek(e->net_lconn, dw->key, &now) == FB_IO_OK && now.fence &&
+	    now.fence != dw->fence) /* 0: not known (yet) */
+		fb_counter_add(&e->net_takeovers, 1);
+	if (dw->first && (!ok || res.stale))
+		fb_counter_add(&e->net_stale, 1);
+	if (!ok) {
+		fb_counter_add(&e->net[d].rejected, 1);
+		return false;
+	}
+	fb_counter_add(&e->net[d].accepted, 1);
+	if (res.stale) {
+		fb_counter_add(&e->net[d].store_stale, 1);
+		fb_first_corruption *fc =
+		        e->cfg->no_check ? NULL
+		                         : claim_first(e, e->net_lconn, dw->key, res.highest);
+		if (fc) {
+			fc->writer = dw->worker;
+			fc->fence = dw->fence;
+			fc->fault = FB_FAULT_DELAY;
+			fc->fault_at = dw->issued;
+			fc->fault_ns = fc->wrote_at > dw->issued ? fc->wrote_at - dw->issued : 0;
+			fc->outcome[d] = FB_OUT_STALE;
+			fc->order[0] = (uint8_t)d;
+			fc->erased = (dw->debit ? res.before : dw->read) - res.before;
+		}
+	}
+	if (!e->checking)
+		return false;
+	*out = (fb_pending_commit){
+	        d,          res.version, dw->key,    dw->fence, dw->debit ? res.before : dw->read,
+	        res.before, res.balance, res.highest};
+	return true;
+}

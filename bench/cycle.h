@@ -1,0 +1,265 @@
+/*
+ * The worker's cycle, written once (DESIGN section 8): acquire, read each
+ * store, the after-read point, the lease check, the after-check point,
+ * write each store, release, hand the accepted writes to the checker. Each
+ * operation works on a worker and its environment (the engines and their
+ * connections, the clocks, the checkers and the witness, the fault port)
+ * and returns what the driver must do next: go on, sleep so long, back off,
+ * or stop because the worker died or the run is over. Counters stay in the
+ * worker.
+ *
+ * Two drivers run it. The threaded one (run.c) calls fb_cycle_thread on
+ * each worker thread: the operations in a straight line, sleeping where
+ * they say. The deterministic one (sim.c) calls fb_cycle_step for one
+ * operation of one worker per scheduler step, on a virtual clock, and
+ * sleeps a worker by taking it off its run list. Both deliver delayed
+ * writes through fb_cycle_deliver and sum the results with fb_env_results.
+ */
+#ifndef FB_CYCLE_H
+#define FB_CYCLE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "checker.h"
+#include "delay.h"
+#include "hist.h"
+#include "inject.h"
+#include "options.h"
+#include "prng.h"
+#include "run.h"
+#include "witness.h"
+
+/* What the driver does after an operation. */
+typedef enum fb_next {
+	FB_GO,    /* run the next operation (fb_worker.pc) */
+	FB_SLEEP, /* wait `ns` on the driver's clock, call fb_cycle_woke, then go on */
+	FB_YIELD, /* contended: back off as the driver does, then the same operation again */
+	FB_DIED,  /* crashed holding its lease: it never runs again */
+	FB_STOP,  /* the run is over for this worker */
+} fb_next;
+
+typedef struct fb_step {
+	fb_next next;
+	uint64_t ns;
+} fb_step;
+
+/* The operations, in the cycle's order. */
+typedef enum fb_pc {
+	FB_PC_BEGIN,       /* a new cycle: the stop flag, the plan */
+	FB_PC_PICK,        /* its key */
+	FB_PC_ACQUIRE,     /* the lease (again, after contention) */
+	FB_PC_READ,        /* the cycle's next store's read */
+	FB_PC_FAULT,       /* an armed skew, crash or late heartbeat */
+	FB_PC_RENEW,       /* the late heartbeat itself */
+	FB_PC_PAUSE_READ,  /* the after-read point */
+	FB_PC_TRAP,        /* ... and a takeover trap left on the key */
+	FB_PC_WORK,        /* the holder's work (--work) */
+	FB_PC_CHECK,       /* the lease check (--check-lease) */
+	FB_PC_PAUSE_CHECK, /* the after-check point */
+	FB_PC_ARM,         /* a lost acknowledgement or a delay for the writes */
+	FB_PC_WRITE,       /* the next store's write */
+	FB_PC_RELEASE,
+	FB_PC_COMMIT, /* the next accepted write to the checker */
+	FB_PC_END,
+	FB_PCS
+} fb_pc;
+
+extern const char *const fb_pc_names[FB_PCS];
+
+typedef struct fb_mode_counters {
+	fb_counter writes, accepted, rejected, reads_refused, store_stale, zombie;
+	fb_counter false_rejections; /* refused while the caller's lease was live */
+	fb_counter indeterminate;    /* sent, and the engine never answered */
+} fb_mode_counters;
+
+/* An accepted write on its way to the checker. */
+typedef struct fb_pending_commit {
+	fb_discipline d;
+	uint16_t version;
+	uint32_t key;
+	uint64_t fence;
+	int64_t read, replaced, written;
+	uint64_t highest; /* the store's highest fence before it */
+} fb_pending_commit;
+
+/* Where a worker that crashed left its lease, for the taker to time itself. */
+typedef struct fb_crash_slot {
+	alignas(FB_CACHE_LINE) _Atomic uint64_t fence; /* 0: none pending */
+	_Atomic uint64_t at;
+} fb_crash_slot;
+
+typedef struct fb_env fb_env;
+
+/* One worker: written by its own thread (or its driver) and its pause
+ * handler, sampled by the progress thread, summed after the join. */
+typedef struct fb_worker {
+	alignas(FB_PAD_LINE) fb_fault_port port;
+	fb_env *env;
+	uint16_t id;
+	fb_clock_skewed local; /* its own clock: what a local lease check reads */
+	fb_counter ops, acquired, contended, cas_retries, wasted_fences, checker_stalls;
+	fb_counter abandoned;      /* cycles whose lease check failed: no write */
+	fb_counter local_fooled;   /* local checks that passed on an expired lease */
+	fb_counter renew_ok;       /* late heartbeats that still extended the lease */
+	fb_counter renew_believed; /* ... that failed, and the client wrote anyway */
+	fb_counter crash_takeovers;
+	fb_mode_counters m[FB_DISCIPLINES];
+	fb_hist acquire, write, cycle, takeover;
+	fb_hist eop[FB_EOPS]; /* the engines' round trips, per operation */
+	void *lconn, *sconn;  /* its own engine contexts (connections) */
+	fb_witness_counts witness;
+	/* ---- the cycle under way ---- */
+	uint8_t pc;   /* fb_pc: the next operation */
+	uint8_t i;    /* the store (or commit) the operation takes next */
+	bool pausing; /* a pause begun: fb_cycle_woke ends it */
+	bool counting, timed, checked, stale, resend, sent, silent, taken_over;
+	int8_t any_phase; /* a plan's pause "anywhere": the phase it struck, or -1 */
+	uint8_t first;    /* the rotation of the stores this cycle */
+	uint32_t key;
+	uint32_t tick, rot;      /* n % sample and n % nactive, by counting */
+	unsigned fails;          /* contended attempts in a row */
+	uint64_t n;              /* cycles begun */
+	uint64_t t0, t1, tw, t2; /* a timed cycle's start, acquired, first write, written */
+	uint64_t local_deadline, steps, spauses, delay;
+	uint64_t stale_newer; /* the fence a stale write went behind */
+	int64_t erased;       /* ... and the debits it erased */
+	fb_lease l;
+	fb_lease_stats ls;
+	fb_store_result res, rd[FB_DISCIPLINES];
+	int64_t bal[FB_DISCIPLINES];
+	bool served[FB_DISCIPLINES];
+	uint8_t outcome[FB_DISCIPLINES];
+	fb_pending_commit todo[2 * FB_DISCIPLINES];
+	uint8_t ntodo;
+	uint64_t stalls;
+	fb_prng rng;
+	fb_witness_memo wmemo;
+	const fb_plan_entry *plan; /* its faults still to come, when replaying */
+	size_t planned;
+} fb_worker;
+
+/* How a driver holds a delayed write in flight: the threaded one on its
+ * delay line's thread, the simulator in its event queue. FB_ENOMEM: it
+ * cannot, and the write goes out on time. */
+typedef fb_err (*fb_send_fn)(void *ctx, const fb_delayed_write *dw);
+
+/* Everything the workers share. Built by fb_env_open, read-only after,
+ * but for the atomics. */
+struct fb_env {
+	const fb_config *cfg;
+	const fb_clock *fast;     /* the driver's time: latency, takeovers, delays */
+	const fb_clock *clock;    /* the lease service's clock */
+	fb_clock_skewed service;  /* ... when it is a wall clock a skew fault steps */
+	const fb_lease_ops *lops; /* the engines (backends/backend.h) */
+	const fb_store_ops *sops;
+	void *leng, *seng;
+	void *net_lconn, *net_sconn; /* the deliveries' contexts, and the report's */
+	void *pause_lconn;           /* the injector's, for server pauses */
+	_Atomic uint64_t server_pauses;
+	bool remote;     /* round trips: every engine call is timed */
+	bool checking;   /* the history checker sees every write */
+	bool witnessing; /* the lease witness hears every acquire */
+	bool blocking;   /* a commit may wait for room (threads); else it yields (sim) */
+	bool skip;       /* --on-held skip */
+	bool crashes;    /* crash faults can strike: takeovers are timed */
+	bool stepping;   /* a wall-clock lease service a skew fault can step */
+	bool server_pausing;
+	uint64_t lease_slack; /* how far two readings of the lease clock may disagree */
+	fb_checker *checker[FB_DISCIPLINES];
+	fb_witness *witness;
+	fb_pause_trap *traps;
+	fb_crash_slot *crashes_at;
+	fb_send_fn send;
+	void *send_ctx;
+	fb_plan_log *log;
+	fb_plan plan;
+	double *zipf_cdf;     /* --dist zipf: cumulative weights of keys 0..k */
+	_Atomic int counting; /* 0 while warming up: throughput and latency not counted */
+	fb_discipline active[FB_DISCIPLINES];
+	int nactive;
+	fb_worker *workers;
+	uint32_t nworkers; /* set up (the threaded driver: started) */
+	_Atomic int stop;
+	_Atomic uint32_t done; /* workers through their --cycles */
+	_Atomic int exhausted;
+	_Atomic int failed; /* an engine stopped answering: set once */
+	char failure[400];  /* ... written by the thread that set it */
+	/* the deliveries of delayed writes: written by one delivering thread */
+	fb_mode_counters net[FB_DISCIPLINES];
+	fb_counter net_stalls, net_delivered, net_stale, net_takeovers;
+	_Atomic uint64_t service_steps; /* the injector's steps of the service clock */
+	/* the first corruption, the first false rejection: claimed once each,
+	 * written by their claimers only */
+	_Atomic int first_claimed, false_claimed;
+	fb_first_corruption first;
+	fb_false_rejection false_rej;
+	fb_counter plan_slipped;
+};
+
+/* The driver's side of fb_env_open: its clocks and how it holds delayed
+ * writes and lets a planted two-step acquire be interrupted between its
+ * steps. */
+typedef struct fb_env_driver {
+	const fb_clock *fast; /* its time */
+	const fb_clock *wall; /* under a wall-clock lease service (--lease-clock realtime) */
+	bool blocking;        /* commits may wait (threads) */
+	fb_send_fn send;
+	void *send_ctx;
+	void (*between)(void *ctx); /* the two-step's fault point */
+	void *between_ctx;
+} fb_env_driver;
+
+/* What the engines are told about a run of cfg, on the lease clock `clock`. */
+fb_engine_config fb_env_engine_config(const fb_config *cfg, const fb_clock *clock);
+
+/* Open and prepare the engines, connect every worker and the delivery,
+ * build the checkers, the witness and whatever the faults need: all that
+ * the workers share, before any runs. Prints what failed (the option and
+ * the reason) and returns FB_ENOMEM / FB_EINVAL / FB_ESYS; on success
+ * res->per_thread_ops, ->dead and ->keys are allocated. */
+fb_err fb_env_open(fb_env *env, const fb_config *cfg, const fb_env_driver *drv, fb_results *res);
+void fb_env_close(fb_env *env);
+
+/* The first to see an engine fail keeps the reason; the run stops. */
+void fb_env_failed(fb_env *env, const char *what, const char *why);
+
+/* A worker before its first cycle. */
+void fb_worker_init(fb_worker *w, fb_env *env, uint16_t id);
+
+/* The threaded driver: the whole cycle in a straight line, until the run
+ * stops or the worker dies. */
+void fb_cycle_thread(fb_worker *w);
+
+/* The simulator: one operation of w. */
+fb_step fb_cycle_step(fb_worker *w);
+
+/* After a sleep the driver did for FB_SLEEP: a pause's end. */
+void fb_cycle_woke(fb_worker *w);
+
+/* A delayed write lands: what the store does with it, counted. An accepted
+ * one to be walked goes to *out (true) for the caller to commit. */
+bool fb_cycle_deliver(fb_env *env, const fb_delayed_write *dw, fb_pending_commit *out);
+
+/* Commit one accepted write to its checker, waiting for room when the
+ * environment is blocking; false if the ring is full and it may not wait
+ * (try again later), or the wait was given up (the run fails). */
+bool fb_cycle_commit(fb_env *env, const fb_pending_commit *c, uint64_t *stalls);
+
+/* What the injector (or the simulator's fault events) is told: the faults'
+ * rates and sizes, the service clock to step, the plan; `clock` is the
+ * driver's time. */
+fb_injector_config fb_env_injector_config(fb_env *e, const fb_clock *clock);
+
+/* The counters now, summed over the workers and the deliveries, at t0 +
+ * s->t_s on the driver's clock (the progress line and the CSV). */
+void fb_env_sample(fb_env *e, uint64_t t0, fb_sample *s);
+
+/* After every worker stopped: sum the workers, walk every checker and
+ * compare it with its store, keep the examples; res->cfg and the fields
+ * fb_env_open allocated are filled. */
+void fb_env_results(fb_env *env, fb_results *res);
+
+#endif

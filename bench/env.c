@@ -1,0 +1,519 @@
+/*
+ * The environment the cycle runs in (cycle.h), for both drivers: the
+ * engines opened and every worker connected, the checkers, the witness and
+ * what the faults need; and after the run, the workers summed and every
+ * store's history walked against the store.
+ */
+#define _GNU_SOURCE
+#include "cycle.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inproc.h"
+
+/* The longest one writer can legitimately hold back its key's next
+ * version: its own pause, delay and work, and a TTL's worth of slack, twice
+ * over. The checker counts it from the walk's last move, so a chain of
+ * such holders, one after another, never adds up against it. */
+static uint64_t longest_wait(const fb_config *cfg)
+{
+	uint64_t hold = cfg->pause_max_ns + cfg->delay_max_ns + cfg->work_max_ns + cfg->ttl_ns;
+	return UINT64_C(10000000000) + 2 * hold;
+}
+
+fb_engine_config fb_env_engine_config(const fb_config *cfg, const fb_clock *clock)
+{
+	return (fb_engine_config){.keys = cfg->keys,
+	                          .ttl_ns = cfg->ttl_ns,
+	                          .fence = cfg->fence,
+	                          .first_fence = cfg->first_fence,
+	                          .clock = clock,
+	                          .bug = cfg->bug,
+	                          .between = fb_pause_armed_here,
+	                          .modes = cfg->modes,
+	                          .initial_balance = cfg->initial_balance,
+	                          .amount = cfg->amount,
+	                          .op = (int)cfg->op,
+	                          .client_id = cfg->client_id,
+	                          .threads = cfg->threads,
+	                          /* a pause, of the server or of the caller in the
+	                           * middle of a call, must not read as a dead server */
+	                          .timeout_ns =
+	                                  fb_config_fault(cfg, FB_FAULT_SERVER_PAUSE) ||
+	                                                  fb_config_fault(cfg, FB_FAULT_PAUSE)
+	                                          ? UINT64_C(10000000000) + 2 * cfg->pause_max_ns
+	                                          : 0};
+}
+
+void fb_env_close(fb_env *e)
+{
+	for (int d = 0; d < FB_DISCIPLINES; d++)
+		fb_checker_destroy(e->checker[d]);
+	if (e->workers)
+		for (uint32_t i = 0; i < e->cfg->threads; i++) {
+			if (e->workers[i].lconn)
+				e->lops->disconnect(e->workers[i].lconn);
+			if (e->workers[i].sconn)
+				e->sops->disconnect(e->workers[i].sconn);
+		}
+	if (e->net_lconn)
+		e->lops->disconnect(e->net_lconn);
+	if (e->net_sconn)
+		e->sops->disconnect(e->net_sconn);
+	if (e->pause_lconn)
+		e->lops->disconnect(e->pause_lconn);
+	if (e->leng)
+		e->lops->close(e->leng);
+	if (e->seng)
+		e->sops->close(e->seng);
+	fb_witness_destroy(e->witness);
+	fb_plan_log_destroy(e->log);
+	fb_plan_free(&e->plan);
+	free(e->traps);
+	free(e->crashes_at);
+	free(e->zipf_cdf);
+	free(e->workers);
+	memset(e, 0, sizeof *e);
+}
+
+static fb_err oom(fb_env *e)
+{
+	fprintf(stderr, "fencebench: out of memory setting up %u threads and %u keys\n",
+	        e->cfg->threads, e->cfg->keys);
+	fb_env_close(e);
+	return FB_ENOMEM;
+}
+
+/*
+ * Open both engines, prepare them (afresh, unless this is one process of a
+ * shared run) and connect each worker, and the delivery, to each: one
+ * context (a server connection) per worker. A failure prints the option and
+ * the engine's reason, which names the URL with its password hidden.
+ */
+static fb_err open_engines(fb_env *e, const fb_env_driver *drv, fb_results *res)
+{
+	const fb_config *cfg = e->cfg;
+	fb_engine_config ec = fb_env_engine_config(cfg, e->clock);
+	ec.between = drv->between;
+	ec.between_ctx = drv->between_ctx;
+	char err[512] = "";
+	const char *opt = "--lease";
+	bool fresh = !cfg->client_id;
+	fb_err r = e->lops->open(&ec, cfg->lease_url, &e->leng, err, sizeof err);
+	if (!r)
+		r = e->lops->prepare(e->leng, fresh, err, sizeof err);
+	if (!r) {
+		opt = "--store";
+		r = e->sops->open(&ec, cfg->store_url, &e->seng, err, sizeof err);
+		if (!r)
+			r = e->sops->prepare(e->seng, fresh, err, sizeof err);
+	}
+	if (!r) {
+		opt = "--lease";
+		r = e->lops->connect(e->leng, 0, &e->net_lconn, err, sizeof err);
+	}
+	if (!r) {
+		opt = "--store";
+		r = e->sops->connect(e->seng, 0, &e->net_sconn, err, sizeof err);
+	}
+	if (!r && e->server_pausing) {
+		opt = "--lease";
+		r = e->lops->connect(e->leng, 0, &e->pause_lconn, err, sizeof err);
+	}
+	for (uint32_t i = 0; !r && i < cfg->threads; i++) {
+		fb_worker *w = &e->workers[i];
+		opt = "--lease";
+		r = e->lops->connect(e->leng, (uint16_t)(i + 1), &w->lconn, err, sizeof err);
+		if (!r) {
+			opt = "--store";
+			r = e->sops->connect(e->seng, (uint16_t)(i + 1), &w->sconn, err,
+			                     sizeof err);
+		}
+	}
+	if (r) {
+		fprintf(stderr, "fencebench: %s: %s\n", opt, err);
+		return r;
+	}
+	char v[64];
+	e->lops->version(e->leng, v, sizeof v);
+	snprintf(res->lease_engine, sizeof res->lease_engine, "%s %s", e->lops->name, v);
+	e->sops->version(e->seng, v, sizeof v);
+	snprintf(res->store_engine, sizeof res->store_engine, "%s %s", e->sops->name, v);
+	res->remote = e->remote;
+	res->check_deferred = !e->checking && !cfg->no_check;
+	return FB_OK;
+}
+
+/* The checkers and the witness: one checker a discipline, each bounded by
+ * the longest a writer may hold its key's walk. */
+static fb_err open_checks(fb_env *e)
+{
+	const fb_config *cfg = e->cfg;
+	if (fb_witness_create(cfg->keys, cfg->ttl_ns, e->lease_slack, &e->witness) != FB_OK)
+		return FB_ENOMEM;
+	for (int d = 0; d < FB_DISCIPLINES; d++) {
+		if (!(cfg->modes & (1u << d)))
+			continue;
+		e->active[e->nactive++] = (fb_discipline)d;
+		if (!e->checking)
+			continue;
+		if (fb_checker_create(cfg->keys, fb_checker_in_flight(cfg->threads),
+		                      cfg->initial_balance, &e->checker[d]))
+			return FB_ENOMEM;
+		/* longer than any fault can hold a version back */
+		fb_checker_bound(e->checker[d], &e->failed, e->fast, longest_wait(cfg));
+	}
+	return FB_OK;
+}
+
+/* --dist zipf: cumulative weights (k + 1)^-s, from fb_exp_neg and
+ * fb_neg_log, not pow(): the key choices must not depend on the libm. */
+static fb_err open_zipf(fb_env *e)
+{
+	const fb_config *cfg = e->cfg;
+	if (cfg->dist.kind != FB_DIST_ZIPF)
+		return FB_OK;
+	if (!(e->zipf_cdf = malloc(cfg->keys * sizeof *e->zipf_cdf)))
+		return FB_ENOMEM;
+	double sum = 0;
+	for (uint32_t k = 0; k < cfg->keys; k++)
+		e->zipf_cdf[k] = sum += fb_exp_neg(cfg->dist.s * fb_neg_log(k + 1.0));
+	for (uint32_t k = 0; k < cfg->keys; k++)
+		e->zipf_cdf[k] /= sum;
+	e->zipf_cdf[cfg->keys - 1] = 1.0;
+	return FB_OK;
+}
+
+/* The plan log (--plan-out, room for twice the expected faults and then
+ * some) and the plan replayed (--plan). */
+static fb_err open_plans(fb_env *e)
+{
+	const fb_config *cfg = e->cfg;
+	if (cfg->plan_out_path) {
+		double per_s = 0;
+		for (int f = 0; f < FB_FAULTS; f++)
+			per_s += fb_config_rate(cfg, (fb_fault)f);
+		double want = 2 * per_s * ((double)cfg->duration_ns / 1e9) + 4096;
+		uint64_t cap =
+		        want > (double)(UINT64_C(1) << 26) ? UINT64_C(1) << 26 : (uint64_t)want;
+		if (fb_plan_log_create(cap, &e->log) != FB_OK)
+			return FB_ENOMEM;
+	}
+	if (cfg->plan_path) {
+		char err[512];
+		fb_err r = fb_plan_read(cfg->plan_path, cfg->threads, &e->plan, err, sizeof err);
+		if (r) {
+			fprintf(stderr, "fencebench: --plan: %s\n", err);
+			return r == FB_ESYS ? FB_EINVAL : r;
+		}
+	}
+	return FB_OK;
+}
+
+fb_err fb_env_open(fb_env *e, const fb_config *cfg, const fb_env_driver *drv, fb_results *res)
+{
+	memset(e, 0, sizeof *e);
+	e->cfg = cfg;
+	e->fast = drv->fast;
+	e->lops = fb_lease_engine(cfg->lease_url);
+	e->sops = fb_store_engine(cfg->store_url);
+	if (!e->lops || !e->sops) { /* the option parser refuses these first */
+		fprintf(stderr, "fencebench: unknown engine\n");
+		return FB_EINVAL;
+	}
+	e->clock = drv->fast;
+	if (cfg->lease_clock == FB_LEASE_CLOCK_REALTIME) {
+		/* A wall clock the skew fault can step: the Redis documentation's
+		 * warning, made measurable. */
+		fb_clock_skewed_init(&e->service, drv->wall, 1.0, 0);
+		e->clock = &e->service.base;
+	}
+	e->blocking = drv->blocking;
+	e->send = drv->send;
+	e->send_ctx = drv->send_ctx;
+	e->remote = e->lops->remote || e->sops->remote;
+	/* Another process writes the same keys: this one's checker would wait
+	 * for versions it never sees. `fencebench check` reads the whole
+	 * history afterwards. */
+	e->checking = !cfg->no_check && !cfg->client_id;
+	e->witnessing = !cfg->no_check;
+	e->skip = cfg->on_held == FB_ON_HELD_SKIP;
+	e->crashes = fb_config_fault(cfg, FB_FAULT_CRASH) || cfg->plan_path;
+	e->stepping = cfg->lease_clock == FB_LEASE_CLOCK_REALTIME;
+	e->server_pausing = fb_config_fault(cfg, FB_FAULT_SERVER_PAUSE);
+	/* a remote service expires keys on its millisecond grid */
+	e->lease_slack = e->lops->remote ? 2000000 : 50000;
+	atomic_init(&e->counting, cfg->warmup_ns == 0);
+	size_t wbytes = (size_t)cfg->threads * sizeof *e->workers;
+	e->workers =
+	        aligned_alloc(FB_PAD_LINE, (wbytes + FB_PAD_LINE - 1) / FB_PAD_LINE * FB_PAD_LINE);
+	res->per_thread_ops = calloc(cfg->threads, sizeof *res->per_thread_ops);
+	res->dead = calloc(cfg->threads, sizeof *res->dead);
+	res->keys = calloc(cfg->keys, sizeof *res->keys);
+	e->traps = aligned_alloc(FB_CACHE_LINE, (size_t)cfg->keys * sizeof *e->traps);
+	e->crashes_at = aligned_alloc(FB_CACHE_LINE, (size_t)cfg->keys * sizeof *e->crashes_at);
+	if (!e->workers || !res->per_thread_ops || !res->dead || !res->keys || !e->traps ||
+	    !e->crashes_at || open_checks(e) || open_zipf(e))
+		return oom(e);
+	memset(e->workers, 0, wbytes);
+	for (uint32_t k = 0; k < cfg->keys; k++) {
+		atomic_init(&e->traps[k].fence, 0);
+		atomic_init(&e->traps[k].wake_at, 0);
+		atomic_init(&e->traps[k].extra_ns, 0);
+		atomic_init(&e->crashes_at[k].fence, 0);
+		atomic_init(&e->crashes_at[k].at, 0);
+	}
+	fb_err r = open_engines(e, drv, res);
+	if (!r)
+		r = open_plans(e);
+	if (r) {
+		fb_env_close(e);
+		return r == FB_ENOMEM ? oom(e) : r;
+	}
+	e->nworkers = cfg->threads;
+	for (uint32_t i = 0; i < cfg->threads; i++)
+		fb_worker_init(&e->workers[i], e, (uint16_t)(i + 1));
+	return FB_OK;
+}
+
+/* The counters as they stand, summed (the progress line, the CSV). */
+void fb_env_sample(fb_env *e, uint64_t t0, fb_sample *s)
+{
+	memset(s, 0, sizeof *s);
+	s->t_s = (double)(fb_clock_now(e->fast) - t0) / 1e9;
+	s->ops_min = UINT64_MAX;
+	for (uint32_t i = 0; i < e->nworkers; i++) {
+		fb_worker *w = &e->workers[i];
+		uint64_t ops = fb_counter_get(&w->ops);
+		s->ops += ops;
+		if (atomic_load_explicit(&w->port.phase, memory_order_relaxed) != FB_PHASE_DEAD) {
+			s->ops_min = ops < s->ops_min ? ops : s->ops_min;
+			s->ops_max = ops > s->ops_max ? ops : s->ops_max;
+		}
+		for (int f = 0; f < FB_FAULTS; f++)
+			s->faults += fb_counter_get(&w->port.taken[f]);
+		for (int d = 0; d < FB_DISCIPLINES; d++) {
+			s->writes[d] += fb_counter_get(&w->m[d].writes);
+			s->accepted[d] += fb_counter_get(&w->m[d].accepted);
+			s->rejected[d] += fb_counter_get(&w->m[d].rejected);
+			s->reads_refused[d] += fb_counter_get(&w->m[d].reads_refused);
+			s->store_stale[d] += fb_counter_get(&w->m[d].store_stale);
+		}
+	}
+	for (int d = 0; d < FB_DISCIPLINES; d++) {
+		s->accepted[d] += fb_counter_get(&e->net[d].accepted);
+		s->rejected[d] += fb_counter_get(&e->net[d].rejected);
+		s->store_stale[d] += fb_counter_get(&e->net[d].store_stale);
+	}
+}
+
+/* ---- results ---- */
+
+static void sum_worker(fb_results *res, const fb_worker *wc, uint32_t i)
+{
+	fb_worker *w = (fb_worker *)wc;
+	res->per_thread_ops[i] = fb_counter_get(&w->ops);
+	res->dead[i] = atomic_load_explicit(&w->port.phase, memory_order_relaxed) == FB_PHASE_DEAD;
+	res->ops += fb_counter_get(&w->ops);
+	res->acquired += fb_counter_get(&w->acquired);
+	res->contended += fb_counter_get(&w->contended);
+	res->cas_retries += fb_counter_get(&w->cas_retries);
+	res->wasted_fences += fb_counter_get(&w->wasted_fences);
+	res->checker_stalls += fb_counter_get(&w->checker_stalls);
+	res->abandoned += fb_counter_get(&w->abandoned);
+	res->local_fooled += fb_counter_get(&w->local_fooled);
+	res->renew_ok += fb_counter_get(&w->renew_ok);
+	res->renew_believed += fb_counter_get(&w->renew_believed);
+	res->crash_takeovers += fb_counter_get(&w->crash_takeovers);
+	res->lease.duplicates += w->witness.duplicates;
+	res->lease.inversions += w->witness.inversions;
+	res->lease.overlaps += w->witness.overlaps;
+	res->lease.regressions += w->witness.regressions;
+	res->pause_hit += fb_counter_get(&w->port.hit);
+	res->pause_at_point += fb_counter_get(&w->port.at_point);
+	res->pause_trapped += fb_counter_get(&w->port.trapped);
+	res->paused_ns += fb_counter_get(&w->port.paused_ns);
+	for (int f = 0; f < FB_FAULTS; f++) {
+		res->fault[f].taken += fb_counter_get(&w->port.taken[f]);
+		res->fault[f].over_ttl += fb_counter_get(&w->port.over_ttl[f]);
+		res->fault[f].takeovers += fb_counter_get(&w->port.takeovers[f]);
+		res->fault[f].stale_attempts += fb_counter_get(&w->port.stale_attempts[f]);
+	}
+	fb_hist_merge(&res->acquire, &w->acquire);
+	fb_hist_merge(&res->write, &w->write);
+	fb_hist_merge(&res->cycle, &w->cycle);
+	fb_hist_merge(&res->takeover, &w->takeover);
+	for (int k = 0; k < FB_EOPS; k++)
+		fb_hist_merge(&res->eop[k], &w->eop[k]);
+	for (int d = 0; d < FB_DISCIPLINES; d++) {
+		fb_mode_result *m = &res->mode[d];
+		const fb_mode_counters *c = &w->m[d];
+		m->writes += fb_counter_get((fb_counter *)&c->writes);
+		m->accepted += fb_counter_get((fb_counter *)&c->accepted);
+		m->rejected_stale += fb_counter_get((fb_counter *)&c->rejected);
+		m->reads_refused += fb_counter_get((fb_counter *)&c->reads_refused);
+		m->store_stale += fb_counter_get((fb_counter *)&c->store_stale);
+		m->zombie_writes += fb_counter_get((fb_counter *)&c->zombie);
+		m->false_rejections += fb_counter_get((fb_counter *)&c->false_rejections);
+		m->indeterminate += fb_counter_get((fb_counter *)&c->indeterminate);
+	}
+}
+
+static void sum_workers(fb_env *e, fb_results *res)
+{
+	fb_hist_init(&res->acquire);
+	fb_hist_init(&res->write);
+	fb_hist_init(&res->cycle);
+	fb_hist_init(&res->takeover);
+	for (int k = 0; k < FB_EOPS; k++)
+		fb_hist_init(&res->eop[k]);
+	for (uint32_t i = 0; i < e->nworkers; i++)
+		sum_worker(res, &e->workers[i], i);
+	for (int d = 0; d < FB_DISCIPLINES; d++) {
+		res->mode[d].accepted += fb_counter_get(&e->net[d].accepted);
+		res->mode[d].rejected_stale += fb_counter_get(&e->net[d].rejected);
+		res->mode[d].store_stale += fb_counter_get(&e->net[d].store_stale);
+		res->mode[d].indeterminate += fb_counter_get(&e->net[d].indeterminate);
+	}
+	res->checker_stalls += fb_counter_get(&e->net_stalls);
+	res->delayed = fb_counter_get(&e->net_delivered);
+	res->fault[FB_FAULT_DELAY].takeovers += fb_counter_get(&e->net_takeovers);
+	res->fault[FB_FAULT_DELAY].stale_attempts += fb_counter_get(&e->net_stale);
+	res->crashes = res->fault[FB_FAULT_CRASH].taken;
+	res->plan_slipped = fb_counter_get(&e->plan_slipped);
+}
+
+typedef struct key_ctx {
+	fb_results *res;
+	fb_discipline d;
+	int64_t amount;
+} key_ctx;
+
+static void key_result(void *ctx, uint32_t k, const fb_check_key *ck, int64_t balance,
+                       int64_t ledger, uint64_t last_fence)
+{
+	key_ctx *c = ctx;
+	fb_key_result *kr = &c->res->keys[k];
+	kr->balance[c->d] = balance;
+	kr->accepted[c->d] = ck->checked;
+	kr->stale[c->d] = ck->stale_accepted;
+	kr->lost[c->d] = ledger / c->amount;
+	kr->last_fence[c->d] = last_fence;
+}
+
+/* Walk every checker to the end and compare what it found with the store. */
+static void check_modes(fb_env *e, fb_results *res)
+{
+	const fb_config *cfg = e->cfg;
+	int64_t *bal = calloc(cfg->keys, sizeof *bal);
+	uint64_t *last = calloc(cfg->keys, sizeof *last);
+	for (int i = 0; i < e->nactive; i++) {
+		fb_discipline d = e->active[i];
+		fb_mode_result *m = &res->mode[d];
+		key_ctx ctx = {res, d, cfg->amount};
+		m->on = true;
+		if (!bal || !last) {
+			snprintf(m->disagreement, sizeof m->disagreement,
+			         "out of memory reading the store back");
+			continue;
+		}
+		if (e->sops->final(e->net_sconn, d, cfg->keys, bal, last) != FB_IO_OK) {
+			snprintf(m->disagreement, sizeof m->disagreement,
+			         "the store did not answer after the run: %s",
+			         e->sops->error(e->net_sconn));
+			continue;
+		}
+		fb_check_verdict v;
+		fb_checker_verdict(e->checker[d], d != FB_UNFENCED, bal, last, cfg->initial_balance,
+		                   cfg->amount, m->accepted, m->store_stale, &v, key_result, &ctx);
+		m->checked = v.checked;
+		m->stale_accepted = v.stale_accepted;
+		m->chain_breaks = v.chain_breaks;
+		m->duplicates = v.duplicates;
+		m->lost_updates = v.lost_updates;
+		m->lost_history = v.lost_history;
+		m->checker_agrees = v.agrees;
+		memcpy(m->disagreement, v.disagreement, sizeof m->disagreement);
+	}
+	free(bal);
+	free(last);
+}
+
+void fb_env_results(fb_env *e, fb_results *res)
+{
+	res->cfg = e->cfg;
+	res->clock_name = e->clock->name;
+	/* A worker that died in the last TTL may still hold its lease: that
+	 * is liveness not yet due, not a failure; its age says which. */
+	uint64_t end = fb_clock_now(e->fast);
+	for (uint32_t k = 0; k < e->cfg->keys; k++)
+		if (atomic_load_explicit(&e->crashes_at[k].fence, memory_order_acquire)) {
+			uint64_t at =
+			        atomic_load_explicit(&e->crashes_at[k].at, memory_order_relaxed);
+			uint64_t age = end > at ? end - at : 0;
+			res->crash_pending++;
+			if (age > res->crash_pending_age_ns)
+				res->crash_pending_age_ns = age;
+		}
+	sum_workers(e, res);
+	bool failed = atomic_load(&e->failed);
+	if (failed) /* written before `failed`, by a thread joined since */
+		snprintf(res->failure, sizeof res->failure, "%s", e->failure);
+	if (e->checking && !failed)
+		check_modes(e, res);
+	else /* nothing was checked: the stores' own counts, marked so */
+		for (int i = 0; i < e->nactive; i++) {
+			fb_mode_result *m = &res->mode[e->active[i]];
+			m->on = true;
+			m->checker_agrees = true;
+			m->unchecked = true;
+			m->stale_accepted = m->store_stale;
+		}
+	res->first = e->first;
+	res->false_rejection = e->false_rej; /* written by a thread joined since */
+	for (int k = 0; k < FB_WIT_KINDS; k++)
+		fb_witness_example_of(e->witness, (fb_witness_kind)k, &res->lease_example[k]);
+	res->exhausted = atomic_load(&e->exhausted);
+}
+
+/* The injector's server-pause fault: the lease service stops for ns. */
+static int server_pause(void *ctx, uint64_t ns)
+{
+	fb_env *e = ctx;
+	if (e->lops->server_pause(e->pause_lconn, ns) == FB_IO_OK)
+		return 0;
+	fb_env_failed(e, "lease", e->lops->error(e->pause_lconn));
+	return -1;
+}
+
+/* What the injector is told: the faults' rates and sizes, the clocks. */
+fb_injector_config fb_env_injector_config(fb_env *e, const fb_clock *clock)
+{
+	const fb_config *cfg = e->cfg;
+	fb_injector_config ic = {
+	        .pause_min_ns = cfg->pause_min_ns,
+	        .pause_max_ns = cfg->pause_max_ns,
+	        .delay_min_ns = cfg->delay_min_ns,
+	        .delay_max_ns = cfg->delay_max_ns,
+	        .skew_ns = cfg->skew_ns,
+	        .ttl_ns = cfg->ttl_ns,
+	        .seed = cfg->seed,
+	        .at = cfg->fault_at,
+	        .service_clock = cfg->lease_clock == FB_LEASE_CLOCK_REALTIME ? &e->service : NULL,
+	        .steps = &e->service_steps,
+	        .log = e->log,
+	        .plan = e->plan.n ? &e->plan : NULL,
+	        .server_pause = e->pause_lconn ? server_pause : NULL,
+	        .server_ctx = e,
+	        .server_pauses = &e->server_pauses,
+	        .clock = clock,
+	};
+	for (int f = 0; f < FB_FAULTS; f++)
+		if (fb_config_fault(cfg, (fb_fault)f))
+			ic.rate[f] = fb_config_rate(cfg, (fb_fault)f);
+	return ic;
+}
