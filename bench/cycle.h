@@ -253,6 +253,10 @@ bool fb_cycle_commit(fb_env *env, const fb_pending_commit *c, uint64_t *stalls);
  * driver's time. */
 fb_injector_config fb_env_injector_config(fb_env *e, const fb_clock *clock);
 
+/* --plan-out: the faults taken, written as a plan (a failure said on stderr:
+ * the run's own numbers stand). */
+void fb_env_write_plan(fb_env *e, fb_results *res);
+
 /* The counters now, summed over the workers and the deliveries, at t0 +
  * s->t_s on the driver's clock (the progress line and the CSV). */
 void fb_env_sample(fb_env *e, uint64_t t0, fb_sample *s);

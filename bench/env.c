@@ -517,3 +517,18 @@ fb_injector_config fb_env_injector_config(fb_env *e, const fb_clock *clock)
 			ic.rate[f] = fb_config_rate(cfg, (fb_fault)f);
 	return ic;
 }
+
+/* --plan-out: the faults taken, as a plan. */
+void fb_env_write_plan(fb_env *e, fb_results *res)
+{
+	if (!e->log)
+		return;
+	char comment[1024];
+	fb_config_replay(e->cfg, comment, sizeof comment);
+	res->plan_recorded = atomic_load(&e->log->n);
+	res->plan_dropped = fb_plan_log_dropped(e->log);
+	if (fb_plan_write(e->log, e->cfg->plan_out_path, comment))
+		fprintf(stderr, "fencebench: --plan-out: cannot write '%s': errno=%d (%s)\n",
+		        e->cfg->plan_out_path, errno, strerror(errno));
+}
+

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "backend.h"
-#include "inproc.h"
 #include "common.h"
 
 typedef enum kind {
@@ -49,10 +48,16 @@ typedef struct opt {
 	const char *help;
 	int need; /* replayed only when relevant: 0 always, 1 + fb_fault for that
 	             fault's options, NEED_DETERMINISTIC */
+	int where; /* the drivers that take it: 0 both, W_STRESS or W_DET alone */
 } opt;
+
+/* Which driver an option applies to; given to the other, it is refused. */
+#define W_STRESS 1 /* real threads only */
+#define W_DET    2 /* --deterministic only */
 
 #define NEED_FAULT(f)      (1 + (f))
 #define NEED_DETERMINISTIC 100
+#define NEED_SET           101 /* a uint64_t replayed only when not 0 */
 
 #define OFF(f)   offsetof(fb_config, f)
 #define NAMES(a) a, (int)(sizeof a / sizeof a[0])
@@ -66,143 +71,146 @@ static const char *const on_held_names[] = {"wait", "skip"};
 static const opt opts[] = {
         {"threads", 't', "N[,N...]", K_U32_LIST, OFF(threads_list), OFF(n_threads), 1,
          FB_MAX_THREADS, NULL, 0, "threads", 0, true,
-         "worker threads; a list sweeps them in turn (default: online CPUs)", 0},
+         "worker threads; a list sweeps them in turn (default: online CPUs)", 0, 0},
         {"duration", 'd', "D", K_DURATION, OFF(duration_ns), 0, 0, 0, NULL, 0, "duration_s", 1e9,
-         true, "how long to run; units us ms s m h, bare number = seconds (default 10s)", 0},
+         true, "how long to run; units us ms s m h, bare number = seconds (default 10s)", 0, W_STRESS},
+        {"cycles", 0, "N", K_U64, OFF(cycles), 0, 1, UINT64_MAX, NULL, 0, "cycles", 0, true,
+         "each worker stops after N cycles; the run ends when all have (default: no limit)",
+         NEED_SET, 0},
         {"keys", 'k', "N", K_U32, OFF(keys), 0, 1, 1000000, NULL, 0, "keys", 0, true,
-         "leases (accounts) the workers contend for (default 16)", 0},
+         "leases (accounts) the workers contend for (default 16)", 0, 0},
         {"ttl", 0, "D", K_DURATION, OFF(ttl_ns), 0, 0, 0, NULL, 0, "ttl_ms", 1e6, true,
-         "lease time to live (default 10ms)", 0},
+         "lease time to live (default 10ms)", 0, 0},
         {"mode", 0, "LIST", K_BITS, OFF(modes), 0, 0, 0, NAMES(mode_names), "modes", 0, true,
-         "storage disciplines side by side: fenced,write-fenced,unfenced (default all)", 0},
+         "storage disciplines side by side: fenced,write-fenced,unfenced (default all)", 0, 0},
         {"op", 0, "OP", K_ENUM, OFF(op), 0, 0, 0, NAMES(op_names), "op", 0, true,
-         "rmw: the client reads and writes balance-1; debit: the store subtracts (default rmw)", 0},
+         "rmw: the client reads and writes balance-1; debit: the store subtracts (default rmw)", 0, 0},
         {"fence", 0, "SRC[,SRC]", K_BITS, OFF(fences), 0, 0, 0, NAMES(fence_names), "fence", 0,
          true, "fence source: global (one counter) or per-key; both sweeps them (default global)",
-         0},
+         0, 0},
         {"dist", 0, "D[,D...]", K_DIST_LIST, OFF(dist_list), OFF(n_dist), 0, 0, NULL, 0, "dist", 0,
          true,
          "key choice: uniform, zipf:S (hot keys), partitioned (disjoint per worker); a list "
          "sweeps (default uniform)",
-         0},
+         0, 0},
         {"on-held", 0, "WHAT", K_ENUM, OFF(on_held), 0, 0, 0, NAMES(on_held_names), "on_held", 0,
          true,
          "when the drawn key's lease is held: wait for it (default; with few keys one paused "
          "holder stalls everyone) or skip to another key",
-         0},
+         0, 0},
         {"first-fence", 0, "N", K_U64, OFF(first_fence), 0, 1, FB_FENCE_MAX / 2, NULL, 0,
-         "first_fence", 0, true, "the first fence minted (default 1; the article uses 33)", 0},
+         "first_fence", 0, true, "the first fence minted (default 1; the article uses 33)", 0, 0},
         {"seed", 0, "N", K_U64, OFF(seed), 0, 0, UINT64_MAX, NULL, 0, "seed", 0, true,
-         "seed of every random choice (default 1; always printed)", 0},
+         "seed of every random choice (default 1; always printed)", 0, 0},
         {"faults", 0, "LIST", K_BITS, OFF(faults), 0, 0, 0, NAMES(fb_fault_names), "faults", 0,
          true, "faults to inject: pause,skew,delay,crash,renew,retry,server-pause (default pause)",
-         0},
+         0, 0},
         {"fault-at", 0, "WHERE", K_ENUM, OFF(fault_at), 0, 0, 0, NAMES(fb_fault_at_names),
          "fault_at", 0, true,
          "where pauses strike: any (a signal anywhere), after-read, after-check, takeover (the "
          "next holder is caught after its read too), mix (default)",
-         NEED_FAULT(FB_FAULT_PAUSE)},
+         NEED_FAULT(FB_FAULT_PAUSE), 0},
         {"pause-rate", 0, "R[,R...]", K_RATE_LIST, OFF(pause_rate_list), OFF(n_pause_rate), 0,
          1000000, NULL, 0, "pause_rate", 0, true,
-         "pauses per second, 0 for none; a list sweeps (default 50)", NEED_FAULT(FB_FAULT_PAUSE)},
+         "pauses per second, 0 for none; a list sweeps (default 50)", NEED_FAULT(FB_FAULT_PAUSE), 0},
         {"pause", 0, "D[-D]", K_RANGE, OFF(pause_min_ns), OFF(pause_max_ns), 0, 0, NULL, 0, "pause",
-         1e6, true, "pause length or range (default 1.5-3 x TTL)", NEED_FAULT(FB_FAULT_PAUSE)},
+         1e6, true, "pause length or range (default 1.5-3 x TTL)", NEED_FAULT(FB_FAULT_PAUSE), 0},
         {"skew-rate", 0, "R", K_RATE, OFF(skew_rate), 0, 0, 1000000, NULL, 0, "skew_rate", 0, true,
-         "clock faults per second (default 10)", NEED_FAULT(FB_FAULT_SKEW)},
+         "clock faults per second (default 10)", NEED_FAULT(FB_FAULT_SKEW), 0},
         {"skew", 0, "D", K_DURATION, OFF(skew_ns), 0, 0, 0, NULL, 0, "skew_ms", 1e6, true,
-         "size of a clock step (default 2 x TTL)", NEED_FAULT(FB_FAULT_SKEW)},
+         "size of a clock step (default 2 x TTL)", NEED_FAULT(FB_FAULT_SKEW), 0},
         {"skew-drift", 0, "F", K_RATE, OFF(skew_drift), 0, 0, 1, NULL, 0, "skew_drift", 0, true,
-         "a skewed worker clock runs at 1-F of real time (default 0.5)", NEED_FAULT(FB_FAULT_SKEW)},
+         "a skewed worker clock runs at 1-F of real time (default 0.5)", NEED_FAULT(FB_FAULT_SKEW), 0},
         {"delay-rate", 0, "R", K_RATE, OFF(delay_rate), 0, 0, 1000000, NULL, 0, "delay_rate", 0,
-         true, "writes held in flight per second (default 20)", NEED_FAULT(FB_FAULT_DELAY)},
+         true, "writes held in flight per second (default 20)", NEED_FAULT(FB_FAULT_DELAY), 0},
         {"delay", 0, "D[-D]", K_RANGE, OFF(delay_min_ns), OFF(delay_max_ns), 0, 0, NULL, 0, "delay",
          1e6, true, "how long a delayed write is in flight (default 2-4 x TTL)",
-         NEED_FAULT(FB_FAULT_DELAY)},
+         NEED_FAULT(FB_FAULT_DELAY), 0},
         {"crash-rate", 0, "R", K_RATE, OFF(crash_rate), 0, 0, 1000000, NULL, 0, "crash_rate", 0,
          true, "workers dying while holding a lease, per second (default 2)",
-         NEED_FAULT(FB_FAULT_CRASH)},
+         NEED_FAULT(FB_FAULT_CRASH), 0},
         {"renew-rate", 0, "R", K_RATE, OFF(renew_rate), 0, 0, 1000000, NULL, 0, "renew_rate", 0,
-         true, "late heartbeats per second (default 20)", NEED_FAULT(FB_FAULT_RENEW)},
+         true, "late heartbeats per second (default 20)", NEED_FAULT(FB_FAULT_RENEW), 0},
         {"retry-rate", 0, "R", K_RATE, OFF(retry_rate), 0, 0, 1000000, NULL, 0, "retry_rate", 0,
          true, "lost acknowledgements per second: the write is sent again (default 20)",
-         NEED_FAULT(FB_FAULT_RETRY)},
+         NEED_FAULT(FB_FAULT_RETRY), 0},
         {"server-pause-rate", 0, "R", K_RATE, OFF(server_pause_rate), 0, 0, 1000000, NULL, 0,
          "server_pause_rate", 0, true,
          "server-side pauses per second, each a --pause long (Redis CLIENT PAUSE; default 2)",
-         NEED_FAULT(FB_FAULT_SERVER_PAUSE)},
+         NEED_FAULT(FB_FAULT_SERVER_PAUSE), 0},
         {"bug", 0, "NAME", K_ENUM, OFF(bug), 0, 0, 0, NAMES(fb_bug_names), "bug", 0, true,
          "plant a bug to prove the checkers catch it: ge-store, two-step, ignore-expiry, "
          "blind-release, trust-client, unregistered-reads, batch-fences (default none)",
-         0},
+         0, 0},
         {"lease", 0, "URL", K_ENGINE, OFF(lease_url), 0, 0, 0, NULL, 0, "lease", 0, true,
          "where the leases live: inproc (default) or redis://[:PASS@]HOST:PORT/DB, with "
          "?fence=incr for the two-step SET-then-INCR fence (default: one script)",
-         0},
+         0, W_STRESS},
         {"store", 0, "URL", K_ENGINE, OFF(store_url), 0, 0, 0, NULL, 0, "store", 0, true,
          "where the balances are written: inproc (default), redis://HOST:PORT/DB, "
          "postgres://USER@HOST:PORT/DB or a libpq conninfo",
-         0},
+         0, W_STRESS},
         {"client-id", 0, "N", K_U32, OFF(client_id), 0, 1, 65535, NULL, 0, "client_id", 0, true,
          "process N of a shared run on real engines: unique owners, the engines are not reset, "
          "and `fencebench check` verifies the global history afterwards",
-         0},
+         0, W_STRESS},
         {"prepare-only", 0, NULL, K_FLAG, OFF(prepare_only), 0, 0, 0, NULL, 0, NULL, 0, false,
          "reset the engines (leases, fences, balances, history) and exit: a shared run's first "
          "step",
-         0},
+         0, W_STRESS},
         {"check-lease", 0, "HOW", K_ENUM, OFF(check_lease), 0, 0, 0, NAMES(fb_check_lease_names),
          "check_lease", 0, true,
          "check before writing: none (default), is-held (ask the lease service), local (own clock "
          "against the TTL)",
-         0},
+         0, 0},
         {"lease-clock", 0, "CLOCK", K_ENUM, OFF(lease_clock), 0, 0, 0, NAMES(fb_lease_clock_names),
          "lease_clock", 0, true,
-         "the lease service's clock: monotonic (default) or realtime (a wall clock that steps)", 0},
+         "the lease service's clock: monotonic (default) or realtime (a wall clock that steps)", 0, 0},
         {"work", 0, "D[-D]", K_RANGE, OFF(work_min_ns), OFF(work_max_ns), 0, 0, NULL, 0, "work",
-         1e6, true, "time a holder works between its read and its write (default 0)", 0},
+         1e6, true, "time a holder works between its read and its write (default 0)", 0, 0},
         {"plan", 0, "FILE", K_STRING, OFF(plan_path), 0, 0, 0, NULL, 0, "plan", 0, false,
-         "replay the fault plan in FILE instead of drawing faults", 0},
+         "replay the fault plan in FILE instead of drawing faults", 0, 0},
         {"plan-out", 0, "FILE", K_STRING, OFF(plan_out_path), 0, 0, 0, NULL, 0, NULL, 0, false,
-         "write the faults injected (the plan) to FILE", 0},
+         "write the faults injected (the plan) to FILE", 0, 0},
         {"deterministic", 0, NULL, K_FLAG, OFF(deterministic), 0, 0, 0, NULL, 0, "deterministic", 0,
-         true, "logical workers on a virtual clock in one thread: same seed, same history", 0},
+         true, "logical workers on a virtual clock in one thread: same seed, same history", 0, 0},
         {"seeds", 0, "A..B", K_SEEDS, OFF(seed_lo), OFF(seed_hi), 0, 0, NULL, 0, NULL, 0, false,
-         "deterministic: run seeds A to B, stop at the first fenced violation", 0},
+         "run seeds A to B, stop at the first fenced violation", 0, W_DET},
         {"steps", 0, "N", K_U64, OFF(steps), 0, 1, UINT64_C(1) << 40, NULL, 0, "steps", 0, true,
-         "deterministic: scheduler steps per seed (default 200000)", NEED_DETERMINISTIC},
+         "scheduler steps per seed (default 200000)", NEED_DETERMINISTIC, W_DET},
         {"history", 0, "FILE", K_STRING, OFF(history_path), 0, 0, 0, NULL, 0, NULL, 0, false,
-         "deterministic: write the history (every step) to FILE", 0},
+         "write the history (every step) to FILE", 0, W_DET},
         {"warmup", 0, "D", K_DURATION, OFF(warmup_ns), 0, 0, 0, NULL, 0, "warmup_s", 1e9, true,
-         "run this long first without counting throughput or latency", 0},
+         "run this long first without counting throughput or latency", 0, W_STRESS},
         {"cpus", 0, "LIST", K_CPUS, OFF(cpus), OFF(n_cpus), 0, 0, NULL, 0, NULL, 0, true,
-         "run workers on these CPUs (taskset list syntax: 0-3,8)", 0},
+         "run workers on these CPUs (taskset list syntax: 0-3,8)", 0, W_STRESS},
         {"pin", 0, NULL, K_FLAG, OFF(pin), 0, 0, 0, NULL, 0, "pin", 0, true,
-         "pin each worker to one CPU, round robin over --cpus (default: all online)", 0},
+         "pin each worker to one CPU, round robin over --cpus (default: all online)", 0, W_STRESS},
         {"percentiles", 0, "LIST", K_PCTS, OFF(percentiles), OFF(n_percentiles), 0, 0, NULL, 0,
-         NULL, 0, false, "latency percentiles in the table (default 50,90,99,99.9,99.99)", 0},
+         NULL, 0, false, "latency percentiles in the table (default 50,90,99,99.9,99.99)", 0, 0},
         {"hdr-file", 0, "PREFIX", K_STRING, OFF(hdr_prefix), 0, 0, 0, NULL, 0, NULL, 0, false,
-         "write PREFIX.{acquire,write,cycle}.hdr, HdrHistogram percentile text", 0},
+         "write PREFIX.{acquire,write,cycle}.hdr, HdrHistogram percentile text", 0, 0},
         {"no-check", 0, NULL, K_FLAG, OFF(no_check), 0, 0, 0, NULL, 0, "no_check", 0, true,
          "ablation: run without the history checker and the lease witness, to measure their "
          "cost (the verdict then says UNCHECKED)",
-         0},
+         0, 0},
         {"no-floor", 0, NULL, K_FLAG, OFF(no_floor), 0, 0, 0, NULL, 0, NULL, 0, false,
-         "do not measure the floor pipeline after each run", 0},
+         "do not measure the floor pipeline after each run", 0, W_STRESS},
         {"sample", 0, "N", K_U32, OFF(sample), 0, 1, 1u << 20, NULL, 0, "latency_sample", 0, true,
          "time one cycle in N for the latency histograms (default 32; 1 with a "
          "remote engine)",
-         0},
+         0, 0},
         {"json", 0, "FILE", K_STRING, OFF(json_path), 0, 0, 0, NULL, 0, NULL, 0, false,
-         "also write the JSON document to FILE", 0},
+         "also write the JSON document to FILE", 0, 0},
         {"results-dir", 'o', "DIR", K_STRING, OFF(results_dir), 0, 0, 0, NULL, 0, "results_dir", 0,
-         false, "where the JSON and CSV go (default results/)", 0},
+         false, "where the JSON and CSV go (default results/)", 0, 0},
         {"progress", 0, "WHEN", K_ENUM, OFF(progress), 0, 0, 0, NAMES(progress_names), NULL, 0,
-         false, "progress line on stderr: auto (on a terminal), always, never", 0},
+         false, "progress line on stderr: auto (on a terminal), always, never", 0, 0},
         {"quiet", 'q', NULL, K_FLAG, OFF(quiet), 0, 0, 0, NULL, 0, NULL, 0, false,
-         "no progress line", 0},
-        {"help", 'h', NULL, K_HELP, 0, 0, 0, 0, NULL, 0, NULL, 0, false, "this help", 0},
+         "no progress line", 0, 0},
+        {"help", 'h', NULL, K_HELP, 0, 0, 0, 0, NULL, 0, NULL, 0, false, "this help", 0, 0},
         {"version", 'V', NULL, K_VERSION, 0, 0, 0, 0, NULL, 0, NULL, 0, false, "print the version",
-         0},
+         0, 0},
 };
 
 #define NOPTS (sizeof opts / sizeof opts[0])
@@ -605,8 +613,15 @@ static void usage(FILE *out)
 			snprintf(sh, sizeof sh, "-%c, ", o->short_name);
 		snprintf(lhs, sizeof lhs, "%s--%s%s%s", sh, o->name, o->arg ? " " : "",
 		         o->arg ? o->arg : "");
-		fprintf(out, "  %-26s %s\n", lhs, o->help);
+		fprintf(out, "  %-26s %s%s\n", lhs,
+		        o->where == W_STRESS ? "[threads] "
+		        : o->where == W_DET  ? "[deterministic] "
+		                             : "",
+		        o->help);
 	}
+	fprintf(out, "\nOptions marked [threads] apply to a run on real threads only, those "
+	             "marked\n[deterministic] to --deterministic only; given to the other, "
+	             "they are refused.\n");
 	fprintf(out, "\nExit status:\n"
 	             "  0  every fenced discipline held: no stale write accepted, no update lost\n"
 	             "  1  a fenced discipline accepted a stale write or lost an update, or the\n"
@@ -637,6 +652,7 @@ fb_parse fb_config_parse(fb_config *cfg, int argc, char **argv)
 	opterr = 0;
 	optind = 0; /* 0, not 1: glibc then also forgets a half-read option cluster */
 	int c;
+	bool given[NOPTS] = {false};
 	while ((c = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
 		if (c == '?' || c == ':') {
 			const char *arg = argv[optind - 1];
@@ -658,6 +674,7 @@ fb_parse fb_config_parse(fb_config *cfg, int argc, char **argv)
 				o = &opts[i];
 		if (!o)
 			return FB_PARSE_USAGE;
+		given[o - opts] = true;
 		if (o->k == K_HELP) {
 			usage(stdout);
 			return FB_PARSE_EXIT0;
@@ -680,6 +697,21 @@ fb_parse fb_config_parse(fb_config *cfg, int argc, char **argv)
 	if (optind < argc) {
 		fprintf(stderr, "fencebench: unexpected argument '%s' (see --help)\n",
 		        argv[optind]);
+		return FB_PARSE_USAGE;
+	}
+	/* An option the driver would ignore is refused, never dropped. */
+	for (size_t i = 0; i < NOPTS; i++) {
+		const opt *o = &opts[i];
+		if (!given[i] || !o->where || o->where == (cfg->deterministic ? W_DET : W_STRESS))
+			continue;
+		if (o->where == W_STRESS)
+			fprintf(stderr,
+			        "fencebench: --%s: not for --deterministic, which runs simulated "
+			        "workers on a virtual clock with the in-process engine (see --help)\n",
+			        o->name);
+		else
+			fprintf(stderr, "fencebench: --%s: only with --deterministic (see --help)\n",
+			        o->name);
 		return FB_PARSE_USAGE;
 	}
 	/* Lists left unset hold the default; the run's scalars start at their
@@ -719,23 +751,13 @@ fb_parse fb_config_parse(fb_config *cfg, int argc, char **argv)
 		cfg->skew_ns = cfg->ttl_ns * 2;
 	if (!cfg->seeds_given)
 		cfg->seed_lo = cfg->seed_hi = cfg->seed;
-	/* as the run decides it: an engine other than the in-process one */
-	bool remote = fb_lease_engine(cfg->lease_url) != &fb_inproc_lease_ops ||
-	              fb_store_engine(cfg->store_url) != &fb_inproc_store_ops;
+	/* as the run decides it: an engine whose calls are round trips */
+	bool remote = fb_lease_engine(cfg->lease_url)->remote || fb_store_engine(cfg->store_url)->remote;
 	/* Two clock reads are nothing beside a round trip: with a remote
 	 * engine every cycle is timed unless --sample says otherwise. */
 	if (remote && !cfg->sample_given)
 		cfg->sample = 1;
-	if (cfg->on_held == FB_ON_HELD_SKIP && cfg->deterministic) {
-		fprintf(stderr, "fencebench: --on-held: 'skip' is for real threads, not "
-		                "--deterministic (its workers wait)\n");
-		return FB_PARSE_USAGE;
-	}
-	if (remote && cfg->deterministic) {
-		fprintf(stderr, "fencebench: --deterministic runs the in-process engine only, not "
-		                "--lease/--store\n");
-		return FB_PARSE_USAGE;
-	}
+
 	if ((cfg->faults & (1u << FB_FAULT_SERVER_PAUSE)) &&
 	    (cfg->deterministic || !fb_lease_engine(cfg->lease_url)->server_pause)) {
 		fprintf(stderr,
@@ -760,11 +782,6 @@ fb_parse fb_config_parse(fb_config *cfg, int argc, char **argv)
 		        "fencebench: %s: the in-process engine is not shared and keeps "
 		        "nothing between runs; give --lease and/or --store URLs\n",
 		        cfg->prepare_only ? "--prepare-only" : "--client-id");
-		return FB_PARSE_USAGE;
-	}
-	if (cfg->seeds_given && !cfg->deterministic) {
-		fprintf(stderr, "fencebench: --seeds: '%llu..%llu' needs --deterministic\n",
-		        (unsigned long long)cfg->seed_lo, (unsigned long long)cfg->seed_hi);
 		return FB_PARSE_USAGE;
 	}
 	return FB_PARSE_RUN;
@@ -895,6 +912,10 @@ void fb_config_replay(const fb_config *cfg, char *buf, size_t len)
 		if (!o->replay || !value_text(cfg, o, v, sizeof v))
 			continue;
 		if (o->need == NEED_DETERMINISTIC && !cfg->deterministic)
+			continue;
+		if (o->where && o->where != (cfg->deterministic ? W_DET : W_STRESS))
+			continue; /* the other driver's: this one would refuse it */
+		if (o->need == NEED_SET && !*(const uint64_t *)cfield(cfg, o))
 			continue;
 		uint32_t needs = o->need && o->need < NEED_DETERMINISTIC ? 1u << (o->need - 1) : 0;
 		if (o->off == OFF(pause_min_ns)) /* a server pause is --pause long too */

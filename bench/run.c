@@ -257,20 +257,6 @@ static void wind_down(threads *t, fb_injector *inj, fb_results *res, uint64_t t0
 	res->fault[FB_FAULT_SERVER_PAUSE].over_ttl = ist.server_over_ttl;
 }
 
-/* --plan-out: the faults taken, as a plan. */
-static void write_plan(fb_env *e, fb_results *res)
-{
-	if (!e->log)
-		return;
-	char comment[1024];
-	fb_config_replay(e->cfg, comment, sizeof comment);
-	res->plan_recorded = atomic_load(&e->log->n);
-	res->plan_dropped = fb_plan_log_dropped(e->log);
-	if (fb_plan_write(e->log, e->cfg->plan_out_path, comment))
-		fprintf(stderr, "fencebench: --plan-out: cannot write '%s': errno=%d (%s)\n",
-		        e->cfg->plan_out_path, errno, strerror(errno));
-}
-
 /* The run's end: the failure or the exhausted fence space, said once. */
 static fb_err outcome(const fb_results *res)
 {
@@ -330,7 +316,7 @@ fb_err fb_run(const fb_config *cfg, fb_tick_fn tick, void *ctx, fb_results *res)
 	} else {
 		wind_down(t, inj, res, supervise(t, tick, ctx, res));
 		fb_env_results(&t->env, res);
-		write_plan(&t->env, res);
+		fb_env_write_plan(&t->env, res);
 		err = outcome(res);
 	}
 	free(ports);

@@ -654,6 +654,7 @@ fb_err fb_sim_run(const fb_config *user, uint64_t seed, fb_tick_fn tick, void *c
 		res->service_steps = g->st.service_steps;
 		res->fault[FB_FAULT_SKEW].taken += g->st.service_steps;
 		fb_env_results(&s->env, res);
+		fb_env_write_plan(&s->env, res);
 		res->cfg = user; /* the caller's, which outlives this */
 		if (res->exhausted) {
 			fprintf(stderr,
