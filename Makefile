@@ -37,7 +37,39 @@ DEPS_OK := $(shell $(PKG_CONFIG) --exists $(DEPS_PKGS) 2>/dev/null && echo yes)
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 ARCH     := $(if $(filter x86_64,$(shell uname -m)),-mcx16,)
 CFLAGS_ALL := -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) -g $(WARN) $(ARCH) -pthread \
-              -MMD -MP -Icore -Iinject -Ibench -Ibackends $(CFLAGS)
+              -MMD -MP $(CFLAGS)
+
+# The layers, lowest first. Each directory sees its own headers and those of
+# the layers below it, never above: a wrong include fails the build.
+#   core/           the model: clocks, the lease table, the store, PRNG, histograms
+#   inject/         faults: the decisions, the ports, plans, the delay line
+#   backends/       engines behind two ops vectors (in-process, Redis, PostgreSQL)
+#   bench/config/   the run's configuration: one table parses, helps, echoes, replays
+#   bench/verify/   the checkers: history walk, lease witness, the offline history
+#   bench/drive/    the cycle, once, and its two drivers (threads, simulator)
+#   bench/report/   the summary, JSON and CSV, compare, plot
+#   bench/tools/    the subcommands: floor, scenario, check
+#   bench/cli/      main and the subcommand table
+INC_core     := -Icore
+INC_inject   := $(INC_core) -Iinject
+INC_backends := $(INC_core) -Ibackends
+INC_config   := $(INC_inject) -Ibackends -Ibench/config
+INC_verify   := $(INC_core) -Ibackends -Ibench/verify
+INC_drive    := $(INC_config) -Ibench/verify -Ibench/drive
+INC_report   := $(INC_drive) -Ibench/report
+INC_tools    := $(INC_report) -Ibench/tools
+INC_cli      := $(INC_tools) -Ibench/cli
+INC_tests    := $(INC_cli) -Itests
+$(B)/core/%.o:         INC := $(INC_core)
+$(B)/inject/%.o:       INC := $(INC_inject)
+$(B)/backends/%.o:     INC := $(INC_backends)
+$(B)/bench/config/%.o: INC := $(INC_config)
+$(B)/bench/verify/%.o: INC := $(INC_verify)
+$(B)/bench/drive/%.o:  INC := $(INC_drive)
+$(B)/bench/report/%.o: INC := $(INC_report)
+$(B)/bench/tools/%.o:  INC := $(INC_tools)
+$(B)/bench/cli/%.o:    INC := $(INC_cli)
+$(B)/tests/%.o:        INC := $(INC_tests)
 LIBS_JSON := $(shell $(PKG_CONFIG) --libs json-c 2>/dev/null)
 CFLAGS_JSON := $(shell $(PKG_CONFIG) --cflags json-c 2>/dev/null)
 LIBS_CMOCKA := $(shell $(PKG_CONFIG) --libs cmocka 2>/dev/null)
@@ -55,9 +87,9 @@ endif
 LDFLAGS_ALL += -pthread $(LDFLAGS)
 LDLIBS_ALL := -latomic -lm $(LDLIBS)
 
-CORE_SRC   := core/common.c core/clock.c core/lease.c core/store.c
-BENCH_SRC  := $(filter-out bench/main.c,$(wildcard bench/*.c)) $(wildcard inject/*.c) \
-              $(wildcard backends/*.c)
+CORE_SRC   := $(wildcard core/*.c)
+BENCH_SRC  := $(wildcard bench/config/*.c bench/verify/*.c bench/drive/*.c bench/report/*.c \
+                         bench/tools/*.c) $(wildcard inject/*.c) $(wildcard backends/*.c)
 TEST_SRC   := $(wildcard tests/test_*.c)
 TOOLS_SRC  := tests/corebench.c tests/fbproc.c tests/servers.c
 
@@ -67,7 +99,7 @@ TESTS      := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRC))
 COREBENCH  := $(B)/corebench
 MAN        := build/fencebench.1
 
-ALL_OBJ := $(patsubst %.c,$(B)/%.o,$(CORE_SRC) $(BENCH_SRC) bench/main.c $(TEST_SRC) $(TOOLS_SRC))
+ALL_OBJ := $(patsubst %.c,$(B)/%.o,$(CORE_SRC) $(BENCH_SRC) bench/cli/main.c $(TEST_SRC) $(TOOLS_SRC))
 
 .PHONY: all test run install uninstall clean bench man soak seeds
 .DELETE_ON_ERROR:
@@ -96,13 +128,13 @@ FORCE:
 
 $(B)/%.o: %.c $(B)/.flags
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS_ALL) $(CFLAGS_JSON) -c $< -o $@
+	$(Q)$(CC) $(CFLAGS_ALL) $(INC) $(CFLAGS_JSON) -c $< -o $@
 
 $(LIB): $(patsubst %.c,$(B)/%.o,$(CORE_SRC) $(BENCH_SRC))
 	@rm -f $@
 	$(Q)ar rcs $@ $^
 
-$(BIN): $(B)/bench/main.o $(LIB)
+$(BIN): $(B)/bench/cli/main.o $(LIB)
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_JSON) $(LIBS_ENGINES) $(LIBS_MALLOC) $(LDLIBS_ALL)
 
 $(B)/tests/%: $(B)/tests/%.o $(B)/tests/fbproc.o $(B)/tests/servers.o $(LIB)
@@ -181,13 +213,13 @@ FZ           := build/fuzz
 FUZZ_NAMES   := duration options scenario plan
 FUZZ_CFLAGS  := -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 $(WARN) $(ARCH) -pthread \
                 -fsanitize=address,undefined -fno-sanitize-recover=all \
-                -fno-omit-frame-pointer -MMD -MP -Icore -Iinject -Ibench -Ibackends $(CFLAGS_JSON)
+                -fno-omit-frame-pointer -MMD -MP $(INC_tests) $(CFLAGS_JSON)
 # options.c names the engines: their registry and the engines come along
-FUZZ_ENGINES      := $(wildcard backends/*.c) core/lease.c core/store.c core/clock.c
-FUZZ_SRC_duration := bench/options.c inject/fault.c core/common.c $(FUZZ_ENGINES)
-FUZZ_SRC_options  := bench/options.c inject/fault.c core/common.c $(FUZZ_ENGINES)
-FUZZ_SRC_scenario := bench/scenario_parse.c bench/scenario.c core/common.c core/clock.c \
-                     core/lease.c core/store.c
+FUZZ_ENGINES      := $(wildcard backends/*.c) core/lease.c core/store.c core/clock.c core/hist.c
+FUZZ_SRC_duration := bench/config/options.c inject/fault.c core/common.c $(FUZZ_ENGINES)
+FUZZ_SRC_options  := bench/config/options.c inject/fault.c core/common.c $(FUZZ_ENGINES)
+FUZZ_SRC_scenario := bench/tools/scenario_parse.c bench/tools/scenario.c core/common.c \
+                     core/clock.c core/lease.c core/store.c
 FUZZ_SRC_plan     := inject/plan.c inject/fault.c
 fuzz_objs = $(patsubst %.c,$(FZ)/%.o,tests/fuzz/fuzz_$(1).c $(FUZZ_SRC_$(1)))
 FUZZ_BINS := $(patsubst %,$(FZ)/fuzz_%,$(FUZZ_NAMES))

@@ -1,6 +1,6 @@
 /*
- * The offline checker (bench/history.c) on hand-built row streams, and
- * `fencebench check` (bench/check.c) on a fake store engine that serves a
+ * The offline checker (bench/verify/history.c) on hand-built row streams, and
+ * `fencebench check` (bench/tools/check.c) on a fake store engine that serves a
  * hand-built history, then on the command line: usage errors exit 2 with
  * one line, an unreachable server exits 3 with the URL redacted.
  */

@@ -1,6 +1,6 @@
 #define _GNU_SOURCE
 #include "report.h"
-#include "util.h"
+#include "output.h"
 
 #include <errno.h>
 #include <json-c/json.h>

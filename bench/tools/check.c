@@ -10,7 +10,7 @@
 #include "compare.h"
 #include "history.h"
 #include "options.h"
-#include "util.h"
+#include "output.h"
 
 #define G(v) fb_grouped((char[48]){0}, 48, (double)(v))
 

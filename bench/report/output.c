@@ -1,11 +1,8 @@
 #define _GNU_SOURCE
-#include "util.h"
+#include "output.h"
 
 #include <errno.h>
 #include <math.h>
-#include <sched.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -25,50 +22,6 @@ const char *fb_grouped(char *buf, size_t len, double v)
 	}
 	buf[o] = 0;
 	return buf;
-}
-
-bool fb_placement_apply(const fb_placement *pl, uint32_t i, pthread_attr_t *attr)
-{
-	if (!pl || (!pl->pin && !pl->n_cpus))
-		return false;
-	cpu_set_t set;
-	CPU_ZERO(&set);
-	long online = sysconf(_SC_NPROCESSORS_ONLN);
-	uint32_t n = pl->n_cpus ? pl->n_cpus : (uint32_t)(online > 0 ? online : 1);
-	for (uint32_t c = 0; c < n; c++)
-		if (!pl->pin || c == i % n)
-			CPU_SET(pl->n_cpus ? pl->cpus[c] : c, &set);
-	pthread_attr_setaffinity_np(attr, sizeof set, &set);
-	return true;
-}
-
-void fb_disagree(bool *agrees, char *why, size_t len, const char *fmt, ...)
-{
-	if (!*agrees)
-		return;
-	*agrees = false;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-}
-
-void fb_key_disagree(bool *agrees, char *why, size_t len, uint32_t key, bool fenced, int64_t ledger,
-                     int64_t lost, int64_t history_balance, int64_t balance, uint64_t history_fence,
-                     uint64_t last_fence)
-{
-	if (ledger != lost)
-		fb_disagree(agrees, why, len, "key %u: the ledger lost %lld, the history %lld", key,
-		            (long long)ledger, (long long)lost);
-	if (history_balance != balance)
-		fb_disagree(agrees, why, len,
-		            "key %u: the history ends at balance %lld, the store holds %lld", key,
-		            (long long)history_balance, (long long)balance);
-	if (fenced && history_fence != last_fence)
-		fb_disagree(agrees, why, len,
-		            "key %u: the history's highest fence is %llu, the store's last "
-		            "accepted %llu",
-		            key, (unsigned long long)history_fence, (unsigned long long)last_fence);
 }
 
 int fb_mkdir_p(const char *path)

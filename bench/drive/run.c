@@ -19,7 +19,7 @@
 
 #include "cycle.h"
 #include "delay.h"
-#include "util.h"
+#include "placement.h"
 
 typedef struct threads {
 	fb_env env;
@@ -74,44 +74,6 @@ static void *worker_main(void *arg)
 	if (wait_gate((threads *)w->env)) /* env is a threads' first member */
 		fb_cycle_thread(w);
 	return NULL;
-}
-
-fb_err fb_run_prepare(const fb_config *cfg)
-{
-	const fb_lease_ops *lops = fb_lease_engine(cfg->lease_url);
-	const fb_store_ops *sops = fb_store_engine(cfg->store_url);
-	fb_engine_config ec = fb_env_engine_config(cfg, fb_clock_fast());
-	ec.client_id = 0;
-	char err[512] = "", v[64];
-	void *leng = NULL, *seng = NULL;
-	const char *opt = "--lease";
-	fb_err e = lops->open(&ec, cfg->lease_url, &leng, err, sizeof err);
-	if (!e)
-		e = lops->prepare(leng, true, err, sizeof err);
-	if (!e) {
-		lops->version(leng, v, sizeof v);
-		printf("lease: %s %s: every lease and fence forgotten; the first fence will be "
-		       "%llu\n",
-		       lops->name, v, (unsigned long long)cfg->first_fence);
-		opt = "--store";
-		e = sops->open(&ec, cfg->store_url, &seng, err, sizeof err);
-	}
-	if (!e)
-		e = sops->prepare(seng, true, err, sizeof err);
-	if (!e) {
-		sops->version(seng, v, sizeof v);
-		char bal[32];
-		printf("store: %s %s: %u keys at balance %s in each discipline, no history\n",
-		       sops->name, v, cfg->keys,
-		       fb_grouped(bal, sizeof bal, (double)cfg->initial_balance));
-	}
-	if (e)
-		fprintf(stderr, "fencebench: %s: %s\n", opt, err);
-	if (leng)
-		lops->close(leng);
-	if (seng)
-		sops->close(seng);
-	return e;
 }
 
 /* Wait until `deadline` on the fast clock or a SIGINT/SIGTERM; returns the

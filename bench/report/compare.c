@@ -1,6 +1,6 @@
 #define _GNU_SOURCE
 #include "compare.h"
-#include "util.h"
+#include "output.h"
 
 #include <errno.h>
 #include <json-c/json.h>

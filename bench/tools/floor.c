@@ -1,6 +1,6 @@
 #define _GNU_SOURCE
 #include "floor.h"
-#include "util.h"
+#include "output.h"
 
 #include <errno.h>
 #include <getopt.h>

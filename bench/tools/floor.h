@@ -31,7 +31,7 @@
 #include <stdint.h>
 
 #include "common.h"
-#include "util.h"
+#include "placement.h"
 
 typedef enum fb_floor_prim {
 	FB_FLOOR_FETCH_ADD,

@@ -153,9 +153,4 @@ typedef void (*fb_tick_fn)(void *ctx, const fb_sample *s);
 fb_err fb_run(const fb_config *cfg, fb_tick_fn tick, void *ctx, fb_results *res);
 void fb_results_free(fb_results *res);
 
-/* --prepare-only: reset the engines of cfg (forget every lease and fence,
- * seed the balances, drop the history) and close them: the first step of a
- * shared run. Prints what it did; on failure the reason, on stderr. */
-fb_err fb_run_prepare(const fb_config *cfg);
-
 #endif

@@ -1,6 +1,6 @@
 #define _GNU_SOURCE
 #include "checker.h"
-#include "util.h"
+#include "verdict.h"
 
 #include <limits.h>
 #include <linux/futex.h>

@@ -1,5 +1,5 @@
 #include "history.h"
-#include "util.h"
+#include "verdict.h"
 
 #include <stdio.h>
 #include <stdlib.h>

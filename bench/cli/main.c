@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "cycle.h"
+#include "output.h"
 #include "options.h"
 #include "report.h"
 #include "run.h"
@@ -275,6 +277,47 @@ static int deterministic(const fb_config *cfg)
 	return code;
 }
 
+/* --prepare-only: reset the engines of cfg (forget every lease and fence,
+ * seed the balances, drop the history) and close them: the first step of a
+ * shared run. Prints what it did; on failure the reason, on stderr. */
+static fb_err prepare_only(const fb_config *cfg)
+{
+	const fb_lease_ops *lops = fb_lease_engine(cfg->lease_url);
+	const fb_store_ops *sops = fb_store_engine(cfg->store_url);
+	fb_engine_config ec = fb_env_engine_config(cfg, fb_clock_fast());
+	ec.client_id = 0;
+	char err[512] = "", v[64];
+	void *leng = NULL, *seng = NULL;
+	const char *opt = "--lease";
+	fb_err e = lops->open(&ec, cfg->lease_url, &leng, err, sizeof err);
+	if (!e)
+		e = lops->prepare(leng, true, err, sizeof err);
+	if (!e) {
+		lops->version(leng, v, sizeof v);
+		printf("lease: %s %s: every lease and fence forgotten; the first fence will be "
+		       "%llu\n",
+		       lops->name, v, (unsigned long long)cfg->first_fence);
+		opt = "--store";
+		e = sops->open(&ec, cfg->store_url, &seng, err, sizeof err);
+	}
+	if (!e)
+		e = sops->prepare(seng, true, err, sizeof err);
+	if (!e) {
+		sops->version(seng, v, sizeof v);
+		char bal[32];
+		printf("store: %s %s: %u keys at balance %s in each discipline, no history\n",
+		       sops->name, v, cfg->keys,
+		       fb_grouped(bal, sizeof bal, (double)cfg->initial_balance));
+	}
+	if (e)
+		fprintf(stderr, "fencebench: %s: %s\n", opt, err);
+	if (leng)
+		lops->close(leng);
+	if (seng)
+		sops->close(seng);
+	return e;
+}
+
 /* `fencebench NAME ...`: the subcommands, each a main of its own. */
 static const fb_command commands[] = {FB_COMMANDS};
 
@@ -310,7 +353,7 @@ int main(int argc, char **argv)
 	}
 
 	if (cfg.prepare_only) {
-		fb_err e = fb_run_prepare(&cfg);
+		fb_err e = prepare_only(&cfg);
 		return e == FB_OK ? 0 : e == FB_EINVAL ? 2 : 3;
 	}
 	fb_report_open(&report, &cfg);

@@ -1,0 +1,33 @@
+#include "verdict.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+void fb_disagree(bool *agrees, char *why, size_t len, const char *fmt, ...)
+{
+	if (!*agrees)
+		return;
+	*agrees = false;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+}
+
+void fb_key_disagree(bool *agrees, char *why, size_t len, uint32_t key, bool fenced, int64_t ledger,
+                     int64_t lost, int64_t history_balance, int64_t balance, uint64_t history_fence,
+                     uint64_t last_fence)
+{
+	if (ledger != lost)
+		fb_disagree(agrees, why, len, "key %u: the ledger lost %lld, the history %lld", key,
+		            (long long)ledger, (long long)lost);
+	if (history_balance != balance)
+		fb_disagree(agrees, why, len,
+		            "key %u: the history ends at balance %lld, the store holds %lld", key,
+		            (long long)history_balance, (long long)balance);
+	if (fenced && history_fence != last_fence)
+		fb_disagree(agrees, why, len,
+		            "key %u: the history's highest fence is %llu, the store's last "
+		            "accepted %llu",
+		            key, (unsigned long long)history_fence, (unsigned long long)last_fence);
+}
