@@ -222,6 +222,60 @@ static void test_short_run_shows_fenced_safe_and_unfenced_corrupted(void **state
 	free(dir);
 }
 
+/* Every key of a's object at path is in b's too. */
+static void check_keys_in(json_object *a, json_object *b, const char *path, const char *what)
+{
+	json_object_object_foreach(get(a, path), k, v)
+	{
+		(void)v;
+		check(json_object_object_get_ex(get(b, path), k, NULL), "%s: %s.%s is missing",
+		      what, path, k);
+	}
+}
+
+/* --deterministic --json writes the stress run's schema: the same modes,
+ * with the same fields, and the simulator's own figures beside them. Its
+ * stdout is the same for the same seed. */
+static void test_a_deterministic_run_writes_the_stress_runs_json(void **state)
+{
+	(void)state;
+	char *dir = fb_test_tmpdir(), sj[300], dj[300];
+	snprintf(sj, sizeof sj, "%s/stress.json", dir);
+	snprintf(dj, sizeof dj, "%s/det.json", dir);
+	proc p;
+	const char *stress[] = {"-t", "2", "-d",     "200ms", "-q", "--no-floor",
+	                        "-o", dir, "--json", sj,      NULL};
+	check_eq(run(&p, stress), 0, "a short stress run");
+	release(&p);
+	const char *det[] = {"--deterministic", "--seed", "2", "--steps", "50000", "-q", "-o", dir,
+	                     "--json",          dj,       NULL};
+	check_eq(run(&p, det), 0, "a deterministic run");
+	char *first = strdup(p.stdout_text);
+	release(&p);
+	check_eq(run(&p, det), 0, "the same again");
+	check(strcmp(first, p.stdout_text) == 0, "the same seed prints the same, byte for byte");
+	free(first);
+	release(&p);
+	json_object *s = json_object_from_file(sj), *d = json_object_from_file(dj);
+	check(s && d, "both documents parse");
+	check_eq(json_object_get_int(get(d, "schema")), json_object_get_int(get(s, "schema")),
+	         "the same schema");
+	const char *paths[] = {"modes",          "modes.fenced", "modes.write_fenced",
+	                       "modes.unfenced", "run",          "config",
+	                       "machine"};
+	for (size_t i = 0; i < sizeof paths / sizeof *paths; i++)
+		check_keys_in(s, d, paths[i], "the deterministic document");
+	check(json_object_get_int64(get(d, "run.deterministic.steps")) >= 50000,
+	      "the simulator's steps are in the document");
+	check(strncmp(json_object_get_string(get(d, "run.deterministic.history_hash")), "0x", 2) ==
+	              0,
+	      "and its history hash");
+	json_object_put(s);
+	json_object_put(d);
+	fb_test_rmtree(dir);
+	free(dir);
+}
+
 static void test_bad_input_exits_2_naming_option_and_value(void **state)
 {
 	(void)state;
@@ -719,6 +773,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_short_run_shows_fenced_safe_and_unfenced_corrupted),
 	        cmocka_unit_test(test_bad_input_exits_2_naming_option_and_value),
+	        cmocka_unit_test(test_a_deterministic_run_writes_the_stress_runs_json),
 	        cmocka_unit_test(test_help_lists_every_option_and_version_prints),
 	        cmocka_unit_test(test_unwritable_results_dir_is_exit_3_with_summary),
 	        cmocka_unit_test(test_full_results_dir_is_exit_3_with_summary),

@@ -187,42 +187,44 @@ static fb_config seed_row(const fb_config *cfg, uint64_t seed)
 	return row;
 }
 
-/*
- * --deterministic: one seed with its whole report, or a sweep of seeds, one
- * line each, stopping at the first fenced violation, every seed a row of one
- * document. stdout is the same for the same configuration and seeds: the
- * wall time goes to stderr.
- */
-static int deterministic(const fb_config *cfg)
+/* --deterministic, one seed: its whole report, as a stress run's. stdout
+ * is the same for the same configuration and seed: the wall time goes to
+ * stderr. */
+static int deterministic_one(const fb_config *cfg)
+{
+	const fb_clock *wall = fb_clock_monotonic();
+	uint64_t t0 = fb_clock_now(wall);
+	fb_config row = seed_row(cfg, cfg->seed_lo);
+	fb_results res;
+	fb_report_row_begin(&report, &row);
+	fb_err err = fb_sim_run(&row, row.seed, fb_report_tick, &report, &res);
+	if (err != FB_OK && err != FB_EFENCE) {
+		fb_report_abandon(&report);
+		return err == FB_EINVAL ? 2 : 3;
+	}
+	clear_progress();
+	arm_second_signal();
+	int code = fb_report_summary(&report, stdout, &res);
+	if (err == FB_EFENCE && code == 0)
+		code = 3;
+	if (fb_report_write(&report, &res, code))
+		code = 3;
+	if (cfg->hdr_prefix && fb_report_hdr(cfg->hdr_prefix, &res))
+		code = 3;
+	fflush(stdout);
+	if (!cfg->quiet)
+		fprintf(stderr, "fencebench: %llu steps in %.3f s\n",
+		        (unsigned long long)res.sim.steps, (double)(fb_clock_now(wall) - t0) / 1e9);
+	fb_results_free(&res);
+	return code;
+}
+
+/* --deterministic --seeds A..B: a line a seed, stopping at the first fenced
+ * violation, every seed a row of one document. */
+static int deterministic_sweep(const fb_config *cfg)
 {
 	const fb_clock *wall = fb_clock_monotonic();
 	uint64_t t0 = fb_clock_now(wall), steps = 0, ran = 0, corrupted = 0, vacuous = 0;
-	fb_report_header(stdout, cfg);
-	fflush(stdout);
-	if (cfg->seed_lo == cfg->seed_hi) {
-		fb_config row = seed_row(cfg, cfg->seed_lo);
-		fb_results res;
-		fb_report_row_begin(&report, &row);
-		fb_err err = fb_sim_run(&row, row.seed, fb_report_tick, &report, &res);
-		if (err != FB_OK && err != FB_EFENCE) {
-			fb_report_abandon(&report);
-			return err == FB_EINVAL ? 2 : 3;
-		}
-		clear_progress();
-		arm_second_signal();
-		int code = fb_report_summary(&report, stdout, &res);
-		if (err == FB_EFENCE && code == 0)
-			code = 3;
-		if (fb_report_write(&report, &res, code))
-			code = 3;
-		fflush(stdout);
-		if (!cfg->quiet)
-			fprintf(stderr, "fencebench: %llu steps in %.3f s\n",
-			        (unsigned long long)res.sim.steps,
-			        (double)(fb_clock_now(wall) - t0) / 1e9);
-		fb_results_free(&res);
-		return code;
-	}
 	printf("seeds %llu..%llu, stopping at the first fenced violation\n\n",
 	       (unsigned long long)cfg->seed_lo, (unsigned long long)cfg->seed_hi);
 	int code = 0;
@@ -241,8 +243,8 @@ static int deterministic(const fb_config *cfg)
 		               res.mode[FB_UNFENCED].lost_updates ||
 		               res.mode[FB_WRITE_FENCED].lost_updates;
 		corrupted += corrupt;
-		fb_report_seed_line(stdout, &res);
 		vacuous += fb_report_vacuous(&res);
+		fb_report_seed_line(stdout, &res);
 		if (v || corrupt) {
 			char replay[1024];
 			fb_config_replay(&row, replay, sizeof replay);
@@ -251,11 +253,9 @@ static int deterministic(const fb_config *cfg)
 		fb_report_add_row(&report, &row, &res);
 		fb_results_free(&res);
 		fflush(stdout);
-		if (v) {
+		if (v)
 			code = 1;
-			break;
-		}
-		if (seed == cfg->seed_hi)
+		if (v || seed == cfg->seed_hi)
 			break;
 	}
 	arm_second_signal();
@@ -275,6 +275,13 @@ static int deterministic(const fb_config *cfg)
 		        (unsigned long long)ran, (unsigned long long)steps,
 		        (double)(fb_clock_now(wall) - t0) / 1e9);
 	return code;
+}
+
+static int deterministic(const fb_config *cfg)
+{
+	fb_report_header(stdout, cfg);
+	fflush(stdout);
+	return cfg->seed_lo == cfg->seed_hi ? deterministic_one(cfg) : deterministic_sweep(cfg);
 }
 
 /* --prepare-only: reset the engines of cfg (forget every lease and fence,

@@ -46,8 +46,8 @@ typedef struct opt {
 	double json_unit; /* K_DURATION, K_RANGE: ns per unit of the JSON key */
 	bool replay;      /* part of the replay command line */
 	const char *help;
-	int need; /* replayed only when relevant: 0 always, 1 + fb_fault for that
-	             fault's options, NEED_DETERMINISTIC */
+	int need;  /* replayed only when relevant: 0 always, 1 + fb_fault for that
+	              fault's options, NEED_DETERMINISTIC */
 	int where; /* the drivers that take it: 0 both, W_STRESS or W_DET alone */
 } opt;
 
@@ -73,7 +73,8 @@ static const opt opts[] = {
          FB_MAX_THREADS, NULL, 0, "threads", 0, true,
          "worker threads; a list sweeps them in turn (default: online CPUs)", 0, 0},
         {"duration", 'd', "D", K_DURATION, OFF(duration_ns), 0, 0, 0, NULL, 0, "duration_s", 1e9,
-         true, "how long to run; units us ms s m h, bare number = seconds (default 10s)", 0, W_STRESS},
+         true, "how long to run; units us ms s m h, bare number = seconds (default 10s)", 0,
+         W_STRESS},
         {"cycles", 0, "N", K_U64, OFF(cycles), 0, 1, UINT64_MAX, NULL, 0, "cycles", 0, true,
          "each worker stops after N cycles; the run ends when all have (default: no limit)",
          NEED_SET, 0},
@@ -84,7 +85,8 @@ static const opt opts[] = {
         {"mode", 0, "LIST", K_BITS, OFF(modes), 0, 0, 0, NAMES(mode_names), "modes", 0, true,
          "storage disciplines side by side: fenced,write-fenced,unfenced (default all)", 0, 0},
         {"op", 0, "OP", K_ENUM, OFF(op), 0, 0, 0, NAMES(op_names), "op", 0, true,
-         "rmw: the client reads and writes balance-1; debit: the store subtracts (default rmw)", 0, 0},
+         "rmw: the client reads and writes balance-1; debit: the store subtracts (default rmw)", 0,
+         0},
         {"fence", 0, "SRC[,SRC]", K_BITS, OFF(fences), 0, 0, 0, NAMES(fence_names), "fence", 0,
          true, "fence source: global (one counter) or per-key; both sweeps them (default global)",
          0, 0},
@@ -112,7 +114,8 @@ static const opt opts[] = {
          NEED_FAULT(FB_FAULT_PAUSE), 0},
         {"pause-rate", 0, "R[,R...]", K_RATE_LIST, OFF(pause_rate_list), OFF(n_pause_rate), 0,
          1000000, NULL, 0, "pause_rate", 0, true,
-         "pauses per second, 0 for none; a list sweeps (default 50)", NEED_FAULT(FB_FAULT_PAUSE), 0},
+         "pauses per second, 0 for none; a list sweeps (default 50)", NEED_FAULT(FB_FAULT_PAUSE),
+         0},
         {"pause", 0, "D[-D]", K_RANGE, OFF(pause_min_ns), OFF(pause_max_ns), 0, 0, NULL, 0, "pause",
          1e6, true, "pause length or range (default 1.5-3 x TTL)", NEED_FAULT(FB_FAULT_PAUSE), 0},
         {"skew-rate", 0, "R", K_RATE, OFF(skew_rate), 0, 0, 1000000, NULL, 0, "skew_rate", 0, true,
@@ -120,7 +123,8 @@ static const opt opts[] = {
         {"skew", 0, "D", K_DURATION, OFF(skew_ns), 0, 0, 0, NULL, 0, "skew_ms", 1e6, true,
          "size of a clock step (default 2 x TTL)", NEED_FAULT(FB_FAULT_SKEW), 0},
         {"skew-drift", 0, "F", K_RATE, OFF(skew_drift), 0, 0, 1, NULL, 0, "skew_drift", 0, true,
-         "a skewed worker clock runs at 1-F of real time (default 0.5)", NEED_FAULT(FB_FAULT_SKEW), 0},
+         "a skewed worker clock runs at 1-F of real time (default 0.5)", NEED_FAULT(FB_FAULT_SKEW),
+         0},
         {"delay-rate", 0, "R", K_RATE, OFF(delay_rate), 0, 0, 1000000, NULL, 0, "delay_rate", 0,
          true, "writes held in flight per second (default 20)", NEED_FAULT(FB_FAULT_DELAY), 0},
         {"delay", 0, "D[-D]", K_RANGE, OFF(delay_min_ns), OFF(delay_max_ns), 0, 0, NULL, 0, "delay",
@@ -165,7 +169,8 @@ static const opt opts[] = {
          0, 0},
         {"lease-clock", 0, "CLOCK", K_ENUM, OFF(lease_clock), 0, 0, 0, NAMES(fb_lease_clock_names),
          "lease_clock", 0, true,
-         "the lease service's clock: monotonic (default) or realtime (a wall clock that steps)", 0, 0},
+         "the lease service's clock: monotonic (default) or realtime (a wall clock that steps)", 0,
+         0},
         {"work", 0, "D[-D]", K_RANGE, OFF(work_min_ns), OFF(work_max_ns), 0, 0, NULL, 0, "work",
          1e6, true, "time a holder works between its read and its write (default 0)", 0, 0},
         {"plan", 0, "FILE", K_STRING, OFF(plan_path), 0, 0, 0, NULL, 0, "plan", 0, false,
@@ -632,7 +637,9 @@ static void usage(FILE *out)
 	             "Example: fencebench -t 64 -d 60s --pause-rate 40 --pause 15ms-30ms\n");
 }
 
-fb_parse fb_config_parse(fb_config *cfg, int argc, char **argv)
+/* getopt over the table: each value parsed into cfg as it comes, each
+ * option given marked in given[]. FB_PARSE_RUN when every one was good. */
+static fb_parse read_args(fb_config *cfg, int argc, char **argv, bool *given)
 {
 	struct option lo[NOPTS + 1];
 	char shorts[2 * NOPTS + 2], *sp = shorts;
@@ -652,7 +659,6 @@ fb_parse fb_config_parse(fb_config *cfg, int argc, char **argv)
 	opterr = 0;
 	optind = 0; /* 0, not 1: glibc then also forgets a half-read option cluster */
 	int c;
-	bool given[NOPTS] = {false};
 	while ((c = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
 		if (c == '?' || c == ':') {
 			const char *arg = argv[optind - 1];
@@ -699,7 +705,13 @@ fb_parse fb_config_parse(fb_config *cfg, int argc, char **argv)
 		        argv[optind]);
 		return FB_PARSE_USAGE;
 	}
-	/* An option the driver would ignore is refused, never dropped. */
+	return FB_PARSE_RUN;
+}
+
+/* An option the driver would ignore is refused, never dropped. 0, or -1
+ * with the line said. */
+static int check_scope(const fb_config *cfg, const bool *given)
+{
 	for (size_t i = 0; i < NOPTS; i++) {
 		const opt *o = &opts[i];
 		if (!given[i] || !o->where || o->where == (cfg->deterministic ? W_DET : W_STRESS))
@@ -707,15 +719,23 @@ fb_parse fb_config_parse(fb_config *cfg, int argc, char **argv)
 		if (o->where == W_STRESS)
 			fprintf(stderr,
 			        "fencebench: --%s: not for --deterministic, which runs simulated "
-			        "workers on a virtual clock with the in-process engine (see --help)\n",
+			        "workers on a virtual clock with the in-process engine (see "
+			        "--help)\n",
 			        o->name);
 		else
-			fprintf(stderr, "fencebench: --%s: only with --deterministic (see --help)\n",
+			fprintf(stderr,
+			        "fencebench: --%s: only with --deterministic (see --help)\n",
 			        o->name);
-		return FB_PARSE_USAGE;
+		return -1;
 	}
-	/* Lists left unset hold the default; the run's scalars start at their
-	 * first value (a sweep sets them per run). */
+	return 0;
+}
+
+/* What the options left unset come to: lists hold their default, the run's
+ * scalars start at their first value (a sweep sets them per run), sizes
+ * follow the TTL. */
+static void settle(fb_config *cfg)
+{
 	if (!cfg->n_threads) {
 		/* deterministic mode: a fixed default, so a bare --seed N gives the
 		 * same history on any machine */
@@ -734,10 +754,6 @@ fb_parse fb_config_parse(fb_config *cfg, int argc, char **argv)
 	cfg->pause_rate = cfg->pause_rate_list[0];
 	cfg->dist = cfg->dist_list[0];
 	cfg->fence = (cfg->fences & (1u << FB_FENCE_GLOBAL)) ? FB_FENCE_GLOBAL : FB_FENCE_PER_KEY;
-	if (fb_config_is_sweep(cfg) && cfg->deterministic) {
-		fprintf(stderr, "fencebench: --deterministic sweeps seeds (--seeds), not lists\n");
-		return FB_PARSE_USAGE;
-	}
 	/* Sizes left unset follow the TTL. */
 	if (!cfg->pause_max_ns) {
 		cfg->pause_min_ns = cfg->ttl_ns * 3 / 2;
@@ -752,39 +768,62 @@ fb_parse fb_config_parse(fb_config *cfg, int argc, char **argv)
 	if (!cfg->seeds_given)
 		cfg->seed_lo = cfg->seed_hi = cfg->seed;
 	/* as the run decides it: an engine whose calls are round trips */
-	bool remote = fb_lease_engine(cfg->lease_url)->remote || fb_store_engine(cfg->store_url)->remote;
+	bool remote =
+	        fb_lease_engine(cfg->lease_url)->remote || fb_store_engine(cfg->store_url)->remote;
 	/* Two clock reads are nothing beside a round trip: with a remote
 	 * engine every cycle is timed unless --sample says otherwise. */
 	if (remote && !cfg->sample_given)
 		cfg->sample = 1;
+}
 
+/* Combinations no run can honour. 0, or -1 with the line said. */
+static int check_combinations(const fb_config *cfg)
+{
+	bool remote =
+	        fb_lease_engine(cfg->lease_url)->remote || fb_store_engine(cfg->store_url)->remote;
+	if (fb_config_is_sweep(cfg) && cfg->deterministic) {
+		fprintf(stderr, "fencebench: --deterministic sweeps seeds (--seeds), not lists\n");
+		return -1;
+	}
 	if ((cfg->faults & (1u << FB_FAULT_SERVER_PAUSE)) &&
 	    (cfg->deterministic || !fb_lease_engine(cfg->lease_url)->server_pause)) {
 		fprintf(stderr,
 		        "fencebench: --faults: 'server-pause' needs a lease service that can "
 		        "pause: --lease redis://...\n");
-		return FB_PARSE_USAGE;
+		return -1;
 	}
 	if (cfg->lease_url && cfg->lease_clock == FB_LEASE_CLOCK_REALTIME) {
 		fprintf(stderr, "fencebench: --lease-clock: 'realtime' is the in-process lease "
 		                "service's clock; a remote lease service keeps its own\n");
-		return FB_PARSE_USAGE;
+		return -1;
 	}
 	if (remote && cfg->bug != FB_BUG_NONE) {
 		fprintf(stderr,
 		        "fencebench: --bug: '%s' is planted in the in-process engine only, "
 		        "not with --lease/--store\n",
 		        fb_bug_names[cfg->bug]);
-		return FB_PARSE_USAGE;
+		return -1;
 	}
 	if (!remote && (cfg->client_id || cfg->prepare_only)) {
 		fprintf(stderr,
 		        "fencebench: %s: the in-process engine is not shared and keeps "
 		        "nothing between runs; give --lease and/or --store URLs\n",
 		        cfg->prepare_only ? "--prepare-only" : "--client-id");
-		return FB_PARSE_USAGE;
+		return -1;
 	}
-	return FB_PARSE_RUN;
+	return 0;
+}
+
+fb_parse fb_config_parse(fb_config *cfg, int argc, char **argv)
+{
+	bool given[NOPTS] = {false};
+	fb_parse p = read_args(cfg, argc, argv, given);
+	if (p != FB_PARSE_RUN)
+		return p;
+	if (check_scope(cfg, given))
+		return FB_PARSE_USAGE;
+	settle(cfg);
+	return check_combinations(cfg) ? FB_PARSE_USAGE : FB_PARSE_RUN;
 }
 
 double fb_config_rate(const fb_config *cfg, fb_fault f)

@@ -451,10 +451,9 @@ static void print_false_rejection(FILE *out, const fb_results *res)
 	        fb_discipline_name(x->d), (unsigned long long)x->highest, D(x->left_ns));
 }
 
-int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
+/* The side-by-side table: one column per discipline. */
+static void print_table(FILE *out, const fb_results *res)
 {
-	const fb_config *cfg = res->cfg;
-	(void)rp;
 	fprintf(out, "\n%-22s", "");
 	for (int d = 0; d < FB_DISCIPLINES; d++)
 		if (res->mode[d].on)
@@ -479,8 +478,13 @@ int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
 			        : res->mode[d].checker_agrees          ? "yes"
 			                                               : "NO");
 	fprintf(out, "\n\n");
-	print_faults(out, res);
-	print_lease(out, res);
+}
+
+/* Throughput, contention, latency, the engines' round trips and the
+ * simulator's own figures. */
+static void print_performance(FILE *out, const fb_results *res)
+{
+	const fb_config *cfg = res->cfg;
 	double tput = throughput(res);
 	if (res->sim.deterministic)
 		fprintf(out, "ops %s in %s of virtual time: %s ops/s (virtual)", G(res->ops),
@@ -518,6 +522,12 @@ int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
 		        cfg->history_path ? " written to " : "",
 		        cfg->history_path ? cfg->history_path : "");
 	fprintf(out, "\n");
+}
+
+/* What kept the run from a full verdict: an engine that died, a shared run
+ * whose checking is `check`'s, a checker out of step with its store. */
+static void print_status(FILE *out, const fb_results *res)
+{
 	if (res->failure[0])
 		fprintf(out,
 		        "INCOMPLETE: %s; the run stopped there. Writes sent and never answered "
@@ -529,77 +539,106 @@ int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
 		        "checker: deferred (client %u of a shared run: other processes write the "
 		        "same keys); verify the global history after all finish: fencebench check "
 		        "--store URL\n",
-		        cfg->client_id);
-
+		        res->cfg->client_id);
 	for (int d = 0; d < FB_DISCIPLINES; d++) {
 		const fb_mode_result *m = &res->mode[d];
 		if (m->on && !m->checker_agrees)
 			fprintf(out, "%s: CHECKER DISAGREES: %s\n",
 			        fb_discipline_name((fb_discipline)d), m->disagreement);
 	}
-	bool vacuous = stale_attempts(res) == 0;
-	const fb_mode_result *f = &res->mode[FB_FENCED], *w = &res->mode[FB_WRITE_FENCED],
-	                     *u = &res->mode[FB_UNFENCED];
-	for (int d = 0; d < FB_DISCIPLINES; d++) {
-		const fb_mode_result *m = &res->mode[d];
-		if (m->on && m->false_rejections)
-			fprintf(out,
-			        "%s: VIOLATED !!! refused its rightful holder %s times (the "
-			        "caller's "
-			        "lease was live from before the call until after the reply)\n",
-			        fb_discipline_name((fb_discipline)d), G(m->false_rejections));
+}
+
+/* "N stale writes accepted, N updates lost, N refusals of its rightful
+ * holder": each broken promise of a fenced discipline, those that are. */
+static void say_broken(FILE *out, const fb_mode_result *m, bool lost_counts)
+{
+	const char *sep = "";
+	if (m->stale_accepted) {
+		fprintf(out, "%s stale writes accepted", G(m->stale_accepted));
+		sep = ", ";
 	}
-	print_false_rejection(out, res);
-	if (f->on) {
-		if (f->unchecked && !f->stale_accepted)
-			fprintf(out,
-			        "fenced: no stale write accepted by the store's own count "
-			        "(%s refused); not verified here\n",
-			        G(f->rejected_stale + f->reads_refused));
-		else if (f->stale_accepted || f->lost_updates)
-			fprintf(out,
-			        "fenced: VIOLATED !!! (%s stale writes accepted, %s updates "
-			        "lost)\n",
-			        G(f->stale_accepted), G(f->lost_updates));
-		else if (vacuous)
-			fprintf(out,
-			        "fenced: no violation, but vacuous: no stale write attempted\n");
-		else
-			fprintf(out, "fenced: SAFE (%s stale writes refused)\n",
-			        G(f->rejected_stale + f->reads_refused));
+	if (lost_counts && m->lost_updates) {
+		fprintf(out, "%s%s updates lost", sep, G(m->lost_updates));
+		sep = ", ";
 	}
-	if (w->on) {
-		if (w->unchecked && !w->stale_accepted)
-			fprintf(out,
-			        "write-fenced: no stale write accepted by the store's own count; "
-			        "lost updates not measured here\n");
-		else if (w->stale_accepted)
-			fprintf(out, "write-fenced: VIOLATED !!! (%s stale writes accepted)\n",
-			        G(w->stale_accepted));
-		else if (w->lost_updates)
-			fb_say_write_fenced_lost(out, w->lost_updates);
-		else
-			fprintf(out, "write-fenced: no stale write, no update lost%s\n",
-			        cfg->op == FB_OP_DEBIT ? " (the store subtracts: nothing to lose)"
-			                               : "");
+	if (m->false_rejections)
+		fprintf(out,
+		        "%s%s refusals of its rightful holder (the caller's lease was live "
+		        "from before the call until after the reply)",
+		        sep, G(m->false_rejections));
+}
+
+static void say_fenced(FILE *out, const fb_results *res, bool vacuous)
+{
+	const fb_mode_result *f = &res->mode[FB_FENCED];
+	if (!f->on)
+		return;
+	if (f->unchecked && !f->stale_accepted && !f->false_rejections) {
+		fprintf(out,
+		        "fenced: no stale write accepted by the store's own count (%s refused); "
+		        "not "
+		        "verified here\n",
+		        G(f->rejected_stale + f->reads_refused));
+	} else if (f->stale_accepted || f->lost_updates || f->false_rejections) {
+		fprintf(out, "fenced: VIOLATED !!! (");
+		say_broken(out, f, true);
+		fprintf(out, ")\n");
+	} else if (!f->checker_agrees) {
+		fprintf(out, "fenced: FAIL !!! (its checker disagrees with it, above)\n");
+	} else if (vacuous) {
+		fprintf(out, "fenced: no violation, but vacuous: no stale write attempted\n");
+	} else {
+		fprintf(out, "fenced: SAFE (%s stale writes refused)\n",
+		        G(f->rejected_stale + f->reads_refused));
 	}
-	if (u->on) {
-		if (u->unchecked && u->stale_accepted)
-			fprintf(out,
-			        "unfenced: CORRUPTED (%s stale writes accepted, by the store's own "
-			        "count)\n",
-			        G(u->stale_accepted));
-		else if (u->stale_accepted || u->lost_updates)
-			fb_say_unfenced_corrupted(out, u->stale_accepted, u->lost_updates);
-		else
-			fprintf(out, "unfenced: no corruption observed%s\n",
-			        vacuous ? " (vacuous: no stale write attempted)" : "");
+}
+
+static void say_write_fenced(FILE *out, const fb_results *res)
+{
+	const fb_mode_result *w = &res->mode[FB_WRITE_FENCED];
+	if (!w->on)
+		return;
+	if (w->unchecked && !w->stale_accepted && !w->false_rejections) {
+		fprintf(out, "write-fenced: no stale write accepted by the store's own count; "
+		             "lost updates not measured here\n");
+	} else if (w->stale_accepted || w->false_rejections) {
+		fprintf(out, "write-fenced: VIOLATED !!! (");
+		say_broken(out, w, false);
+		fprintf(out, ")\n");
+	} else if (!w->checker_agrees) {
+		fprintf(out, "write-fenced: FAIL !!! (its checker disagrees with it, above)\n");
+	} else if (w->lost_updates) {
+		fb_say_write_fenced_lost(out, w->lost_updates);
+	} else {
+		fprintf(out, "write-fenced: no stale write, no update lost%s\n",
+		        res->cfg->op == FB_OP_DEBIT ? " (the store subtracts: nothing to lose)"
+		                                    : "");
 	}
-	print_first(out, res);
-	if (res->interrupted)
-		fprintf(out, "interrupted: these are the numbers measured until the signal\n");
-	/* The one-line verdict, locktorture style: outcome, every number that
-	 * decided it, and every parameter (as the command that replays it). */
+}
+
+static void say_unfenced(FILE *out, const fb_results *res, bool vacuous)
+{
+	const fb_mode_result *u = &res->mode[FB_UNFENCED];
+	if (!u->on)
+		return;
+	if (u->unchecked && u->stale_accepted)
+		fprintf(out,
+		        "unfenced: CORRUPTED (%s stale writes accepted, by the store's own "
+		        "count)\n",
+		        G(u->stale_accepted));
+	else if (u->stale_accepted || u->lost_updates)
+		fb_say_unfenced_corrupted(out, u->stale_accepted, u->lost_updates);
+	else
+		fprintf(out, "unfenced: no corruption observed%s\n",
+		        vacuous ? " (vacuous: no stale write attempted)" : "");
+}
+
+/* The one-line verdict, locktorture style: outcome, every number that
+ * decided it, what failed, and every parameter (as the command that
+ * replays it). */
+static int print_verdict_line(FILE *out, const fb_results *res, bool vacuous)
+{
+	const fb_config *cfg = res->cfg;
 	char replay[1024];
 	fb_config_replay(cfg, replay, sizeof replay);
 	int code = fb_report_verdict(res);
@@ -616,18 +655,16 @@ int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
 	                              : "PASS");
 	for (int d = 0; d < FB_DISCIPLINES; d++) {
 		const fb_mode_result *m = &res->mode[d];
+		const char *name = fb_discipline_name((fb_discipline)d);
 		if (m->on && m->unchecked) /* the stores' own stale counts, nothing else */
-			fprintf(out, " %s stale=%llu lost=- agree=-;",
-			        fb_discipline_name((fb_discipline)d),
+			fprintf(out, " %s stale=%llu lost=- agree=-;", name,
 			        (unsigned long long)m->stale_accepted);
 		else if (m->on && d == FB_UNFENCED) /* it refuses nothing */
-			fprintf(out, " %s stale=%llu lost=%lld agree=%s;",
-			        fb_discipline_name((fb_discipline)d),
+			fprintf(out, " %s stale=%llu lost=%lld agree=%s;", name,
 			        (unsigned long long)m->stale_accepted, (long long)m->lost_updates,
 			        m->checker_agrees ? "yes" : "NO");
 		else if (m->on)
-			fprintf(out, " %s stale=%llu lost=%lld false=%llu agree=%s;",
-			        fb_discipline_name((fb_discipline)d),
+			fprintf(out, " %s stale=%llu lost=%lld false=%llu agree=%s;", name,
 			        (unsigned long long)m->stale_accepted, (long long)m->lost_updates,
 			        (unsigned long long)m->false_rejections,
 			        m->checker_agrees ? "yes" : "NO");
@@ -636,6 +673,25 @@ int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
 		fb_report_reasons(out, res);
 	fprintf(out, " replay: %s\n", replay);
 	return code;
+}
+
+int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
+{
+	(void)rp;
+	bool vacuous = stale_attempts(res) == 0;
+	print_table(out, res);
+	print_faults(out, res);
+	print_lease(out, res);
+	print_performance(out, res);
+	print_status(out, res);
+	say_fenced(out, res, vacuous);
+	say_write_fenced(out, res);
+	print_false_rejection(out, res);
+	say_unfenced(out, res, vacuous);
+	print_first(out, res);
+	if (res->interrupted)
+		fprintf(out, "interrupted: these are the numbers measured until the signal\n");
+	return print_verdict_line(out, res, vacuous);
 }
 
 /* ---- JSON ---- */
