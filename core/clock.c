@@ -2,10 +2,14 @@
 #include "clock.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -174,6 +178,31 @@ void fb_sleep_ns(uint64_t ns)
 	struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
 	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 		;
+}
+
+bool fb_sleep_unless(_Atomic int *stop, uint64_t ns)
+{
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	uint64_t start = (uint64_t)t0.tv_sec * 1000000000u + (uint64_t)t0.tv_nsec;
+	for (;;) {
+		if (atomic_load_explicit(stop, memory_order_acquire))
+			return false;
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		uint64_t t = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+		if (t - start >= ns)
+			return true;
+		uint64_t left = ns - (t - start);
+		struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+		/* EAGAIN (stop moved), EINTR, ETIMEDOUT: look again */
+		syscall(SYS_futex, (int *)stop, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+	}
+}
+
+void fb_sleep_wake(_Atomic int *stop)
+{
+	syscall(SYS_futex, (int *)stop, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
 void fb_clock_wall_stamp(char *compact, size_t compact_len, char *iso, size_t iso_len)

@@ -10,6 +10,7 @@
 #ifndef FB_CLOCK_H
 #define FB_CLOCK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -72,9 +73,18 @@ void fb_clock_skewed_init(fb_clock_skewed *c, const fb_clock *inner, double rate
                           int64_t offset_ns);
 void fb_clock_skewed_jump(fb_clock_skewed *c, int64_t delta_ns);
 
-/* Block the calling thread for ns of real time. Async-signal-safe: the pause
- * injector's signal handler sleeps with it. */
+/* Block the calling thread for ns of real time. Async-signal-safe. */
 void fb_sleep_ns(uint64_t ns);
+
+/*
+ * The same, unless *stop is (or becomes) non-zero: then it returns at once,
+ * false (cut short); true when the whole time was slept. A run's every
+ * sleep goes through it, so the run ends on time whatever its TTL, pauses
+ * and work say: the stopper sets *stop and calls fb_sleep_wake. A futex on
+ * the word itself; async-signal-safe (the pause handler sleeps with it).
+ */
+bool fb_sleep_unless(_Atomic int *stop, uint64_t ns);
+void fb_sleep_wake(_Atomic int *stop);
 
 /* UTC wall time as "YYYYmmdd-HHMMSS" (names results) and as ISO 8601
  * "YYYY-mm-ddTHH:MM:SSZ" (recorded in them). */

@@ -74,7 +74,9 @@ void fb_port_pause_end(fb_fault_port *p)
 
 void fb_pause_now(fb_fault_port *p, bool at_point)
 {
-	fb_sleep_ns(fb_port_pause_begin(p, at_point));
+	uint64_t d = fb_port_pause_begin(p, at_point);
+	if (p->stop ? !fb_sleep_unless(p->stop, d) : (fb_sleep_ns(d), false))
+		fb_counter_add(&p->cut_short, 1);
 	fb_port_pause_end(p);
 }
 
@@ -330,8 +332,7 @@ static bool wait_for(fb_injector *inj, uint64_t until)
 		uint64_t now = fb_clock_now(inj->g.cfg.clock);
 		if (now >= until)
 			return true;
-		uint64_t d = until - now;
-		fb_sleep_ns(d < 20000000 ? d : 20000000);
+		fb_sleep_unless(&inj->stop, until - now);
 	}
 }
 
@@ -411,7 +412,8 @@ void fb_injector_stop(fb_injector *inj, fb_injector_stats *st)
 {
 	if (!inj)
 		return;
-	atomic_store_explicit(&inj->stop, 1, memory_order_relaxed);
+	atomic_store_explicit(&inj->stop, 1, memory_order_release);
+	fb_sleep_wake(&inj->stop);
 	pthread_join(inj->tid, NULL);
 	if (st)
 		*st = inj->g.st;

@@ -74,6 +74,7 @@ typedef struct fb_fault_port {
 	const fb_clock *lease_clock; /* the lease service's clock, as the caller reads it */
 	fb_pause_trap *traps;        /* one per key */
 	fb_plan_log *log;            /* where taken faults are recorded (--plan-out), or NULL */
+	_Atomic int *stop;           /* the run's: set, every sleep of the run ends */
 	/* counters written only on the worker's own thread (main flow or handler,
 	 * never both at once: `pending` keeps them apart) */
 	fb_counter taken[FB_FAULTS];
@@ -84,6 +85,7 @@ typedef struct fb_fault_port {
 	fb_counter at_point;                  /* pauses taken at a named point */
 	fb_counter trapped;                   /* takers caught by a takeover trap */
 	fb_counter paused_ns;                 /* total time suspended */
+	fb_counter cut_short;                 /* pauses the run's end cut short */
 } fb_fault_port;
 
 /* Publish the phase: what the injector aims at. The signal fence keeps the

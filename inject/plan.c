@@ -1,10 +1,12 @@
 #define _GNU_SOURCE
 #include "plan.h"
+#include "outfile.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *const skew_names[] = {"slow", "back", "service"};
@@ -62,14 +64,15 @@ int fb_plan_write(const fb_plan_log *l, const char *path, const char *comment)
 		return -1;
 	memcpy(sorted, l->e, n * sizeof *sorted);
 	qsort(sorted, n, sizeof *sorted, by_worker_cycle);
-	char tmp[4200];
-	snprintf(tmp, sizeof tmp, "%s.tmp", path);
-	FILE *f = fopen(tmp, "w");
-	if (!f) {
+	fb_outfile o;
+	fb_outfile_stream out;
+	char why[300];
+	if (fb_outfile_check(path, &o, why, sizeof why) || fb_outfile_begin(&o, &out)) {
 		free(sorted);
 		return -1;
 	}
-	fprintf(f, "# fencebench fault plan 1\n# %s\n", comment);
+	FILE *f = out.f;
+	fprintf(f, "# fencebench fault plan %d\n# %s\n", FB_PLAN_FORMAT, comment);
 	fprintf(f, "# worker cycle fault at phase arg_ns extra\n");
 	for (uint64_t i = 0; i < n; i++) {
 		const fb_plan_entry *e = &sorted[i];
@@ -79,14 +82,7 @@ int fb_plan_write(const fb_plan_log *l, const char *path, const char *comment)
 		        (unsigned long long)e->extra);
 	}
 	free(sorted);
-	int bad = ferror(f);
-	if (fclose(f) || bad || rename(tmp, path)) {
-		int e = errno;
-		unlink(tmp);
-		errno = e;
-		return -1;
-	}
-	return 0;
+	return fb_outfile_commit(&out);
 }
 
 static int lookup(const char *w, const char *const *names, int n)
@@ -97,18 +93,75 @@ static int lookup(const char *w, const char *const *names, int n)
 	return -1;
 }
 
-fb_err fb_plan_read(const char *path, uint32_t threads, fb_plan *out, char *err, size_t errlen)
+/* The first line names the format: "# fencebench fault plan 1". */
+static fb_err read_header(FILE *f, const char *path, char *err, size_t errlen)
+{
+	char line[512];
+	int v = 0, used = 0;
+	if (!fgets(line, sizeof line, f)) {
+		snprintf(err, errlen,
+		         "%s: empty: not a fault plan (its first line is '# fencebench "
+		         "fault plan %d')",
+		         path, FB_PLAN_FORMAT);
+		return FB_EINVAL;
+	}
+	if (sscanf(line, "# fencebench fault plan %d%n", &v, &used) != 1 ||
+	    (line[used] != '\n' && line[used])) {
+		snprintf(err, errlen,
+		         "%s:1: not a fault plan (its first line is '# fencebench fault plan %d')",
+		         path, FB_PLAN_FORMAT);
+		return FB_EINVAL;
+	}
+	if (v != FB_PLAN_FORMAT) {
+		snprintf(err, errlen,
+		         "%s:1: a fault plan of format %d; this fencebench reads format %d", path,
+		         v, FB_PLAN_FORMAT);
+		return FB_EINVAL;
+	}
+	return FB_OK;
+}
+
+/* What the run can replay: a worker's fault, or a step of the service's
+ * clock when it has one. 0, or the reason it cannot. */
+static const char *cannot_replay(int fault, int at, unsigned long long worker, uint32_t threads,
+                                 unsigned flags)
+{
+	if (worker > threads)
+		return "a worker this run does not have";
+	if (fault == FB_FAULT_SERVER_PAUSE)
+		return "server-pause is the lease service's fault, not a worker's: a plan cannot "
+		       "replay it";
+	if (fault == FB_FAULT_SKEW && at == FB_SKEW_SERVICE && !(flags & FB_PLAN_SERVICE_CLOCK))
+		return "a step of the lease service's clock needs --lease-clock realtime";
+	if ((worker == 0) != (fault == FB_FAULT_SKEW && at == FB_SKEW_SERVICE))
+		return worker ? "a step of the service's clock belongs to worker 0"
+		              : "worker 0 is the lease service: only its clock steps";
+	return NULL;
+}
+
+fb_err fb_plan_read(const char *path, uint32_t threads, unsigned flags, fb_plan *out, char *err,
+                    size_t errlen)
 {
 	FILE *f = fopen(path, "r");
 	if (!f) {
 		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
 		return FB_ESYS;
 	}
+	struct stat st;
+	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		fclose(f);
+		snprintf(err, errlen, "%s: is a directory, not a fault plan", path);
+		return FB_EINVAL;
+	}
+	fb_err rc = read_header(f, path, err, errlen);
+	if (rc) {
+		fclose(f);
+		return rc;
+	}
 	size_t cap = 64, n = 0;
 	fb_plan_entry *e = malloc(cap * sizeof *e);
 	char line[512];
-	unsigned lineno = 0;
-	fb_err rc = FB_OK;
+	unsigned lineno = 1;
 	while (e && fgets(line, sizeof line, f)) {
 		lineno++;
 		if (!strchr(line, '\n') && !feof(f)) {
@@ -136,11 +189,21 @@ fb_err fb_plan_read(const char *path, uint32_t threads, fb_plan *out, char *err,
 		int ai = fi == FB_FAULT_SKEW ? lookup(at, skew_names, 3)
 		                             : lookup(at, fb_fault_at_names, FB_AT_COUNT);
 		int ph = strcmp(phase, "-") ? lookup(phase, phase_names, 3) : 0;
-		if (fi < 0 || ai < 0 || ph < 0 || worker > threads ||
-		    (worker == 0 && !(fi == FB_FAULT_SKEW && ai == FB_SKEW_SERVICE))) {
-			snprintf(err, errlen,
-			         "%s:%u: unknown fault, place or phase, or worker %llu of %u", path,
-			         lineno, worker, threads);
+		if (fi < 0 || ai < 0 || ph < 0) {
+			snprintf(err, errlen, "%s:%u: unknown %s '%s'", path, lineno,
+			         fi < 0   ? "fault"
+			         : ai < 0 ? "place"
+			                  : "phase",
+			         fi < 0   ? fault
+			         : ai < 0 ? at
+			                  : phase);
+			rc = FB_EINVAL;
+			break;
+		}
+		const char *why = cannot_replay(fi, ai, worker, threads, flags);
+		if (why) {
+			snprintf(err, errlen, "%s:%u: worker %llu, %s: %s", path, lineno, worker,
+			         fault, why);
 			rc = FB_EINVAL;
 			break;
 		}
@@ -161,6 +224,11 @@ fb_err fb_plan_read(const char *path, uint32_t threads, fb_plan *out, char *err,
 	if (!e) {
 		snprintf(err, errlen, "%s: out of memory", path);
 		return FB_ENOMEM;
+	}
+	if (!rc && !n) {
+		snprintf(err, errlen,
+		         "%s: no fault in the plan (a plan to replay names at least one)", path);
+		rc = FB_EINVAL;
 	}
 	if (rc) {
 		free(e);

@@ -65,9 +65,18 @@ typedef struct fb_plan {
 	size_t n;
 } fb_plan;
 
-/* Parse a plan file. On error, FB_EINVAL with "FILE:LINE: what" in err, or
- * FB_ESYS if it cannot be read. Workers above `threads` are an error. */
-fb_err fb_plan_read(const char *path, uint32_t threads, fb_plan *out, char *err, size_t errlen);
+/* The format a plan's first line names ("# fencebench fault plan 1"). */
+#define FB_PLAN_FORMAT 1
+
+/* The run replaying it has a lease service whose clock a skew steps. */
+#define FB_PLAN_SERVICE_CLOCK 1u
+
+/* Parse a plan file: judged as input. On error, FB_EINVAL with "FILE:LINE:
+ * what" in err (not a plan, another format, no fault at all, a line the
+ * run cannot replay: a worker it has not, a server pause, a step of a
+ * service clock it has not), or FB_ESYS if it cannot be read. */
+fb_err fb_plan_read(const char *path, uint32_t threads, unsigned flags, fb_plan *out, char *err,
+                    size_t errlen);
 void fb_plan_free(fb_plan *p);
 
 /* The entries of one worker: *first and the count. */

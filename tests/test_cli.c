@@ -364,7 +364,7 @@ static void test_help_lists_every_option_and_version_prints(void **state)
 	release(&p);
 }
 
-static void test_unwritable_results_dir_is_exit_3_with_summary(void **state)
+static void test_unwritable_results_dir_is_exit_3_before_the_run(void **state)
 {
 	(void)state;
 	/* A directory under a regular file cannot exist, even for root. */
@@ -377,9 +377,10 @@ static void test_unwritable_results_dir_is_exit_3_with_summary(void **state)
 	proc p;
 	const char *args[] = {"-t", "2", "-d", "200ms", "-q", "-o", sub, NULL};
 	check_eq(run(&p, args), 3, "exit code with an unwritable results directory");
-	check(strstr(p.stdout_text, "stale accepted"), "the summary is still printed:\n%s",
-	      p.stdout_text);
-	check(strstr(p.stderr_text, sub), "stderr names the directory: %s", p.stderr_text);
+	check(!strstr(p.stdout_text, "stale accepted"),
+	      "judged before the run: a typo costs no run:\n%s", p.stdout_text);
+	check(strstr(p.stderr_text, sub) && strstr(p.stderr_text, "--results-dir"),
+	      "stderr names the option and the directory: %s", p.stderr_text);
 	char names[1024];
 	fb_test_listdir(dir, names, sizeof names);
 	check(!strcmp(names, "plain-file\n"), "nothing else was written:\n%s", names);
@@ -388,9 +389,9 @@ static void test_unwritable_results_dir_is_exit_3_with_summary(void **state)
 	free(dir);
 }
 
-/* A full or read-only results directory: exit 3, the summary still printed,
- * the directory named. (The tmpfs lives in the child's mount namespace and
- * is gone with it: what the run left there cannot be inspected here; the
+/* A results directory that fills up (exit 3, the summary still printed, the
+ * directory named) or is read-only (exit 3 before the run). (The tmpfs lives in the child's mount
+ * namespace and is gone with it: what the run left there cannot be inspected here; the
  * unwritable-directory test covers that.) Needs a mount namespace (root);
  * skips without one. */
 static void results_dir_fs(int fs)
@@ -408,8 +409,10 @@ static void results_dir_fs(int fs)
 	}
 	const char *what = fs == FS_FULL ? "full" : "read-only";
 	check_eq(code, 3, what);
-	check(strstr(p.stdout_text, "stale accepted"), "%s directory: the summary is printed:\n%s",
-	      what, p.stdout_text);
+	check(!strstr(p.stdout_text, "stale accepted") == (fs == FS_READ_ONLY),
+	      "%s directory: the summary is %s:\n%s", what,
+	      fs == FS_READ_ONLY ? "not printed (judged before the run)" : "printed",
+	      p.stdout_text);
 	check(strstr(p.stderr_text, dir), "%s directory: stderr names it: %s", what, p.stderr_text);
 	release(&p);
 	fb_test_rmtree(dir); /* the tmpfs went with the child's namespace: this is the real dir */
@@ -422,7 +425,7 @@ static void test_full_results_dir_is_exit_3_with_summary(void **state)
 	results_dir_fs(FS_FULL);
 }
 
-static void test_read_only_results_dir_is_exit_3_with_summary(void **state)
+static void test_read_only_results_dir_is_exit_3_before_the_run(void **state)
 {
 	(void)state;
 	results_dir_fs(FS_READ_ONLY);
@@ -746,7 +749,7 @@ static void test_a_fault_plan_written_is_replayed(void **state)
 	release(&p);
 
 	FILE *bad = fopen(plan, "w");
-	fprintf(bad, "# a plan\n3 17 pause sideways holding 1000 0\n");
+	fprintf(bad, "# fencebench fault plan 1\n3 17 pause sideways holding 1000 0\n");
 	fclose(bad);
 	const char *const badrun[] = {"-t", "8", "-d", "1s", "-q", "--plan", plan, NULL};
 	check_eq(run(&p, badrun), 2, "a malformed plan is bad input");
@@ -755,7 +758,7 @@ static void test_a_fault_plan_written_is_replayed(void **state)
 	release(&p);
 	/* a worker number that wraps 32 bits must not alias worker 1 (found by fuzzing) */
 	bad = fopen(plan, "w");
-	fprintf(bad, "4294967297 5 pause any - 15000000 0\n");
+	fprintf(bad, "# fencebench fault plan 1\n4294967297 5 pause any - 15000000 0\n");
 	fclose(bad);
 	check_eq(run(&p, badrun), 2, "a worker number past 2^32 is bad input");
 	check(strstr(p.stderr_text, "4294967297"), "the error names the worker: %s", p.stderr_text);
@@ -775,9 +778,9 @@ int main(void)
 	        cmocka_unit_test(test_bad_input_exits_2_naming_option_and_value),
 	        cmocka_unit_test(test_a_deterministic_run_writes_the_stress_runs_json),
 	        cmocka_unit_test(test_help_lists_every_option_and_version_prints),
-	        cmocka_unit_test(test_unwritable_results_dir_is_exit_3_with_summary),
+	        cmocka_unit_test(test_unwritable_results_dir_is_exit_3_before_the_run),
 	        cmocka_unit_test(test_full_results_dir_is_exit_3_with_summary),
-	        cmocka_unit_test(test_read_only_results_dir_is_exit_3_with_summary),
+	        cmocka_unit_test(test_read_only_results_dir_is_exit_3_before_the_run),
 	        cmocka_unit_test(test_signal_during_start_up_leaves_valid_json_or_none),
 	        cmocka_unit_test(test_sigint_leaves_valid_json_marked_interrupted),
 	        cmocka_unit_test(test_sigterm_leaves_valid_json_marked_interrupted),

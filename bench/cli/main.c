@@ -8,11 +8,13 @@
 #define _GNU_SOURCE
 #include <signal.h>
 #include <stdio.h>
+#include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "commands.h"
 #include "cycle.h"
+#include "outfile.h"
 #include "output.h"
 #include "options.h"
 #include "report.h"
@@ -109,6 +111,8 @@ static int single(const fb_config *cfg)
 	if (fb_report_write(&report, &res, code) && !res.interrupted)
 		code = 3;
 	if (cfg->hdr_prefix && fb_report_hdr(cfg->hdr_prefix, &res) && !res.interrupted)
+		code = 3;
+	if (res.plan_unwritten && code == 0)
 		code = 3;
 	fb_results_free(&res);
 	return code;
@@ -210,6 +214,8 @@ static int deterministic_one(const fb_config *cfg)
 	if (fb_report_write(&report, &res, code))
 		code = 3;
 	if (cfg->hdr_prefix && fb_report_hdr(cfg->hdr_prefix, &res))
+		code = 3;
+	if (res.plan_unwritten && code == 0)
 		code = 3;
 	fflush(stdout);
 	if (!cfg->quiet)
@@ -325,6 +331,43 @@ static fb_err prepare_only(const fb_config *cfg)
 	return e;
 }
 
+/* One output option's path, judged: 0, or -1 with the line said. */
+static int check_output(const char *opt, const char *path)
+{
+	fb_outfile o;
+	char why[400];
+	if (!path || fb_outfile_check(path, &o, why, sizeof why) == 0)
+		return 0;
+	fprintf(stderr, "fencebench: %s: '%s' cannot be written: %s\n", opt, path, why);
+	return -1;
+}
+
+/* Every output the run will write, judged before it starts, by option: a
+ * typo must not cost a 60 s run. An output that cannot be written is a
+ * runtime failure: exit 3. */
+static int check_outputs(const fb_config *cfg)
+{
+	if (fb_mkdir_p(cfg->results_dir) || access(cfg->results_dir, W_OK | X_OK)) {
+		fprintf(stderr, "fencebench: --results-dir: '%s' cannot be written: %s\n",
+		        cfg->results_dir, strerror(errno));
+		return -1;
+	}
+	if (check_output("--json", cfg->json_path) ||
+	    check_output("--plan-out", cfg->plan_out_path) ||
+	    check_output("--history", cfg->history_path))
+		return -1;
+	if (cfg->hdr_prefix) {
+		static const char *const names[] = {"acquire", "write", "cycle"};
+		for (int i = 0; i < 3; i++) {
+			char path[4200];
+			snprintf(path, sizeof path, "%s.%s.hdr", cfg->hdr_prefix, names[i]);
+			if (check_output("--hdr-file", path))
+				return -1;
+		}
+	}
+	return 0;
+}
+
 /* `fencebench NAME ...`: the subcommands, each a main of its own. */
 static const fb_command commands[] = {FB_COMMANDS};
 
@@ -359,6 +402,8 @@ int main(int argc, char **argv)
 		break;
 	}
 
+	if (check_outputs(&cfg))
+		return 3;
 	if (cfg.prepare_only) {
 		fb_err e = prepare_only(&cfg);
 		return e == FB_OK ? 0 : e == FB_EINVAL ? 2 : 3;

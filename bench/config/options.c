@@ -290,38 +290,69 @@ int fb_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 	return 0;
 }
 
-int fb_parse_duration(const char *s, uint64_t *ns)
+int fb_parse_duration(const char *s, bool bare_seconds, uint64_t *ns)
 {
 	static const struct {
 		const char *unit;
 		double ns;
-	} units[] = {{"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"m", 60e9}, {"h", 3600e9}, {"", 1e9}};
+	} units[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"m", 60e9}, {"h", 3600e9}};
 	const char *p = s;
 	if (!(*p >= '0' && *p <= '9'))
-		return -1;
+		return FB_DURATION_MALFORMED;
 	while ((*p >= '0' && *p <= '9') || *p == '.')
 		p++;
+	/* an exponent: 1e30, 2.5e-3 (not the "e" of no unit at all) */
+	const char *x = p + (*p == 'e' || *p == 'E');
+	x += x > p && (*x == '+' || *x == '-');
+	if (x > p && *x >= '0' && *x <= '9')
+		for (p = x; *p >= '0' && *p <= '9'; p++)
+			;
 	char num[64];
 	size_t n = (size_t)(p - s);
 	if (n >= sizeof num)
-		return -1;
+		return FB_DURATION_MALFORMED;
 	memcpy(num, s, n);
 	num[n] = 0;
 	char *end;
 	double v = strtod(num, &end);
 	if (*end || !isfinite(v))
-		return -1;
-	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-		if (strcmp(p, units[i].unit) != 0)
-			continue;
-		double t = v * units[i].ns;
-		/* a year is more than any run needs and far below 2^64 ns */
-		if (t < 1 || t > 365 * 24 * 3600e9)
-			return -1;
-		*ns = (uint64_t)llround(t);
-		return 0;
+		return FB_DURATION_MALFORMED;
+	double unit = 0;
+	if (!*p) {
+		if (!bare_seconds)
+			return FB_DURATION_NO_UNIT;
+		unit = 1e9;
 	}
-	return -1;
+	for (size_t i = 0; !unit && i < sizeof units / sizeof units[0]; i++)
+		if (!strcmp(p, units[i].unit))
+			unit = units[i].ns;
+	if (!unit)
+		return FB_DURATION_MALFORMED;
+	double t = v * unit;
+	if (t < 0.5)
+		return FB_DURATION_ZERO;
+	if (t > 365 * 24 * 3600e9) /* a year is more than any run needs, far below 2^64 ns */
+		return FB_DURATION_TOO_LARGE;
+	*ns = (uint64_t)llround(t);
+	return 0;
+}
+
+const char *fb_duration_error(int code, bool bare_seconds)
+{
+	switch (code) {
+	case FB_DURATION_NO_UNIT:
+		return "has no unit (units: ns us ms s m h; a bare number means seconds for "
+		       "--duration only)";
+	case FB_DURATION_ZERO:
+		return "is not a duration above zero";
+	case FB_DURATION_TOO_LARGE:
+		return "is too large (a year at most)";
+	default:
+		return bare_seconds
+		               ? "is not a duration (e.g. 250ms, 10s, 5m; units ns us ms s m h; "
+		                 "a bare number is seconds)"
+		               : "is not a duration (e.g. 250ms, 10s, 5m; units ns us ms s m h)";
+	}
 }
 
 void fb_format_duration(char *buf, size_t len, uint64_t ns)
@@ -351,16 +382,65 @@ static int parse_name(const char *s, const char *const *names, int n)
 	return -1;
 }
 
+int fb_list_split(const char *v, char (*items)[FB_LIST_ITEM], int max, int *n, char *why,
+                  size_t len)
+{
+	*n = 0;
+	if (!*v) {
+		snprintf(why, len, "is an empty list");
+		return -1;
+	}
+	for (const char *p = v;;) {
+		const char *comma = strchr(p, ',');
+		size_t k = comma ? (size_t)(comma - p) : strlen(p);
+		if (!k) {
+			snprintf(why, len, "has an empty element (a list is A,B,C)");
+			return -1;
+		}
+		if (k >= FB_LIST_ITEM) {
+			snprintf(why, len, "has an element over %d characters", FB_LIST_ITEM - 1);
+			return -1;
+		}
+		if (*n == max) {
+			snprintf(why, len, "has too many values (%d at most)", max);
+			return -1;
+		}
+		memcpy(items[*n], p, k);
+		items[*n][k] = 0;
+		for (int i = 0; i < *n; i++)
+			if (!strcmp(items[i], items[*n])) {
+				snprintf(why, len, "names '%s' twice", items[*n]);
+				return -1;
+			}
+		(*n)++;
+		if (!comma)
+			return 0;
+		p = comma + 1;
+	}
+}
+
+/* The elements of an option's list, or -1 with its one line said. */
+static int split(const opt *o, const char *v, char (*items)[FB_LIST_ITEM], int max, int *n)
+{
+	char why[160];
+	return fb_list_split(v, items, max, n, why, sizeof why) ? bad(o, v, why) : 0;
+}
+
 /* A comma list of names into a bit set. "write_fenced" is accepted for
- * "write-fenced" (the JSON's spelling). */
+ * "write-fenced" (the JSON's spelling); "all" for every name. */
 static int parse_bits(const opt *o, const char *v, uint32_t *out)
 {
 	uint32_t m = 0;
-	char buf[256];
-	if (strlen(v) >= sizeof buf || !*v)
-		return bad(o, v, "is not a comma-separated list");
-	strcpy(buf, v);
-	for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+	char items[32][FB_LIST_ITEM];
+	int n;
+	if (!strcmp(v, "all")) {
+		*out = (1u << o->nnames) - 1;
+		return 0;
+	}
+	if (split(o, v, items, 32, &n))
+		return -1;
+	for (int j = 0; j < n; j++) {
+		char *tok = items[j];
 		for (char *c = tok; *c; c++)
 			if (*c == '_')
 				*c = '-';
@@ -374,10 +454,10 @@ static int parse_bits(const opt *o, const char *v, uint32_t *out)
 			        o->name, tok, v, valid);
 			return -1;
 		}
+		if (m & (1u << i))
+			return bad(o, v, "names one twice (write-fenced and write_fenced are one)");
 		m |= 1u << i;
 	}
-	if (!m)
-		return bad(o, v, "selects nothing");
 	*out = m;
 	return 0;
 }
@@ -403,35 +483,42 @@ static int parse_dist(const char *t, fb_dist *d)
 	return 0;
 }
 
-/* Comma lists: sweeps, CPU sets, percentiles. */
+static int by_value(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Comma lists: sweeps, CPU sets, percentiles. One rule for all: no empty
+ * element, none twice (by value too: 50,50.0; CPUs 0-2,1). */
 static int parse_list(fb_config *cfg, const opt *o, const char *v)
 {
-	char buf[1024];
+	static char items[1024][FB_LIST_ITEM];
 	void *f = field(cfg, o);
 	uint32_t *count = (uint32_t *)((char *)cfg + o->off2), n = 0;
-	if (!*v || strlen(v) >= sizeof buf)
-		return bad(o, v, "is not a comma-separated list");
-	strcpy(buf, v);
+	int max = o->k == K_PCTS ? 16 : o->k == K_CPUS ? 1024 : FB_SWEEP_MAX, ni;
+	if (split(o, v, items, max, &ni))
+		return -1;
 	char why[128];
-	for (char *save, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+	for (int j = 0; j < ni; j++) {
+		char *t = items[j];
 		uint64_t u, hi;
 		double r;
 		char *end;
 		switch (o->k) {
 		case K_U32_LIST:
-			if (n == FB_SWEEP_MAX)
-				return bad(o, v, "has too many values (32 at most)");
 			if (fb_parse_u64(t, o->min, o->max, &u)) {
 				snprintf(why, sizeof why,
 				         "is not a list of whole numbers in %llu..%llu",
 				         (unsigned long long)o->min, (unsigned long long)o->max);
 				return bad(o, v, why);
 			}
+			for (uint32_t i = 0; i < n; i++)
+				if (((uint32_t *)f)[i] == u)
+					return bad(o, v, "names a value twice");
 			((uint32_t *)f)[n++] = (uint32_t)u;
 			break;
 		case K_RATE_LIST:
-			if (n == FB_SWEEP_MAX)
-				return bad(o, v, "has too many values (32 at most)");
 			errno = 0;
 			r = strtod(t, &end);
 			if (*end || errno || !isfinite(r) || r < (double)o->min ||
@@ -440,23 +527,30 @@ static int parse_list(fb_config *cfg, const opt *o, const char *v)
 				         (unsigned long long)o->min, (unsigned long long)o->max);
 				return bad(o, v, why);
 			}
+			for (uint32_t i = 0; i < n; i++)
+				if (((double *)f)[i] == r)
+					return bad(o, v, "names a value twice");
 			((double *)f)[n++] = r;
 			break;
 		case K_DIST_LIST:
-			if (n == FB_SWEEP_MAX)
-				return bad(o, v, "has too many values (32 at most)");
-			if (parse_dist(t, &((fb_dist *)f)[n++]))
+			if (parse_dist(t, &((fb_dist *)f)[n]))
 				return bad(o, v,
 				           "is not a list of uniform, zipf:S (0 < S <= 10), "
 				           "partitioned");
+			for (uint32_t i = 0; i < n; i++)
+				if (((fb_dist *)f)[i].kind == ((fb_dist *)f)[n].kind &&
+				    ((fb_dist *)f)[i].s == ((fb_dist *)f)[n].s)
+					return bad(o, v, "names a distribution twice");
+			n++;
 			break;
 		case K_PCTS:
-			if (n == 16)
-				return bad(o, v, "has too many values (16 at most)");
 			errno = 0;
 			r = strtod(t, &end);
 			if (*end || errno || !isfinite(r) || r <= 0 || r > 100)
 				return bad(o, v, "is not a list of percentiles in (0, 100]");
+			for (uint32_t i = 0; i < n; i++)
+				if (((double *)f)[i] == r)
+					return bad(o, v, "names a percentile twice");
 			((double *)f)[n++] = r;
 			break;
 		case K_CPUS: {
@@ -470,6 +564,9 @@ static int parse_list(fb_config *cfg, const opt *o, const char *v)
 			if (!dash)
 				hi = u;
 			for (; u <= hi; u++) {
+				for (uint32_t i = 0; i < n; i++)
+					if (((uint32_t *)f)[i] == u)
+						return bad(o, v, "names a CPU twice");
 				if (n == 1024)
 					return bad(o, v, "names too many CPUs");
 				((uint32_t *)f)[n++] = (uint32_t)u;
@@ -480,8 +577,8 @@ static int parse_list(fb_config *cfg, const opt *o, const char *v)
 			return -1;
 		}
 	}
-	if (!n)
-		return bad(o, v, "is an empty list");
+	if (o->k == K_PCTS) /* the table's columns, in order */
+		qsort(f, n, sizeof(double), by_value);
 	*count = n;
 	return 0;
 }
@@ -504,13 +601,11 @@ static int parse_value(fb_config *cfg, const opt *o, const char *v)
 		else
 			*(uint64_t *)f = u;
 		return 0;
-	case K_DURATION:
-		if (fb_parse_duration(v, (uint64_t *)f))
-			return bad(
-			        o, v,
-			        "is not a duration above zero (e.g. 250ms, 10s, 5m; units us ms s "
-			        "m h)");
-		return 0;
+	case K_DURATION: {
+		bool bare = o->off == OFF(duration_ns); /* seconds, as wrk and stress-ng read -d */
+		int e = fb_parse_duration(v, bare, (uint64_t *)f);
+		return e ? bad(o, v, fb_duration_error(e, bare)) : 0;
+	}
 	case K_RATE: {
 		char *end;
 		errno = 0;
@@ -530,11 +625,23 @@ static int parse_value(fb_config *cfg, const opt *o, const char *v)
 		if (strlen(v) >= sizeof buf)
 			return bad(o, v, "is too long");
 		strcpy(buf, v);
+		if (o->off == OFF(work_min_ns) && !strcmp(v, "0")) { /* the default: no work */
+			*lo = *hi = 0;
+			return 0;
+		}
 		char *dash = strchr(buf, '-');
 		if (dash)
 			*dash = 0;
-		if (fb_parse_duration(buf, lo) || (dash && fb_parse_duration(dash + 1, hi)))
-			return bad(o, v, "is not a duration or range (e.g. 20ms or 15ms-30ms)");
+		int e = fb_parse_duration(buf, false, lo);
+		if (!e && dash)
+			e = fb_parse_duration(dash + 1, false, hi);
+		if (e == FB_DURATION_MALFORMED)
+			return bad(
+			        o, v,
+			        "is not a duration or range (e.g. 20ms or 15ms-30ms; units ns us "
+			        "ms s m h)");
+		if (e)
+			return bad(o, v, fb_duration_error(e, false));
 		if (!dash)
 			*hi = *lo;
 		if (*lo > *hi)
@@ -781,6 +888,13 @@ static int check_combinations(const fb_config *cfg)
 {
 	bool remote =
 	        fb_lease_engine(cfg->lease_url)->remote || fb_store_engine(cfg->store_url)->remote;
+	if (fb_config_is_sweep(cfg) && (cfg->plan_path || cfg->plan_out_path)) {
+		fprintf(stderr,
+		        "fencebench: %s: a plan is one run's faults, by worker and cycle; a sweep "
+		        "has many runs (run each row alone to record or replay its plan)\n",
+		        cfg->plan_path ? "--plan" : "--plan-out");
+		return -1;
+	}
 	if (fb_config_is_sweep(cfg) && cfg->deterministic) {
 		fprintf(stderr, "fencebench: --deterministic sweeps seeds (--seeds), not lists\n");
 		return -1;

@@ -140,9 +140,25 @@ fb_parse fb_config_parse(fb_config *cfg, int argc, char **argv);
  * 0 on success; -1 otherwise. */
 int fb_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 
-/* Parse a duration: a number with an optional unit us, ms, s, m, h (a bare
- * number is seconds). 0 on success; -1 if malformed, zero or too large. */
-int fb_parse_duration(const char *s, uint64_t *ns);
+/* Parse a duration: a number and a unit ns, us, ms, s, m, h; a bare number
+ * is seconds where bare_seconds allows it (--duration), else refused. 0 on
+ * success, or one of these. */
+#define FB_DURATION_MALFORMED -1
+#define FB_DURATION_NO_UNIT   -2
+#define FB_DURATION_ZERO      -3 /* below half a nanosecond */
+#define FB_DURATION_TOO_LARGE -4 /* over a year */
+int fb_parse_duration(const char *s, bool bare_seconds, uint64_t *ns);
+
+/* What a duration error says, for "--opt: 'VALUE' ..." */
+const char *fb_duration_error(int code, bool bare_seconds);
+
+/* The elements of a comma list, in order, each below FB_LIST_ITEM bytes: an
+ * empty list, an empty element (",a", "a,,b", "a,") or an element given
+ * twice is refused, -1 with the reason in why. One rule for every list of
+ * every command. */
+#define FB_LIST_ITEM 64
+int fb_list_split(const char *v, char (*items)[FB_LIST_ITEM], int max, int *n, char *why,
+                  size_t len);
 
 /* Whether the config sweeps (any list has more than one value). */
 bool fb_config_is_sweep(const fb_config *cfg);

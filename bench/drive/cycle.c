@@ -88,11 +88,17 @@ void fb_env_failed(fb_env *e, const char *what, const char *why)
 	if (atomic_compare_exchange_strong_explicit(&e->failed, &no, 1, memory_order_relaxed,
 	                                            memory_order_relaxed))
 		snprintf(e->failure, sizeof e->failure, "%s: %s", what, why);
-	atomic_store_explicit(&e->stop, 1, memory_order_relaxed);
+	fb_env_stop(e);
 	/* commits parked for room in a checker's ring look at the flag now */
 	for (int d = 0; d < FB_DISCIPLINES; d++)
 		if (e->checker[d])
 			fb_checker_wake(e->checker[d]);
+}
+
+void fb_env_stop(fb_env *e)
+{
+	atomic_store_explicit(&e->stop, 1, memory_order_release);
+	fb_sleep_wake(&e->stop);
 }
 
 void fb_worker_init(fb_worker *w, fb_env *e, uint16_t id)
@@ -105,6 +111,7 @@ void fb_worker_init(fb_worker *w, fb_env *e, uint16_t id)
 	w->port.lease_clock = e->clock;
 	w->port.traps = e->traps;
 	w->port.log = e->log;
+	w->port.stop = &e->stop;
 	fb_clock_skewed_init(&w->local, e->fast, 1.0, 0);
 	fb_hist_init(&w->acquire);
 	fb_hist_init(&w->write);
@@ -177,7 +184,7 @@ static HOT fb_step op_begin(fb_worker *w)
 		return stop(w);
 	if (cfg->cycles && w->n >= cfg->cycles) { /* --cycles: done; the last one stops the run */
 		if (atomic_fetch_add_explicit(&e->done, 1, memory_order_relaxed) + 1 == e->nworkers)
-			atomic_store_explicit(&e->stop, 1, memory_order_relaxed);
+			fb_env_stop(e);
 		return stop(w);
 	}
 	atomic_store_explicit(&w->port.cycle, ++w->n, memory_order_relaxed);
@@ -288,7 +295,7 @@ static HOT fb_step op_acquire(fb_worker *w)
 	}
 	if (a == FB_EXHAUSTED) {
 		atomic_store_explicit(&e->exhausted, 1, memory_order_relaxed);
-		atomic_store_explicit(&e->stop, 1, memory_order_relaxed);
+		fb_env_stop(e);
 	}
 	if (a == FB_ACQ_ERROR)
 		fb_env_failed(e, "lease", e->lops->error(w->lconn));
@@ -845,7 +852,7 @@ static void backoff(fb_worker *w)
 		uint64_t d = UINT64_C(50000) << k;
 		if (expires_at > now && expires_at - now < d)
 			d = expires_at - now;
-		fb_sleep_ns(d ? d : 1000);
+		fb_sleep_unless(&w->env->stop, d ? d : 1000);
 	}
 }
 
@@ -856,7 +863,9 @@ static inline bool thread_went(fb_worker *w, fb_step s)
 	if (__builtin_expect(s.next == FB_GO, 1))
 		return true;
 	if (s.next == FB_SLEEP) {
-		fb_sleep_ns(s.ns);
+		/* every sleep ends with the run: a pause of hours, a TTL of hours */
+		if (!fb_sleep_unless(&w->env->stop, s.ns) && w->pausing)
+			fb_counter_add(&w->port.cut_short, 1);
 		fb_cycle_woke(w);
 		return true;
 	}

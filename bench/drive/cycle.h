@@ -223,6 +223,9 @@ fb_engine_config fb_env_engine_config(const fb_config *cfg, const fb_clock *cloc
 fb_err fb_env_open(fb_env *env, const fb_config *cfg, const fb_env_driver *drv, fb_results *res);
 void fb_env_close(fb_env *env);
 
+/* Stop the run: every worker ends its cycle, every sleep of the run ends. */
+void fb_env_stop(fb_env *e);
+
 /* The first to see an engine fail keeps the reason; the run stops. */
 void fb_env_failed(fb_env *env, const char *what, const char *why);
 

@@ -205,7 +205,10 @@ static fb_err open_plans(fb_env *e)
 	}
 	if (cfg->plan_path) {
 		char err[512];
-		fb_err r = fb_plan_read(cfg->plan_path, cfg->threads, &e->plan, err, sizeof err);
+		unsigned flags =
+		        cfg->lease_clock == FB_LEASE_CLOCK_REALTIME ? FB_PLAN_SERVICE_CLOCK : 0;
+		fb_err r = fb_plan_read(cfg->plan_path, cfg->threads, flags, &e->plan, err,
+		                        sizeof err);
 		if (r) {
 			fprintf(stderr, "fencebench: --plan: %s\n", err);
 			return r == FB_ESYS ? FB_EINVAL : r;
@@ -337,6 +340,7 @@ static void sum_worker(fb_results *res, const fb_worker *wc, uint32_t i)
 	res->pause_at_point += fb_counter_get(&w->port.at_point);
 	res->pause_trapped += fb_counter_get(&w->port.trapped);
 	res->paused_ns += fb_counter_get(&w->port.paused_ns);
+	res->pause_cut_short += fb_counter_get(&w->port.cut_short);
 	for (int f = 0; f < FB_FAULTS; f++) {
 		res->fault[f].taken += fb_counter_get(&w->port.taken[f]);
 		res->fault[f].over_ttl += fb_counter_get(&w->port.over_ttl[f]);
@@ -527,8 +531,9 @@ void fb_env_write_plan(fb_env *e, fb_results *res)
 	fb_config_replay(e->cfg, comment, sizeof comment);
 	res->plan_recorded = atomic_load(&e->log->n);
 	res->plan_dropped = fb_plan_log_dropped(e->log);
-	if (fb_plan_write(e->log, e->cfg->plan_out_path, comment))
+	if (fb_plan_write(e->log, e->cfg->plan_out_path, comment)) {
 		fprintf(stderr, "fencebench: --plan-out: cannot write '%s': errno=%d (%s)\n",
 		        e->cfg->plan_out_path, errno, strerror(errno));
+		res->plan_unwritten = true;
+	}
 }
-

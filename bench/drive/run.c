@@ -202,7 +202,7 @@ static uint64_t supervise(threads *t, fb_tick_fn tick, void *ctx, fb_results *re
 static void wind_down(threads *t, fb_injector *inj, fb_results *res, uint64_t t0)
 {
 	fb_env *e = &t->env;
-	atomic_store_explicit(&e->stop, 1, memory_order_relaxed);
+	fb_env_stop(e);
 	fb_injector_stats ist = {0};
 	fb_injector_stop(inj, &ist);
 	for (uint32_t i = 0; i < t->started; i++)

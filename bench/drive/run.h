@@ -107,12 +107,14 @@ typedef struct fb_results {
 	int signal;
 	uint64_t ops, acquired, contended, cas_retries, wasted_fences, checker_stalls;
 	uint64_t pause_hit, pause_at_point, pause_trapped, paused_ns;
+	uint64_t pause_cut_short; /* pauses (and other sleeps) the run's end cut short */
 	uint64_t injector_missed, service_steps;
 	uint64_t abandoned, local_fooled, renew_ok, renew_believed;
 	uint64_t crashes, crash_takeovers, delayed;
 	uint64_t crash_pending;        /* dead workers' leases not yet taken over at the end */
 	uint64_t crash_pending_age_ns; /* ... the oldest of them, since its crash */
 	uint64_t plan_recorded, plan_dropped, plan_slipped;
+	bool plan_unwritten; /* --plan-out could not be written: exit 3 */
 	fb_fault_result fault[FB_FAULTS];
 	uint64_t *per_thread_ops;
 	bool *dead; /* crashed workers: left out of fairness */

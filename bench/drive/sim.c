@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "cycle.h"
+#include "outfile.h"
 
 /* Virtual time starts at 1 s, so a worker clock jumped back stays above 0
  * for a while (a skewed clock reads below 0 as 0). */
@@ -81,6 +82,7 @@ typedef struct sim {
 	uint32_t depth;     /* two-step acquires suspended, one inside the other */
 	uint64_t hash, lines;
 	FILE *hist;
+	fb_outfile_stream hist_out;
 	char line[HIST_LINE];
 	size_t len;
 	fb_err err;
@@ -303,6 +305,20 @@ static void wake_due(sim *s)
 	}
 }
 
+/* The run is over: every sleep ends now, as a stopped run's do on threads
+ * (a pause cut short is counted so); a suspended two-step is due. */
+static void wake_all(sim *s)
+{
+	for (uint32_t i = 0; i < s->nheap; i++)
+		s->heap[i].wake = s->now;
+	for (uint32_t i = 0; i < s->nheap; i++) {
+		fb_worker *w = &s->env.workers[s->heap[i].idx];
+		if (w->pausing || s->signalled[s->heap[i].idx])
+			fb_counter_add(&w->port.cut_short, 1);
+	}
+	wake_due(s);
+}
+
 /* ---- delayed writes and their commits ---- */
 
 static bool flight_before(const flight *a, const flight *b)
@@ -488,6 +504,7 @@ static void loop(sim *s, uint32_t until)
 		if (!s->stopping && s->step >= s->cfg->steps) {
 			s->stopping = true; /* the workers finish their cycles */
 			atomic_store_explicit(&s->env.stop, 1, memory_order_relaxed);
+			wake_all(s); /* as on threads: every sleep ends with the run */
 		}
 		if (until == NONE && !s->live && !s->nheap)
 			return;
@@ -605,8 +622,6 @@ static void teardown(sim *s)
 	free(s->ports);
 	free(s->fl);
 	free(s->late);
-	if (s->hist)
-		fclose(s->hist);
 }
 
 fb_err fb_sim_run(const fb_config *user, uint64_t seed, fb_tick_fn tick, void *ctx, fb_results *res)
@@ -621,10 +636,17 @@ fb_err fb_sim_run(const fb_config *user, uint64_t seed, fb_tick_fn tick, void *c
 	s->tick_ctx = ctx;
 	s->next_tick = SIM_T0 + 1000000000u;
 	fb_err err = setup(s, &eff, res);
-	if (!err && eff.history_path && !(s->hist = fopen(eff.history_path, "w"))) {
-		fprintf(stderr, "fencebench: --history: cannot write '%s', errno=%d (%s)\n",
-		        eff.history_path, errno, strerror(errno));
-		err = FB_ESYS;
+	if (!err && eff.history_path) {
+		fb_outfile o;
+		char why[300];
+		if (fb_outfile_check(eff.history_path, &o, why, sizeof why) ||
+		    fb_outfile_begin(&o, &s->hist_out)) {
+			fprintf(stderr, "fencebench: --history: cannot write '%s': %s\n",
+			        eff.history_path, why[0] ? why : strerror(errno));
+			err = FB_ESYS;
+		} else {
+			s->hist = s->hist_out.f;
+		}
 	}
 	if (err == FB_ENOMEM)
 		fprintf(stderr, "fencebench: deterministic: cannot set up %u workers and %u keys\n",
@@ -664,10 +686,16 @@ fb_err fb_sim_run(const fb_config *user, uint64_t seed, fb_tick_fn tick, void *c
 			err = FB_EFENCE;
 		}
 	}
-	if (s->hist && (fflush(s->hist) || ferror(s->hist)) && !err) {
-		fprintf(stderr, "fencebench: --history: writing '%s' failed, errno=%d (%s)\n",
-		        eff.history_path, errno, strerror(errno));
-		err = FB_ESYS;
+	if (s->hist) {
+		s->hist = NULL;
+		if (err) {
+			fb_outfile_abandon(&s->hist_out);
+		} else if (fb_outfile_commit(&s->hist_out)) {
+			fprintf(stderr,
+			        "fencebench: --history: writing '%s' failed, errno=%d (%s)\n",
+			        eff.history_path, errno, strerror(errno));
+			err = FB_ESYS;
+		}
 	}
 	teardown(s);
 	free(s);

@@ -83,31 +83,6 @@ json_object *fb_json_machine(void)
 	return o;
 }
 
-int fb_write_atomically(const char *path, const char *tmp, const char *text)
-{
-	FILE *f = fopen(tmp, "w");
-	if (!f)
-		return -1;
-	size_t n = strlen(text);
-	int bad = fwrite(text, 1, n, f) != n || fputc('\n', f) == EOF || fflush(f) ||
-	          fsync(fileno(f));
-	int e = errno;
-	if (fclose(f) && !bad) {
-		bad = 1;
-		e = errno;
-	}
-	if (!bad && rename(tmp, path)) {
-		bad = 1;
-		e = errno;
-	}
-	if (bad) {
-		unlink(tmp);
-		errno = e;
-		return -1;
-	}
-	return 0;
-}
-
 void fb_say_write_fenced_lost(FILE *out, int64_t lost)
 {
 	char n[32];

@@ -22,10 +22,6 @@ void fb_cpu_model(char *cpu, size_t len);
  * compiler. Callers add what is theirs (the clock, a load average). */
 json_object *fb_json_machine(void);
 
-/* Write text and a newline to tmp, flush it to disk, rename it over path:
- * a reader never sees half a file. 0, or -1 with errno set and tmp gone. */
-int fb_write_atomically(const char *path, const char *tmp, const char *text);
-
 /* The verdict's two lessons: write-fenced lost `lost` updates; unfenced
  * accepted `stale` stale writes that erased `lost` debits. Whole lines,
  * with the newline. */

@@ -30,25 +30,22 @@ void fb_report_open(fb_report *rp, const fb_config *cfg)
 	         (int)getpid());
 	snprintf(rp->csv_path, sizeof rp->csv_path, "%s/fencebench-%s-%d.csv", dir, rp->stamp,
 	         (int)getpid());
-	snprintf(rp->json_tmp, sizeof rp->json_tmp, "%s.tmp", rp->json_path);
-	snprintf(rp->csv_tmp, sizeof rp->csv_tmp, "%s.tmp", rp->csv_path);
-	if (cfg->json_path)
-		snprintf(rp->user_json_tmp, sizeof rp->user_json_tmp, "%s.tmp", cfg->json_path);
-	rp->dir_ok = fb_mkdir_p(dir) == 0 && access(dir, W_OK | X_OK) == 0;
+	fb_outfile csv;
+	char why[300] = "";
+	rp->dir_ok = fb_mkdir_p(dir) == 0 &&
+	             fb_outfile_check(rp->csv_path, &csv, why, sizeof why) == 0 &&
+	             fb_outfile_begin(&csv, &rp->csv_out) == 0;
 	if (rp->dir_ok) {
-		rp->csv = fopen(rp->csv_tmp, "w");
-		rp->dir_ok = rp->csv != NULL;
-	}
-	if (!rp->dir_ok) {
-		snprintf(rp->dir_error, sizeof rp->dir_error,
-		         "results directory '%s' cannot be written: errno=%d (%s)", dir, errno,
-		         strerror(errno));
-		fprintf(stderr, "fencebench: %s; the run goes on, its summary is printed, exit 3\n",
-		        rp->dir_error);
-	} else {
+		rp->csv = rp->csv_out.f;
 		fprintf(rp->csv,
 		        "t_s,mode,ops,ops_per_s,writes,accepted,rejected_stale,reads_refused,"
 		        "stale_accepted,faults,threads,fence,dist,pause_rate\n");
+	} else {
+		snprintf(rp->dir_error, sizeof rp->dir_error,
+		         "results directory '%s' cannot be written: %s", dir,
+		         why[0] ? why : strerror(errno));
+		fprintf(stderr, "fencebench: %s; the run goes on, its summary is printed, exit 3\n",
+		        rp->dir_error);
 	}
 	rp->tty = isatty(STDERR_FILENO);
 	rp->progress = !cfg->quiet && (cfg->progress == FB_PROGRESS_ALWAYS ||
@@ -288,7 +285,7 @@ static void lat(FILE *out, const fb_config *cfg, const char *name, const fb_hist
 {
 	fprintf(out, "  %-8s", name);
 	for (uint32_t i = 0; i < cfg->n_percentiles; i++)
-		fprintf(out, " p%g %s ", cfg->percentiles[i],
+		fprintf(out, " p%.10g %s ", cfg->percentiles[i],
 		        D(fb_hist_quantile(h, cfg->percentiles[i] / 100)));
 	fprintf(out, " max %s\n", D(fb_hist_quantile(h, 1.0)));
 }
@@ -314,6 +311,11 @@ static void print_faults(FILE *out, const fb_results *res)
 	if (res->fault[FB_FAULT_PAUSE].taken)
 		fprintf(out, "pauses: hit a holder %s, at a named point %s, takers trapped %s\n",
 		        G(res->pause_hit), G(res->pause_at_point), G(res->pause_trapped));
+	if (res->pause_cut_short)
+		fprintf(out,
+		        "pauses cut short by the end of the run: %s (they end with it, as "
+		        "every sleep of the run does)\n",
+		        G(res->pause_cut_short));
 	if (res->service_steps)
 		fprintf(out, "skew: the lease service's clock stepped %s times\n",
 		        G(res->service_steps));
@@ -750,7 +752,7 @@ static json_object *j_hist(const fb_config *cfg, const fb_hist *h)
 	for (uint32_t i = 0; i < cfg->n_percentiles; i++) {
 		/* --percentiles beyond the fixed ones: p99.5 is "p995" */
 		char key[32], num[24];
-		snprintf(num, sizeof num, "%g", cfg->percentiles[i]);
+		snprintf(num, sizeof num, "%.10g", cfg->percentiles[i]);
 		size_t o_ = 0;
 		key[o_++] = 'p';
 		for (char *c = num; *c && o_ + 1 < sizeof key; c++)
@@ -867,6 +869,7 @@ static json_object *j_run(const fb_results *res)
 	json_object_object_add(run, "ops", j_u(res->ops));
 	json_object_object_add(run, "wasted_fences", j_u(res->wasted_fences));
 	json_object_object_add(run, "checker_stalls", j_u(res->checker_stalls));
+	json_object_object_add(run, "pauses_cut_short", j_u(res->pause_cut_short));
 	json_object_object_add(run, "paused_s",
 	                       json_object_new_double((double)res->paused_ns / 1e9));
 	json_object_object_add(run, "injector_missed_holder", j_u(res->injector_missed));
@@ -972,11 +975,14 @@ static json_object *j_document(const fb_report *rp, const fb_results *res, int e
  */
 static int write_hdr(const char *path, const fb_hist *h)
 {
-	char tmp[4200];
-	snprintf(tmp, sizeof tmp, "%s.tmp", path);
-	FILE *f = fopen(tmp, "w");
-	if (!f)
+	fb_outfile o;
+	fb_outfile_stream out;
+	char why[300];
+	if (fb_outfile_check(path, &o, why, sizeof why) || fb_outfile_begin(&o, &out))
 		return -1;
+	FILE *f = out.f;
+	/* the unit, for readers other than HdrHistogram's own plotter */
+	fprintf(f, "# fencebench %s latency, Value in microseconds\n", path);
 	fprintf(f, "%12s %14s %10s %14s\n\n", "Value", "Percentile", "TotalCount",
 	        "1/(1-Percentile)");
 	double sum = 0, sumsq = 0;
@@ -1014,12 +1020,7 @@ static int write_hdr(const char *path, const fb_hist *h)
 	        (unsigned long long)h->count);
 	fprintf(f, "#[Buckets = %12d, SubBuckets     = %12d]\n", FB_HIST_BUCKETS,
 	        1 << FB_HIST_SUB_BITS);
-	int bad = ferror(f);
-	if (fclose(f) || bad || rename(tmp, path)) {
-		unlink(tmp);
-		return -1;
-	}
-	return 0;
+	return fb_outfile_commit(&out);
 }
 
 int fb_report_hdr(const char *prefix, const fb_results *res)
@@ -1039,13 +1040,13 @@ int fb_report_hdr(const char *prefix, const fb_results *res)
 	return 0;
 }
 
-/* fb_write_atomically, saying on stderr what failed. */
-static int write_atomically(const char *path, const char *tmp, const char *text)
+/* An output written where it goes, saying on stderr what failed. */
+static int write_out(const char *opt, const char *path, const char *text)
 {
-	if (fb_write_atomically(path, tmp, text) == 0)
+	if (fb_outfile_put(path, text) == 0)
 		return 0;
-	fprintf(stderr, "fencebench: cannot write '%s': errno=%d (%s)\n", path, errno,
-	        strerror(errno));
+	fprintf(stderr, "fencebench: %s%scannot write '%s': errno=%d (%s)\n", opt ? opt : "",
+	        opt ? ": " : "", path, errno, strerror(errno));
 	return -1;
 }
 
@@ -1055,24 +1056,18 @@ static int emit(fb_report *rp, json_object *doc)
 	int rc = 0;
 	const char *text = json_object_to_json_string_ext(
 	        doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
-	if (rp->cfg->json_path && write_atomically(rp->cfg->json_path, rp->user_json_tmp, text))
+	if (rp->cfg->json_path && write_out("--json", rp->cfg->json_path, text))
 		rc = -1;
 	if (!rp->dir_ok) {
 		fprintf(stderr, "fencebench: %s; no results written there\n", rp->dir_error);
 		rc = -1;
 	} else {
-		if (write_atomically(rp->json_path, rp->json_tmp, text))
+		if (write_out(NULL, rp->json_path, text))
 			rc = -1;
-		int e = 0;
-		if (fflush(rp->csv) || fsync(fileno(rp->csv)))
-			e = errno;
-		if (fclose(rp->csv) && !e)
-			e = errno;
 		rp->csv = NULL;
-		if (e || rename(rp->csv_tmp, rp->csv_path)) {
+		if (fb_outfile_commit(&rp->csv_out)) {
 			fprintf(stderr, "fencebench: cannot write '%s': errno=%d (%s)\n",
-			        rp->csv_path, e ? e : errno, strerror(e ? e : errno));
-			unlink(rp->csv_tmp);
+			        rp->csv_path, errno, strerror(errno));
 			rc = -1;
 		}
 		if (rc == 0) /* stdout of a deterministic run stays the same for a seed */
@@ -1205,10 +1200,6 @@ int fb_report_write_sweep(fb_report *rp, int exit_code, bool interrupted, int si
 
 void fb_report_abandon(const fb_report *rp)
 {
-	if (rp->dir_ok) {
-		unlink(rp->json_tmp);
-		unlink(rp->csv_tmp);
-	}
-	if (rp->cfg && rp->cfg->json_path)
-		unlink(rp->user_json_tmp);
+	if (rp->csv_out.named) /* no O_TMPFILE here: the temporary has a name */
+		unlink(rp->csv_out.tmp);
 }

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "outfile.h"
 #include "run.h"
 
 #define FB_SCHEMA 1
@@ -17,8 +18,8 @@
 typedef struct fb_report {
 	const fb_config *cfg;
 	char stamp[32], started_at[32];
-	char json_path[4096], csv_path[4096], json_tmp[4200], csv_tmp[4200];
-	char user_json_tmp[4200];
+	char json_path[4096], csv_path[4096];
+	fb_outfile_stream csv_out; /* the CSV, written as the run goes, named at the end */
 	FILE *csv;
 	bool dir_ok;
 	char dir_error[512];
@@ -29,9 +30,10 @@ typedef struct fb_report {
 	const char *clock_name;
 } fb_report;
 
-/* Name the results and open the CSV's temporary file. If the directory
- * cannot be written, say so on stderr now; the run still goes on and its
- * summary is printed, but the process will exit 3. */
+/* Name the results and start the CSV (a file of no name until the end). If
+ * the directory cannot be written, say so on stderr now (the caller checked
+ * it before the run: this is a directory that failed since); the run still
+ * goes on and its summary is printed, but the process will exit 3. */
 void fb_report_open(fb_report *rp, const fb_config *cfg);
 
 /* fb_tick_fn: one CSV row per mode, and the progress line. */
@@ -72,7 +74,8 @@ int fb_report_write_sweep(fb_report *rp, int exit_code, bool interrupted, int si
 /* --hdr-file: PREFIX.acquire.hdr, .write.hdr, .cycle.hdr. 0 or -1. */
 int fb_report_hdr(const char *prefix, const fb_results *res);
 
-/* Remove temporary files: async-signal-safe (unlink only). */
+/* Remove what a second signal would leave: async-signal-safe (unlink only;
+ * with O_TMPFILE there is nothing named to remove). */
 void fb_report_abandon(const fb_report *rp);
 
 #endif

@@ -10,6 +10,7 @@
 #include "compare.h"
 #include "history.h"
 #include "options.h"
+#include "outfile.h"
 #include "output.h"
 
 #define G(v) fb_grouped((char[48]){0}, 48, (double)(v))
@@ -367,19 +368,10 @@ static int write_json(check *c, int code)
 	free(cl);
 	const char *text = json_object_to_json_string_ext(
 	        doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
-	size_t n = strlen(c->o->json) + 8;
-	char *tmp = malloc(n);
-	int rc = -1;
-	if (tmp) {
-		snprintf(tmp, n, "%s.tmp", c->o->json);
-		rc = fb_write_atomically(c->o->json, tmp, text);
-		if (rc)
-			fprintf(c->err, "fencebench: check: cannot write '%s': errno=%d (%s)\n",
-			        c->o->json, errno, strerror(errno));
-		free(tmp);
-	} else {
-		fprintf(c->err, "fencebench: check: out of memory writing '%s'\n", c->o->json);
-	}
+	int rc = fb_outfile_put(c->o->json, text);
+	if (rc)
+		fprintf(c->err, "fencebench: check: --json: cannot write '%s': errno=%d (%s)\n",
+		        c->o->json, errno, strerror(errno));
 	json_object_put(doc);
 	return rc;
 }

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "floor.h"
+#include "outfile.h"
 #include "output.h"
 
 #include <errno.h>
@@ -493,20 +494,16 @@ static int parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
 
 static int parse_threads(floor_cli *c, const char *v)
 {
-	char buf[1024], why[96];
+	char items[FLOOR_MAX_COUNTS][FB_LIST_ITEM], why[96];
+	int n;
+	if (fb_list_split(v, items, FLOOR_MAX_COUNTS, &n, why, sizeof why))
+		return bad("threads", v, why);
 	snprintf(why, sizeof why, "is not a whole number or a comma list of them in 1..%u",
 	         (unsigned)FB_MAX_THREADS);
-	if (!*v || strlen(v) >= sizeof buf || v[strlen(v) - 1] == ',' || v[0] == ',' ||
-	    strstr(v, ",,"))
-		return bad("threads", v, why);
-	strcpy(buf, v);
 	c->ncounts = 0;
-	for (char *save, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		if (c->ncounts == FLOOR_MAX_COUNTS)
-			return bad("threads", v, "has too many values (32 at most)");
-		if (parse_u32(t, 1, FB_MAX_THREADS, &c->counts[c->ncounts++]))
+	for (int i = 0; i < n; i++)
+		if (parse_u32(items[i], 1, FB_MAX_THREADS, &c->counts[c->ncounts++]))
 			return bad("threads", v, why);
-	}
 	return 0;
 }
 
@@ -521,12 +518,13 @@ static bool same_name(const char *a, const char *b)
 
 static int parse_only(floor_cli *c, const char *v)
 {
-	char buf[256];
-	if (!*v || strlen(v) >= sizeof buf)
-		return bad("only", v, "is not a comma-separated list");
-	strcpy(buf, v);
+	char items[FB_FLOOR_PRIMS + 1][FB_LIST_ITEM], why[96];
+	int n;
+	if (fb_list_split(v, items, FB_FLOOR_PRIMS + 1, &n, why, sizeof why))
+		return bad("only", v, why);
 	unsigned m = 0;
-	for (char *save, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+	for (int i = 0; i < n; i++) {
+		const char *t = items[i];
 		int found = -1;
 		for (int p = 0; p < FB_FLOOR_PRIMS && found < 0; p++)
 			if (same_name(t, prim_names[p]))
@@ -538,10 +536,10 @@ static int parse_only(floor_cli *c, const char *v)
 			        t, v);
 			return -1;
 		}
+		if (m & (1u << found))
+			return bad("only", v, "names one primitive twice");
 		m |= 1u << found;
 	}
-	if (!m)
-		return bad("only", v, "selects nothing");
 	c->which = m;
 	return 0;
 }
@@ -605,7 +603,7 @@ static int parse_cli(floor_cli *c, int argc, char **argv)
 				return -1;
 			break;
 		case 'd':
-			if (fb_parse_duration(optarg, &c->duration_ns))
+			if (fb_parse_duration(optarg, true, &c->duration_ns))
 				return bad(
 				        "duration", optarg,
 				        "is not a duration above zero (e.g. 250ms, 10s, 5m; units "
@@ -751,10 +749,9 @@ int fb_floor_main(int argc, char **argv)
 		json_object_object_add(doc, "rows", json_object_get(rows));
 		const char *text = json_object_to_json_string_ext(
 		        doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
-		char tmp[4200];
-		snprintf(tmp, sizeof tmp, "%s.tmp", c.json_path);
-		if (fb_write_atomically(c.json_path, tmp, text)) {
-			fprintf(stderr, "fencebench floor: cannot write '%s': errno=%d (%s)\n",
+		if (fb_outfile_put(c.json_path, text)) {
+			fprintf(stderr,
+			        "fencebench floor: --json: cannot write '%s': errno=%d (%s)\n",
 			        c.json_path, errno, strerror(errno));
 			code = 3;
 		}

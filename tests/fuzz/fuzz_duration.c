@@ -26,13 +26,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(s, data, size);
 	s[size] = 0;
 	uint64_t ns = 0;
-	if (fb_parse_duration(s, &ns) == 0) {
+	if (fb_parse_duration(s, size & 1, &ns) == 0) {
 		if (ns == 0 || ns > YEAR_NS)
 			__builtin_trap();
 		char text[64];
 		uint64_t back = 0;
 		fb_format_duration(text, sizeof text, ns);
-		if (fb_parse_duration(text, &back) != 0)
+		if (fb_parse_duration(text, false, &back) != 0)
 			__builtin_trap();
 		uint64_t diff = back > ns ? back - ns : ns - back;
 		if (diff > ns / 1000 + 1)

@@ -94,7 +94,8 @@ static void check(const fb_plan *p)
 	char err[256];
 	fb_plan back;
 	if (fb_plan_write(log, again, "fuzz") == 0) {
-		fb_err rc = fb_plan_read(again, THREADS, &back, err, sizeof err);
+		fb_err rc =
+		        fb_plan_read(again, THREADS, FB_PLAN_SERVICE_CLOCK, &back, err, sizeof err);
 		unlink(again);
 		if (rc != FB_OK || back.n != p->n)
 			__builtin_trap();
@@ -119,7 +120,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	fb_plan p;
 	char err[256];
-	if (fb_plan_read(path, THREADS, &p, err, sizeof err) == FB_OK) {
+	if (fb_plan_read(path, THREADS, FB_PLAN_SERVICE_CLOCK, &p, err, sizeof err) == FB_OK) {
 		check(&p);
 		fb_plan_free(&p);
 	}
