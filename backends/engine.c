@@ -151,3 +151,24 @@ void fb_url_redact(const char *url, char *buf, size_t len)
 #undef PUT
 #undef PUTS
 }
+
+uint64_t fb_engine_timeout(const fb_engine_config *cfg)
+{
+	return cfg->timeout_ns ? cfg->timeout_ns : UINT64_C(10) * 1000000000;
+}
+
+void fb_engine_seconds(char *buf, size_t len, uint64_t ns)
+{
+	snprintf(buf, len, "%.3f", (double)ns / 1e9);
+	char *end = buf + strlen(buf);
+	while (end > buf && end[-1] == '0')
+		*--end = 0;
+	if (end > buf && end[-1] == '.')
+		end[-1] = 0;
+}
+
+void fb_engine_err(char *err, size_t errlen, const char *msg)
+{
+	if (err && errlen)
+		snprintf(err, errlen, "%s", msg);
+}
