@@ -21,6 +21,7 @@
 #ifndef FB_BACKEND_H
 #define FB_BACKEND_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -212,6 +213,9 @@ uint64_t fb_engine_timeout(const fb_engine_config *cfg);
 
 /* ns as seconds, without trailing zeros: "10", "0.5", "2.25". */
 void fb_engine_seconds(char *buf, size_t len, uint64_t ns);
+
+/* buf = "<url>: <fmt formatted>": how an engine keeps a failure. */
+void fb_engine_failv(char *buf, size_t len, const char *url, const char *fmt, va_list ap);
 
 /* msg into err (when there is room for it): an engine's reason for the
  * caller's error line. */

@@ -7,10 +7,12 @@
 #include "inproc.h"
 #include "postgres.h"
 #include "redis.h"
+#include "zk.h"
 
 const char *const fb_engine_op_names[FB_EOPS] = {"acquire", "release", "is_held", "read", "write"};
 
-static const fb_lease_ops *const lease_engines[] = {&fb_inproc_lease_ops, &fb_redis_lease_ops};
+static const fb_lease_ops *const lease_engines[] = {&fb_inproc_lease_ops, &fb_redis_lease_ops,
+                                                    &fb_zk_lease_ops};
 static const fb_store_ops *const store_engines[] = {&fb_inproc_store_ops, &fb_redis_store_ops,
                                                     &fb_pg_store_ops};
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -68,7 +70,7 @@ const fb_store_ops *fb_store_engine(const char *url)
 
 const char *fb_lease_schemes(void)
 {
-	return "inproc, redis://HOST:PORT/DB";
+	return "inproc, redis://HOST:PORT/DB, zk://HOST:PORT[,...][/PREFIX]";
 }
 
 const char *fb_store_schemes(void)
@@ -171,4 +173,11 @@ void fb_engine_err(char *err, size_t errlen, const char *msg)
 {
 	if (err && errlen)
 		snprintf(err, errlen, "%s", msg);
+}
+
+void fb_engine_failv(char *buf, size_t len, const char *url, const char *fmt, va_list ap)
+{
+	int n = snprintf(buf, len, "%s: ", url);
+	if (n >= 0 && (size_t)n < len)
+		vsnprintf(buf + n, len - (size_t)n, fmt, ap);
 }

@@ -11,12 +11,9 @@
 
 void fb_rl_fail(fb_rlink *l, const char *fmt, ...)
 {
-	int n = snprintf(l->err, sizeof l->err, "%s: ", l->url);
-	if (n < 0 || (size_t)n >= sizeof l->err)
-		return;
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(l->err + n, sizeof l->err - (size_t)n, fmt, ap);
+	fb_engine_failv(l->err, sizeof l->err, l->url, fmt, ap);
 	va_end(ap);
 }
 
