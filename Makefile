@@ -64,7 +64,7 @@ CORE_SRC   := core/common.c core/clock.c core/lease.c core/store.c
 BENCH_SRC  := $(filter-out bench/main.c,$(wildcard bench/*.c)) $(wildcard inject/*.c) \
               $(wildcard backends/*.c)
 TEST_SRC   := $(wildcard tests/test_*.c)
-TOOLS_SRC  := tests/corebench.c tests/fbproc.c tests/servers.c
+TOOLS_SRC  := tests/corebench.c tests/fbproc.c tests/fbengine.c tests/servers.c
 
 LIB        := $(B)/libfencebench.a
 BIN        := $(B)/fencebench
@@ -110,7 +110,7 @@ $(LIB): $(patsubst %.c,$(B)/%.o,$(CORE_SRC) $(BENCH_SRC))
 $(BIN): $(B)/bench/main.o $(LIB)
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_JSON) $(LIBS_ENGINES) $(LIBS_MALLOC) $(LDLIBS_ALL)
 
-$(B)/tests/%: $(B)/tests/%.o $(B)/tests/fbproc.o $(B)/tests/servers.o $(LIB)
+$(B)/tests/%: $(B)/tests/%.o $(B)/tests/fbproc.o $(B)/tests/fbengine.o $(B)/tests/servers.o $(LIB)
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CMOCKA) $(LIBS_JSON) $(LIBS_ENGINES) $(LDLIBS_ALL)
 
 $(COREBENCH): $(B)/tests/corebench.o $(LIB)

@@ -214,6 +214,11 @@ uint64_t fb_engine_timeout(const fb_engine_config *cfg);
 /* ns as seconds, without trailing zeros: "10", "0.5", "2.25". */
 void fb_engine_seconds(char *buf, size_t len, uint64_t ns);
 
+/* Why a lease engine cannot serve cfg, or NULL: no keys, no TTL, a first
+ * fence out of range, or (service_fences: a service that mints its own,
+ * one counter for every key) --fence per-key or a --first-fence. */
+const char *fb_engine_lease_problem(const fb_engine_config *cfg, bool service_fences);
+
 /* buf = "<url>: <fmt formatted>": how an engine keeps a failure. */
 void fb_engine_failv(char *buf, size_t len, const char *url, const char *fmt, va_list ap);
 

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "etcd.h"
 #include "inproc.h"
 #include "postgres.h"
 #include "redis.h"
@@ -12,7 +13,7 @@
 const char *const fb_engine_op_names[FB_EOPS] = {"acquire", "release", "is_held", "read", "write"};
 
 static const fb_lease_ops *const lease_engines[] = {&fb_inproc_lease_ops, &fb_redis_lease_ops,
-                                                    &fb_zk_lease_ops};
+                                                    &fb_zk_lease_ops, &fb_etcd_lease_ops};
 static const fb_store_ops *const store_engines[] = {&fb_inproc_store_ops, &fb_redis_store_ops,
                                                     &fb_pg_store_ops};
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -70,7 +71,8 @@ const fb_store_ops *fb_store_engine(const char *url)
 
 const char *fb_lease_schemes(void)
 {
-	return "inproc, redis://HOST:PORT/DB, zk://HOST:PORT[,...][/PREFIX]";
+	return "inproc, redis://HOST:PORT/DB, zk://HOST:PORT[,...][/PREFIX], "
+	       "etcd://HOST:PORT[,...][/PREFIX]";
 }
 
 const char *fb_store_schemes(void)
@@ -180,4 +182,21 @@ void fb_engine_failv(char *buf, size_t len, const char *url, const char *fmt, va
 	int n = snprintf(buf, len, "%s: ", url);
 	if (n >= 0 && (size_t)n < len)
 		vsnprintf(buf + n, len - (size_t)n, fmt, ap);
+}
+
+const char *fb_engine_lease_problem(const fb_engine_config *cfg, bool service_fences)
+{
+	if (!cfg->keys)
+		return "the engine needs at least one key";
+	if (!cfg->ttl_ns)
+		return "the lease TTL must be positive";
+	if (service_fences && cfg->fence != FB_FENCE_GLOBAL)
+		return "--fence per-key does not apply: the service mints the fences, one "
+		       "counter for all its keys";
+	if (service_fences && cfg->first_fence != 1)
+		return "--first-fence does not apply: the service mints the fences, and no "
+		       "client sets them";
+	if (cfg->first_fence == 0 || cfg->first_fence > FB_FENCE_MAX)
+		return "the first fence must be in 1..2^47-1";
+	return NULL;
 }

@@ -15,6 +15,7 @@
 
 #include <zookeeper/zookeeper.h>
 
+#include "held.h"
 #include "url.h"
 
 /*
@@ -38,7 +39,6 @@
 #define URLLEN            512
 #define ERRLEN            640
 #define PATHLEN           512
-#define HELD_SLOTS        8
 #define CONNECT_TIMEOUT_S 2
 #define PREP_CHUNK        512
 #define DEFAULT_PREFIX    "/fencebench"
@@ -111,19 +111,11 @@ typedef struct zop {
 } zop;
 
 /* A worker's connection: its session and the lock nodes it holds. */
-typedef struct held {
-	bool used;
-	uint32_t key;
-	uint64_t fence;
-	char path[PATHLEN];
-} held;
-
 typedef struct zconn {
 	const zeng *e;
 	zsess s;
 	uint16_t worker;
-	unsigned next;
-	held held[HELD_SLOTS];
+	fb_held_table held;
 	zop op[2];
 } zconn;
 
@@ -497,16 +489,10 @@ static void read_version(zeng *e)
 /* Why a configuration cannot be served, or NULL. */
 static const char *config_problem(const fb_engine_config *cfg)
 {
-	if (!cfg->keys)
-		return "the engine needs at least one key";
-	if (!cfg->ttl_ns || cfg->ttl_ns % 1000000 || cfg->ttl_ns / 1000000 > INT_MAX)
-		return "--ttl is the session timeout, in whole milliseconds";
-	if (cfg->fence != FB_FENCE_GLOBAL)
-		return "--fence per-key does not apply: the fence is the czxid, one counter "
-		       "for the whole ensemble";
-	if (cfg->first_fence != 1)
-		return "--first-fence does not apply: fences are zxids, which no client sets";
-	return NULL;
+	const char *why = fb_engine_lease_problem(cfg, true);
+	if (!why && (cfg->ttl_ns % 1000000 || cfg->ttl_ns / 1000000 > INT_MAX))
+		why = "--ttl is the session timeout, in whole milliseconds";
+	return why;
 }
 
 static fb_err lease_open(const fb_engine_config *cfg, const char *url, void **eng, char *err,
@@ -744,26 +730,6 @@ static const char *lease_error(void *conn)
 	return c->s.err[0] ? c->s.err : "no error";
 }
 
-static void remember(zconn *c, uint32_t key, uint64_t fence, const char *path)
-{
-	held *h = NULL;
-	for (int i = 0; i < HELD_SLOTS && !h; i++)
-		if (!c->held[i].used || c->held[i].key == key)
-			h = &c->held[i];
-	if (!h)
-		h = &c->held[c->next++ % HELD_SLOTS];
-	*h = (held){.used = true, .key = key, .fence = fence};
-	snprintf(h->path, sizeof h->path, "%s", path);
-}
-
-static held *find_held(zconn *c, uint32_t key, uint64_t fence)
-{
-	for (int i = 0; i < HELD_SLOTS; i++)
-		if (c->held[i].used && c->held[i].key == key && c->held[i].fence == fence)
-			return &c->held[i];
-	return NULL;
-}
-
 /* "c<client>.w<worker>-<seq>": the worker. */
 static uint16_t owner_of(const char *name)
 {
@@ -877,7 +843,7 @@ static attempt try_acquire(zconn *c, uint32_t key, fb_lease *out, fb_acquire *re
 	                  .owner = c->worker,
 	                  .expires_at = sent + e->cfg.ttl_ns,
 	                  .service_at = (uint64_t)made->stat.ctime * 1000000u};
-	remember(c, key, fence, made->name);
+	fb_held_put(&c->held, key, fence, 0, made->name);
 	*res = FB_ACQUIRED;
 	return TRY_DONE;
 }
@@ -905,12 +871,12 @@ static fb_acquire lease_acquire(void *conn, uint32_t key, fb_lease *out, fb_leas
 static fb_io lease_release(void *conn, uint32_t key, const fb_lease *l)
 {
 	zconn *c = conn;
-	held *h = find_held(c, key, l->fence);
+	fb_held *h = fb_held_find(&c->held, key, l->fence);
 	if (!h)
 		return FB_IO_REFUSED;
 	h->used = false;
 	uint64_t deadline = now_ns(c->e) + c->e->cfg.timeout_ns;
-	zres z = one_op(&c->s, Z_DELETE, h->path, &c->op[0], deadline, "release");
+	zres z = one_op(&c->s, Z_DELETE, h->text, &c->op[0], deadline, "release");
 	if (z == Z_NOANSWER)
 		return FB_IO_ERROR;
 	return z == Z_ANSWERED && c->op[0].rc == ZOK ? FB_IO_OK : FB_IO_REFUSED;
@@ -920,12 +886,12 @@ static fb_io lease_release(void *conn, uint32_t key, const fb_lease *l)
  * server also counts as the session's heartbeat. */
 static fb_io still_ours(zconn *c, uint32_t key, const fb_lease *l)
 {
-	held *h = find_held(c, key, l->fence);
+	fb_held *h = fb_held_find(&c->held, key, l->fence);
 	if (!h || sess_dead(&c->s))
 		return FB_IO_REFUSED;
 	int64_t session = zoo_client_id(c->s.zh)->client_id;
 	uint64_t deadline = now_ns(c->e) + c->e->cfg.timeout_ns;
-	zres z = one_op(&c->s, Z_EXISTS, h->path, &c->op[0], deadline, "is_held");
+	zres z = one_op(&c->s, Z_EXISTS, h->text, &c->op[0], deadline, "is_held");
 	if (z == Z_NOANSWER)
 		return FB_IO_ERROR;
 	return z == Z_ANSWERED && c->op[0].rc == ZOK && c->op[0].stat.ephemeralOwner == session

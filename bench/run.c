@@ -1143,8 +1143,11 @@ static fb_err setup(fb_run_state *r, fb_results *res)
 	 * history afterwards. */
 	r->checking = !cfg->no_check && !cfg->client_id;
 	r->witnessing = !cfg->no_check;
-	/* a remote service expires keys on its millisecond grid */
-	uint64_t slack = r->lops == &fb_inproc_lease_ops ? 50000 : 2000000;
+	/* a remote service expires keys on its millisecond grid; an engine
+	 * that dates leases on the caller's clock names its own bound */
+	uint64_t slack = r->lops == &fb_inproc_lease_ops ? 50000
+	                 : r->lops->witness_slack_ns     ? r->lops->witness_slack_ns
+	                                                 : 2000000;
 	if (fb_witness_create(cfg->keys, cfg->ttl_ns, slack, &r->witness) != FB_OK)
 		return oom(r);
 	for (int d = 0; d < FB_DISCIPLINES; d++) {

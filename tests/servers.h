@@ -18,6 +18,7 @@ typedef enum fb_server_kind {
 	FB_SERVER_ETCD,      /* heartbeat 10 ms, election 50 ms: leases from 1 s */
 	FB_SERVER_REDIS_FAKETIME, /* redis-server whose wall clock libfaketime
 	                             offsets by what `faketime` (a file) says */
+	FB_SERVER_ETCD_DEFAULTS,  /* etcd with its default timing: leases from 2 s */
 } fb_server_kind;
 
 typedef struct fb_server {
