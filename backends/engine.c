@@ -8,12 +8,14 @@
 #include "inproc.h"
 #include "postgres.h"
 #include "redis.h"
+#include "redlock.h"
 #include "zk.h"
 
 const char *const fb_engine_op_names[FB_EOPS] = {"acquire", "release", "is_held", "read", "write"};
 
 static const fb_lease_ops *const lease_engines[] = {&fb_inproc_lease_ops, &fb_redis_lease_ops,
-                                                    &fb_zk_lease_ops, &fb_etcd_lease_ops};
+                                                    &fb_zk_lease_ops, &fb_etcd_lease_ops,
+                                                    &fb_redlock_lease_ops};
 static const fb_store_ops *const store_engines[] = {&fb_inproc_store_ops, &fb_redis_store_ops,
                                                     &fb_pg_store_ops};
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -72,7 +74,7 @@ const fb_store_ops *fb_store_engine(const char *url)
 const char *fb_lease_schemes(void)
 {
 	return "inproc, redis://HOST:PORT/DB, zk://HOST:PORT[,...][/PREFIX], "
-	       "etcd://HOST:PORT[,...][/PREFIX]";
+	       "etcd://HOST:PORT[,...][/PREFIX], redlock://HOST:PORT,HOST:PORT,HOST:PORT[,...]";
 }
 
 const char *fb_store_schemes(void)
@@ -108,8 +110,13 @@ void fb_url_redact(const char *url, char *buf, size_t len)
 	const char *at = sep ? strrchr(sep + 3, '@') : NULL;
 	const char *colon = at ? memchr(sep + 3, ':', (size_t)(at - (sep + 3))) : NULL;
 	/* redis://SECRET@host: a Redis userinfo without ':' is a password
-	 * alone to some clients; hide all of it (a PostgreSQL user stays) */
-	const char *user = at && !colon && strncmp(url, "redis://", 8) == 0 ? sep + 3 : NULL;
+	 * alone to some clients (Redlock's nodes are Redis); hide all of it
+	 * (a PostgreSQL user stays) */
+	const char *user = at && !colon &&
+	                                   (strncmp(url, "redis://", 8) == 0 ||
+	                                    strncmp(url, "redlock://", 10) == 0)
+	                           ? sep + 3
+	                           : NULL;
 	const char *p = url;
 	while (*p) {
 		if (user && p == user) {

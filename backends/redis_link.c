@@ -116,14 +116,8 @@ bool fb_rl_run_ok(fb_rlink *l, fb_rcmd *c)
 	return true;
 }
 
-/*
- * Send n commands in one write, then read the n replies into out. False
- * (every reply freed, l->err set) if any is missing or an error.
- */
-bool fb_rl_pipeline(fb_rlink *l, int n, fb_rcmd *cs, redisReply **out)
+bool fb_rl_send(fb_rlink *l, int n, fb_rcmd *cs)
 {
-	for (int i = 0; i < n; i++)
-		out[i] = NULL;
 	if (!l->c)
 		return false; /* closed by an earlier failure: l->err says why */
 	for (int i = 0; i < n; i++)
@@ -131,6 +125,20 @@ bool fb_rl_pipeline(fb_rlink *l, int n, fb_rcmd *cs, redisReply **out)
 			fb_rl_lost(l);
 			return false;
 		}
+	for (int done = 0; !done;)
+		if (redisBufferWrite(l->c, &done) != REDIS_OK) {
+			fb_rl_lost(l);
+			return false;
+		}
+	return true;
+}
+
+bool fb_rl_receive(fb_rlink *l, int n, fb_rcmd *cs, redisReply **out)
+{
+	for (int i = 0; i < n; i++)
+		out[i] = NULL;
+	if (!l->c)
+		return false;
 	bool ok = true;
 	for (int i = 0; i < n; i++) {
 		void *r = NULL;
@@ -141,8 +149,8 @@ bool fb_rl_pipeline(fb_rlink *l, int n, fb_rcmd *cs, redisReply **out)
 		out[i] = r;
 		if (ok && !fb_rl_good(l, out[i], cs[i].v[0])) {
 			out[i] = NULL;
-			/* keep reading: the replies still due belong to this
-			 * pipeline, not to the next command */
+			/* keep reading: the replies still due belong to these
+			 * commands, not to the next one */
 			ok = false;
 			for (int j = i + 1; j < n; j++) {
 				void *rest = NULL;
@@ -159,6 +167,17 @@ bool fb_rl_pipeline(fb_rlink *l, int n, fb_rcmd *cs, redisReply **out)
 			out[i] = NULL;
 		}
 	return ok;
+}
+
+/*
+ * Send n commands in one write, then read the n replies into out. False
+ * (every reply freed, l->err set) if any is missing or an error.
+ */
+bool fb_rl_pipeline(fb_rlink *l, int n, fb_rcmd *cs, redisReply **out)
+{
+	for (int i = 0; i < n; i++)
+		out[i] = NULL;
+	return fb_rl_send(l, n, cs) && fb_rl_receive(l, n, cs, out);
 }
 
 void fb_rl_free_replies(int n, redisReply **r)

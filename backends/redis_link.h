@@ -54,6 +54,10 @@ bool fb_rl_run_ok(fb_rlink *l, fb_rcmd *c);
 /* n commands in one write, their n replies into out; false (all freed) if
  * any is missing or an error. */
 bool fb_rl_pipeline(fb_rlink *l, int n, fb_rcmd *cs, redisReply **out);
+/* The pipeline's halves, for several links at once: send writes the n
+ * commands out (without waiting), receive reads their n replies. */
+bool fb_rl_send(fb_rlink *l, int n, fb_rcmd *cs);
+bool fb_rl_receive(fb_rlink *l, int n, fb_rcmd *cs, redisReply **out);
 void fb_rl_free_replies(int n, redisReply **r);
 
 /* Connect (2 s), set the command timeout, AUTH with auth's user and

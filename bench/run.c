@@ -39,6 +39,8 @@ typedef struct fb_run_state {
 	void *net_lconn, *net_sconn;
 	void *pause_lconn;              /* the injector's, for server pauses */
 	_Atomic uint64_t server_pauses; /* server pauses so far */
+	_Atomic uint64_t node_jumps;    /* issue 14: node clock jumps so far */
+	bool jumping;                   /* issue 14: node-jump is on, and can be taken */
 	bool remote;                    /* round trips: every engine call is timed */
 	bool checking;                  /* the history checker sees every write */
 	bool witnessing;
@@ -94,6 +96,19 @@ static int server_pause(void *ctx, uint64_t ns)
 	if (r->lops->server_pause(r->pause_lconn, ns) == FB_IO_OK)
 		return 0;
 	engine_failed(r, "lease", r->lops->error(r->pause_lconn));
+	return -1;
+}
+
+/* Issue 14, the injector's node-jump fault: one node's clock steps ns
+ * forward. */
+static int node_jump(void *ctx, uint64_t ns)
+{
+	fb_run_state *r = ctx;
+	fb_io io = r->lops->node_jump(r->pause_lconn, ns);
+	if (io == FB_IO_OK)
+		return 0;
+	if (io == FB_IO_ERROR)
+		engine_failed(r, "lease", r->lops->error(r->pause_lconn));
 	return -1;
 }
 
@@ -481,6 +496,7 @@ static void *worker_main(void *arg)
 	const bool stepping = cfg->lease_clock == FB_LEASE_CLOCK_REALTIME;
 	/* ... and so does a pause of the lease service */
 	const bool server_pausing = fb_config_fault(cfg, FB_FAULT_SERVER_PAUSE);
+	const bool jumping = r->jumping; /* issue 14: ... and a node's clock jumping */
 	const fb_plan_entry *plan = NULL;
 	size_t planned = r->plan.n ? fb_plan_for(&r->plan, w->id, &plan) : 0;
 	int any_phase = -1;
@@ -558,6 +574,8 @@ static void *worker_main(void *arg)
 		uint64_t spauses = server_pausing ? atomic_load_explicit(&r->server_pauses,
 		                                                         memory_order_relaxed)
 		                                  : 0;
+		uint64_t jumps =
+		        jumping ? atomic_load_explicit(&r->node_jumps, memory_order_relaxed) : 0;
 		if (crashes) {
 			/* The first acquire of a crashed holder's key times the takeover. */
 			crash_slot *c = &r->crashes[key];
@@ -749,6 +767,9 @@ static void *worker_main(void *arg)
 		if (server_pausing &&
 		    atomic_load_explicit(&r->server_pauses, memory_order_relaxed) != spauses)
 			atomic_fetch_or_explicit(&port->faulted, 1u << FB_FAULT_SERVER_PAUSE,
+			                         memory_order_relaxed);
+		if (jumping && atomic_load_explicit(&r->node_jumps, memory_order_relaxed) != jumps)
+			atomic_fetch_or_explicit(&port->faulted, 1u << FB_FAULT_NODE_JUMP,
 			                         memory_order_relaxed);
 		fb_port_phase(port, FB_PHASE_IDLE);
 		/* Which faults hit this cycle, and what they did: the vacuity proof. */
@@ -1097,9 +1118,18 @@ static fb_err open_engines(fb_run_state *r, fb_results *res)
 		opt = "--store";
 		e = r->sops->connect(r->seng, 0, &r->net_sconn, err, sizeof err);
 	}
-	if (!e && fb_config_fault(cfg, FB_FAULT_SERVER_PAUSE)) {
+	if (!e && (fb_config_fault(cfg, FB_FAULT_SERVER_PAUSE) ||
+	           fb_config_fault(cfg, FB_FAULT_NODE_JUMP))) {
 		opt = "--lease";
 		e = r->lops->connect(r->leng, 0, &r->pause_lconn, err, sizeof err);
+	}
+	/* issue 14: a node jump needs a node set up for it; without one the
+	 * run goes on without the fault, and says so */
+	if (!e && fb_config_fault(cfg, FB_FAULT_NODE_JUMP)) {
+		r->jumping = r->lops->node_jump(r->pause_lconn, 0) == FB_IO_OK;
+		if (!r->jumping)
+			fprintf(stderr, "fencebench: --faults: node-jump skipped: %s\n",
+			        r->lops->error(r->pause_lconn));
 	}
 	for (uint32_t i = 0; !e && i < cfg->threads; i++) {
 		fb_worker *w = &r->workers[i];
@@ -1294,6 +1324,8 @@ static fb_err start_injector(fb_run_state *r, fb_fault_port **ports, fb_injector
 	        .server_pause = r->pause_lconn ? server_pause : NULL,
 	        .server_ctx = r,
 	        .server_pauses = &r->server_pauses,
+	        .node_jump = r->jumping ? node_jump : NULL, /* issue 14 */
+	        .node_jumps = &r->node_jumps,
 	};
 	double total = 0;
 	for (int f = 0; f < FB_FAULTS; f++) {
@@ -1331,6 +1363,7 @@ fb_err fb_run(const fb_config *cfg, fb_tick_fn tick, void *ctx, fb_results *res)
 	atomic_init(&r.exhausted, 0);
 	atomic_init(&r.failed, 0);
 	atomic_init(&r.server_pauses, 0);
+	atomic_init(&r.node_jumps, 0);
 	atomic_init(&r.service_steps, 0);
 	atomic_init(&r.first_claimed, 0);
 	atomic_init(&r.counting, cfg->warmup_ns == 0);
@@ -1432,6 +1465,8 @@ fb_err fb_run(const fb_config *cfg, fb_tick_fn tick, void *ctx, fb_results *res)
 	res->fault[FB_FAULT_SKEW].taken += ist.service_steps;
 	res->fault[FB_FAULT_SERVER_PAUSE].taken = ist.server_paused;
 	res->fault[FB_FAULT_SERVER_PAUSE].over_ttl = ist.server_over_ttl;
+	res->fault[FB_FAULT_NODE_JUMP].taken = ist.node_jumped; /* issue 14 */
+	res->fault[FB_FAULT_NODE_JUMP].over_ttl = ist.node_over_ttl;
 	bool failed = atomic_load(&r.failed);
 	if (failed) /* written before `failed`, by a thread joined since */
 		snprintf(res->failure, sizeof res->failure, "%s", r.failure);

@@ -1148,6 +1148,7 @@ static void fire_faults(sim *s)
 				inject_retry(s, p);
 				break;
 			case FB_FAULT_SERVER_PAUSE: /* refused with --deterministic */
+			case FB_FAULT_NODE_JUMP:    /* issue 14: likewise */
 			case FB_FAULTS:
 				break;
 			}

@@ -211,6 +211,16 @@ static void inject(fb_injector *inj, fb_fault f)
 			atomic_fetch_add_explicit(c->server_pauses, 1, memory_order_relaxed);
 		return;
 	}
+	if (f == FB_FAULT_NODE_JUMP) { /* issue 14: a node of the service, not a worker */
+		inj->st.sent[f]++;
+		if (!c->node_jump || c->node_jump(c->server_ctx, c->skew_ns) != 0)
+			return;
+		inj->st.node_jumped++;
+		inj->st.node_over_ttl += c->skew_ns > c->ttl_ns;
+		if (c->node_jumps) /* relaxed: workers only compare it across a cycle */
+			atomic_fetch_add_explicit(c->node_jumps, 1, memory_order_relaxed);
+		return;
+	}
 	if (f == FB_FAULT_CRASH && inj->crashes + 1 >= inj->n)
 		return; /* someone must live to take the leases over */
 	bool holder = false;

@@ -164,6 +164,10 @@ typedef struct fb_injector_config {
 	int (*server_pause)(void *ctx, uint64_t ns);
 	void *server_ctx;
 	_Atomic uint64_t *server_pauses; /* counts them, for the workers to notice */
+	/* issue 14, node-jump: step one node's clock forward by skew_ns (ctx:
+	 * server_ctx); 0 on success. NULL: the fault is not taken. */
+	int (*node_jump)(void *ctx, uint64_t ns);
+	_Atomic uint64_t *node_jumps; /* counts them, for the workers to notice */
 } fb_injector_config;
 
 typedef struct fb_injector fb_injector;
@@ -174,6 +178,8 @@ typedef struct fb_injector_stats {
 	uint64_t service_steps;   /* steps of the lease service's clock */
 	uint64_t server_paused;   /* server pauses the service took */
 	uint64_t server_over_ttl; /* ... longer than the TTL */
+	uint64_t node_jumped;     /* issue 14: node clock jumps taken */
+	uint64_t node_over_ttl;   /* ... by more than the TTL */
 } fb_injector_stats;
 
 fb_err fb_injector_start(const fb_injector_config *cfg, fb_fault_port **ports, uint32_t n,

@@ -263,6 +263,8 @@ static void test_bad_input_exits_2_naming_option_and_value(void **state)
 	        {{"--client-id", "3"}, "--client-id: the in-process engine"},
 	        {{"--prepare-only"}, "--prepare-only: the in-process engine"},
 	        {{"--faults", "server-pause"}, "'server-pause' needs a lease service"},
+	        {{"--faults", "node-jump", "--lease", "zk://h:1"}, "'node-jump' needs a lease service"},
+	        {{"--node-jump-rate", "-1"}, "--node-jump-rate: '-1'"},
 	        {{"--lease", "redis://h", "--bug", "two-step"}, "--bug: 'two-step'"},
 	        {{"--lease", "redis://h", "--lease-clock", "realtime"},
 	         "--lease-clock: 'realtime'"},
