@@ -93,11 +93,11 @@ static void lfail(lconn *c, const char *fmt, ...)
 static void no_quorum(lconn *c, const char *what, int answered)
 {
 	const leng *e = c->e;
-	size_t ul = strlen(e->url), o = 0;
+	size_t ul = strlen(e->url);
 	int n = snprintf(c->err, sizeof c->err, "%s: %s: %d of %d nodes answered, %d needed",
 	                 e->url, what, answered, e->nodes, e->quorum);
-	for (int i = 0; i < e->nodes && n > 0 && (o += (size_t)n) < sizeof c->err; i++) {
-		n = 0;
+	size_t o = n > 0 ? (size_t)n : 0;
+	for (int i = 0; i < e->nodes && o < sizeof c->err; i++) {
 		if (c->node[i].c || !c->node[i].err[0])
 			continue;
 		/* each node's reason begins with the URL: said once */
@@ -105,6 +105,7 @@ static void no_quorum(lconn *c, const char *what, int answered)
 		if (strncmp(why, e->url, ul) == 0 && why[ul] == ' ')
 			why += ul + 1;
 		n = snprintf(c->err + o, sizeof c->err - o, "; %s", why);
+		o += n > 0 ? (size_t)n : 0;
 	}
 }
 
@@ -519,11 +520,12 @@ static fb_acquire lease_acquire(void *conn, uint32_t key, fb_lease *out, fb_leas
 	free_round(c, ROUND, r);
 	bool valid = elapsed + e->drift_ns < e->cfg.ttl_ns && elapsed <= ROUND_SLACK_NS;
 	if (answered < e->quorum || ok < e->quorum || !valid) {
-		if (answered < e->quorum)
+		int undone = ok ? unlock_all(c, key, val) : 0;
+		if (answered < e->quorum) {
 			no_quorum(c, "acquire", answered);
-		if (ok && unlock_all(c, key, val) < 0)
 			return FB_ACQ_ERROR;
-		if (answered < e->quorum)
+		}
+		if (undone < 0)
 			return FB_ACQ_ERROR;
 		*out = (fb_lease){.owner = holder}; /* as the first node that refused says */
 		return FB_HELD;

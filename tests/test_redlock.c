@@ -139,6 +139,37 @@ static void test_a_majority_holds_and_a_minority_is_undone(void **state)
 	L->close(e);
 }
 
+/* Nodes that die: a minority is survived (the lock is a majority of the
+ * others), a majority is no answer, naming the nodes and why. */
+static void test_a_dead_minority_is_survived_and_a_dead_majority_is_an_error(void **state)
+{
+	(void)state;
+	fb_server own[3];
+	for (int i = 0; i < 3; i++)
+		check_eq(fb_server_start(FB_SERVER_REDIS, &own[i]), 1, own[i].why);
+	char url[400];
+	snprintf(url, sizeof url, "redlock://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d?fence=incr",
+	         own[0].port, own[1].port, own[2].port);
+	fb_engine_config cfg = base_cfg();
+	cfg.timeout_ns = 1000 * MS;
+	void *e = fb_test_lease_open(L, &cfg, url, true);
+	void *a = fb_test_lease_conn(L, e, 1);
+	fb_lease la;
+	fb_server_kill(&own[2]);
+	check_eq(acq(a, 0, &la), FB_ACQUIRED, "two of three nodes are a majority");
+	check_eq(L->release(a, 0, &la), FB_IO_OK, "released from both");
+	fb_server_kill(&own[1]);
+	check_eq(acq(a, 0, &la), FB_ACQ_ERROR, "one node is not");
+	check(strstr(L->error(a), "1 of 3 nodes answered, 2 needed") &&
+	              strstr(L->error(a), "node 2 (127.0.0.1:"),
+	      "the error says how many answered and which did not: %s", L->error(a));
+	L->disconnect(a);
+	fb_server_kill(&own[0]);
+	L->close(e);
+	for (int i = 0; i < 3; i++)
+		fb_server_stop(&own[i]);
+}
+
 /* ?fence=incr's trap, by hand: A's SETs win, then, in the gap before its
  * INCR, A's keys expire and B takes the lock and mints; A mints after:
  * the older lock carries the newer fence. */
@@ -369,6 +400,7 @@ int main(void)
 	        cmocka_unit_test(test_a_node_down_at_the_start_is_esys_naming_it),
 	        cmocka_unit_test(test_the_lease_contract_with_incr_and_with_none),
 	        cmocka_unit_test(test_a_majority_holds_and_a_minority_is_undone),
+	        cmocka_unit_test(test_a_dead_minority_is_survived_and_a_dead_majority_is_an_error),
 	        cmocka_unit_test(test_incr_gives_the_older_lock_the_newer_fence),
 	        cmocka_unit_test(test_a_node_clock_jump_gives_a_second_client_a_majority),
 	        cmocka_unit_test(test_node_jump_without_a_faketime_node_is_refused_saying_how),
