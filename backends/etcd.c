@@ -27,13 +27,13 @@
  * strings, and a field at its default (0, false, empty) is left out.
  */
 
-#define URLLEN            512
-#define ERRLEN            640
-#define KEYLEN            300
-#define VALLEN            64
-#define BODYLEN           4096
+#define URLLEN             512
+#define ERRLEN             640
+#define KEYLEN             300
+#define VALLEN             64
+#define BODYLEN            4096
 #define CONNECT_TIMEOUT_MS 2000L
-#define DEFAULT_PREFIX    "fencebench"
+#define DEFAULT_PREFIX     "fencebench"
 
 typedef struct eeng eeng;
 
@@ -221,8 +221,7 @@ typedef enum eres {
  * have been applied is never sent twice. *out is the parsed answer (put
  * it) for E_OK and E_REFUSED.
  */
-static eres call(econn *c, const char *path, const char *body, json_object **out,
-                 const char *what)
+static eres call(econn *c, const char *path, const char *body, json_object **out, const char *what)
 {
 	*out = NULL;
 	CURLcode rc = CURLE_COULDNT_CONNECT;
@@ -306,8 +305,10 @@ static bool parse_url(const char *url, eeng *e, const char **why)
 			return false;
 		}
 		for (size_t i = 1; i < u.path_len; i++)
-			if (u.path[i] == '%' || u.path[i] == '/' || (unsigned char)u.path[i] <= ' ') {
-				*why = "the prefix must be one plain word (no /, escapes or spaces)";
+			if (u.path[i] == '%' || u.path[i] == '/' ||
+			    (unsigned char)u.path[i] <= ' ') {
+				*why = "the prefix must be one plain word (no /, escapes or "
+				       "spaces)";
 				return false;
 			}
 		memcpy(e->prefix, u.path + 1, u.path_len - 1);
@@ -576,7 +577,8 @@ static attempt try_acquire(econn *c, uint32_t key, fb_lease *out, fb_acquire *re
 	snprintf(body, sizeof body,
 	         "{\"compare\":[{\"key\":\"%s\",\"target\":\"CREATE\",\"result\":\"EQUAL\","
 	         "\"create_revision\":\"0\"}],"
-	         "\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\",\"lease\":\"%" PRId64
+	         "\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\",\"lease\":"
+	         "\"%" PRId64
 	         "\"}},{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\",\"prev_kv\":true}}],"
 	         "\"failure\":[{\"request_range\":{\"key\":\"%s\"}}]}",
 	         lock, lock, val64, lease, last, val64, lock);

@@ -26,11 +26,11 @@
  * <d> is the discipline's JSON spelling (fenced, write_fenced, unfenced).
  */
 
-#define URLLEN             512
-#define HELD_SLOTS         8
-#define VALLEN             64
-#define PIPE_CHUNK         128
-#define HIST_CHUNK         1000
+#define URLLEN     512
+#define HELD_SLOTS 8
+#define VALLEN     64
+#define PIPE_CHUNK 128
+#define HIST_CHUNK 1000
 
 /* ---- the scripts ------------------------------------------------------- */
 
@@ -211,7 +211,8 @@ static bool parse_url(const char *url, rurl *u, const char **why)
 {
 	memset(u, 0, sizeof *u);
 	u->way = WAY_SCRIPT;
-	const char *usage = "expected redis://[[user]:password@]host[:port][/db][?fence=script|incr]";
+	const char *usage =
+	        "expected redis://[[user]:password@]host[:port][/db][?fence=script|incr]";
 	if (!fb_url_parse(url, "redis", 6379, 1, &u->u, why)) {
 		if (!url || strncmp(url, "redis://", 8) != 0 || strcmp(*why, "wrong scheme") == 0)
 			*why = usage;
@@ -591,7 +592,8 @@ static fb_acquire acquire_script(rconn *c, uint32_t key, fb_lease *out, uint64_t
 	if (!fb_rl_el_int(r, 0, &tag))
 		goto bad;
 	if (tag == 1) {
-		if (!fb_rl_el_int(r, 1, &a) || !fb_rl_el_int(r, 2, &s) || !fb_rl_el_int(r, 3, &us) || a <= 0)
+		if (!fb_rl_el_int(r, 1, &a) || !fb_rl_el_int(r, 2, &s) ||
+		    !fb_rl_el_int(r, 3, &us) || a <= 0)
 			goto bad;
 		*out = (fb_lease){.fence = (uint64_t)a,
 		                  .owner = c->worker,
@@ -930,10 +932,11 @@ static fb_err store_prepare(void *eng, bool fresh, char *err, size_t errlen)
 			if (n > 0 && (size_t)n < sizeof diff - o)
 				o += (size_t)n;
 		}
-		fb_rl_fail(l,
-		     "fb:meta was prepared for another run: %s; share it with the same options "
-		     "or prepare it fresh",
-		     diff);
+		fb_rl_fail(
+		        l,
+		        "fb:meta was prepared for another run: %s; share it with the same options "
+		        "or prepare it fresh",
+		        diff);
 		rc = FB_EINVAL;
 		freeReplyObject(r);
 		goto err;
@@ -1023,8 +1026,9 @@ static fb_io store_apply(rconn *c, fb_discipline d, uint32_t key, bool debit, in
 	if (!x)
 		return FB_IO_ERROR;
 	long long ok, after, before, last, high, ver, stale;
-	if (!fb_rl_el_int(x, 0, &ok) || !fb_rl_el_int(x, 1, &after) || !fb_rl_el_int(x, 2, &before) ||
-	    !fb_rl_el_int(x, 3, &last) || !fb_rl_el_int(x, 4, &high) || !fb_rl_el_int(x, 5, &ver) ||
+	if (!fb_rl_el_int(x, 0, &ok) || !fb_rl_el_int(x, 1, &after) ||
+	    !fb_rl_el_int(x, 2, &before) || !fb_rl_el_int(x, 3, &last) ||
+	    !fb_rl_el_int(x, 4, &high) || !fb_rl_el_int(x, 5, &ver) ||
 	    !fb_rl_el_int(x, 6, &stale)) {
 		freeReplyObject(x);
 		fb_rl_fail(&c->l, "%s: unexpected reply", what);
@@ -1087,8 +1091,9 @@ static fb_io store_final(void *conn, fb_discipline d, uint32_t keys, int64_t *ba
 		for (int i = 0; i < m; i++) {
 			long long b, f;
 			if (!fb_rl_el_int(rs[i], 0, &b) || !fb_rl_el_int(rs[i], 1, &f)) {
-				fb_rl_fail(&c->l, "final: fb:acct:%s:%" PRIu32 " missing or malformed",
-				     fb_discipline_key(d), k0 + (uint32_t)i);
+				fb_rl_fail(&c->l,
+				           "final: fb:acct:%s:%" PRIu32 " missing or malformed",
+				           fb_discipline_key(d), k0 + (uint32_t)i);
 				fb_rl_free_replies(m, rs);
 				free(cs);
 				return FB_IO_ERROR;
@@ -1125,7 +1130,7 @@ static fb_io store_meta(void *conn, fb_store_meta *out)
 			              r->element[0]->type == REDIS_REPLY_NIL;
 			freeReplyObject(r);
 			fb_rl_fail(&c->l, absent ? "no fb:meta: the store was never prepared"
-			                   : "fb:meta is malformed");
+			                         : "fb:meta is malformed");
 			return absent ? FB_IO_REFUSED : FB_IO_ERROR;
 		}
 	freeReplyObject(r);
@@ -1187,8 +1192,8 @@ static fb_io store_history(void *conn, void (*row)(void *ctx, const fb_history_r
 			for (long long at = 0;; at += HIST_CHUNK) {
 				fb_rcmd m = {0};
 				fb_rl_arg(&m, "LRANGE");
-				fb_rl_argf(&m, "fb:hist:%s:%" PRIu32, fb_discipline_key((fb_discipline)d),
-				     k);
+				fb_rl_argf(&m, "fb:hist:%s:%" PRIu32,
+				           fb_discipline_key((fb_discipline)d), k);
 				fb_rl_argf(&m, "%lld", at);
 				fb_rl_argf(&m, "%lld", at + HIST_CHUNK - 1);
 				redisReply *r = fb_rl_run(&c->l, &m);
@@ -1203,10 +1208,10 @@ static fb_io store_history(void *conn, void (*row)(void *ctx, const fb_history_r
 					fb_history_row h = {.d = (fb_discipline)d, .key = k};
 					if (!parse_row(r->element[i], &h)) {
 						fb_rl_fail(&c->l,
-						     "fb:hist:%s:%" PRIu32
-						     " entry %lld is malformed",
-						     fb_discipline_key((fb_discipline)d), k,
-						     at + (long long)i);
+						           "fb:hist:%s:%" PRIu32
+						           " entry %lld is malformed",
+						           fb_discipline_key((fb_discipline)d), k,
+						           at + (long long)i);
 						freeReplyObject(r);
 						return FB_IO_ERROR;
 					}

@@ -195,8 +195,9 @@ fb_err fb_rl_dial(fb_rlink *l, const char *host, int port, const fb_url *auth, l
 {
 	/* at least 1 ms: a zero timeval is no timeout at all */
 	uint64_t us = l->timeout_ns / 1000 > 1000 ? l->timeout_ns / 1000 : 1000;
-	struct timeval ct = {FB_RL_CONNECT_TIMEOUT_S, 0}, rt = {.tv_sec = (time_t)(us / 1000000),
-	                                                  .tv_usec = (suseconds_t)(us % 1000000)};
+	struct timeval ct = {FB_RL_CONNECT_TIMEOUT_S, 0},
+	               rt = {.tv_sec = (time_t)(us / 1000000),
+	                     .tv_usec = (suseconds_t)(us % 1000000)};
 	l->c = redisConnectWithTimeout(host, port, ct);
 	if (!l->c) {
 		fb_rl_fail(l, "cannot allocate a hiredis context");
@@ -330,9 +331,7 @@ bool fb_rl_scan_delete(fb_rlink *l, const char *pattern)
 	return true;
 }
 
-
-redisReply *fb_rl_eval(fb_rlink *l, const char *sha, const char *body, const char *name,
-                       fb_rcmd *c)
+redisReply *fb_rl_eval(fb_rlink *l, const char *sha, const char *body, const char *name, fb_rcmd *c)
 {
 	c->v[0] = "EVALSHA";
 	c->len[0] = strlen("EVALSHA");

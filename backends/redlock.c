@@ -48,8 +48,8 @@ static const char renew_script[] = "if redis.call('GET', KEYS[1]) == ARGV[1] the
 typedef enum fence_way { WAY_NONE, WAY_INCR } fence_way;
 
 typedef struct jumper {
-	int node;        /* from 0 */
-	char file[300];  /* its libfaketime offset file */
+	int node;       /* from 0 */
+	char file[300]; /* its libfaketime offset file */
 } jumper;
 
 typedef struct leng {
@@ -60,7 +60,7 @@ typedef struct leng {
 	int nodes, quorum;
 	jumper jump[FB_URL_HOSTS];
 	int jumps;
-	char url[URLLEN]; /* redacted */
+	char url[URLLEN];                   /* redacted */
 	char label[FB_URL_HOSTS][LABELLEN]; /* "<url> node N (host:port)": its reasons begin so */
 	char version[64];
 	uint64_t ttl_ms, drift_ns;
@@ -275,11 +275,12 @@ static void read_version(leng *e)
 	fb_rl_arg(&m, "INFO");
 	fb_rl_arg(&m, "server");
 	redisReply *r = fb_rl_run(&e->admin->node[0], &m);
-	const char *v = r && r->type == REDIS_REPLY_STRING ? strstr(r->str, "redis_version:") : NULL;
+	const char *v =
+	        r && r->type == REDIS_REPLY_STRING ? strstr(r->str, "redis_version:") : NULL;
 	if (v) {
 		v += strlen("redis_version:");
-		snprintf(e->version, sizeof e->version, "%.*s, %d nodes", (int)strcspn(v, "\r\n"), v,
-		         e->nodes);
+		snprintf(e->version, sizeof e->version, "%.*s, %d nodes", (int)strcspn(v, "\r\n"),
+		         v, e->nodes);
 	}
 	freeReplyObject(r);
 }
@@ -738,9 +739,10 @@ static fb_io lease_node_jump(void *conn, uint64_t ns)
 	lconn *c = conn;
 	const leng *e = c->e;
 	if (!e->jumps) {
-		lfail(c, "no node runs under libfaketime: start one with LD_PRELOAD=libfaketime.so.1 "
-		         "FAKETIME_TIMESTAMP_FILE=FILE FAKETIME_NO_CACHE=1 and name it in the URL "
-		         "with ?faketime=N:FILE (README: Redlock)");
+		lfail(c,
+		      "no node runs under libfaketime: start one with LD_PRELOAD=libfaketime.so.1 "
+		      "FAKETIME_TIMESTAMP_FILE=FILE FAKETIME_NO_CACHE=1 and name it in the URL "
+		      "with ?faketime=N:FILE (README: Redlock)");
 		return FB_IO_REFUSED;
 	}
 	const jumper *j = &e->jump[c->next_jump++ % (unsigned)e->jumps];

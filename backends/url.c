@@ -105,8 +105,8 @@ static bool parse_host(const char *hp, const char *end, int default_port, fb_url
 	return true;
 }
 
-bool fb_url_parse(const char *url, const char *scheme, int default_port, int max_hosts,
-                  fb_url *u, const char **why)
+bool fb_url_parse(const char *url, const char *scheme, int default_port, int max_hosts, fb_url *u,
+                  const char **why)
 {
 	memset(u, 0, sizeof *u);
 	size_t sl = strlen(scheme);

@@ -41,8 +41,8 @@ typedef struct fb_url {
  * (a phrase, never the password) if it is malformed; a fragment (#...) is
  * refused.
  */
-bool fb_url_parse(const char *url, const char *scheme, int default_port, int max_hosts,
-                  fb_url *u, const char **why);
+bool fb_url_parse(const char *url, const char *scheme, int default_port, int max_hosts, fb_url *u,
+                  const char **why);
 
 /* Digits only, [s, e), in [lo, hi]. */
 bool fb_url_number(const char *s, const char *e, long lo, long hi, long *out);

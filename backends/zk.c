@@ -195,9 +195,10 @@ static bool drive(zsess *s, enum until until, uint64_t deadline)
 		int ms = (int)((wait + 999999) / 1000000);
 		int events = 0;
 		if (fd >= 0) {
-			struct pollfd p = {.fd = fd,
-			                   .events = (short)(((interest & ZOOKEEPER_READ) ? POLLIN : 0) |
-			                                     ((interest & ZOOKEEPER_WRITE) ? POLLOUT : 0))};
+			struct pollfd p = {
+			        .fd = fd,
+			        .events = (short)(((interest & ZOOKEEPER_READ) ? POLLIN : 0) |
+			                          ((interest & ZOOKEEPER_WRITE) ? POLLOUT : 0))};
 			int n = poll(&p, 1, ms);
 			if (n < 0 && errno != EINTR) {
 				zfail(s, "poll failed, errno=%d (%s)", errno, strerror(errno));
@@ -314,7 +315,8 @@ static void on_children(int rc, const struct String_vector *v, const void *data)
 				snprintf(o->name, sizeof o->name, "%s", v->data[i]);
 			}
 		}
-		if (o->keep && v->count > 0 && (o->names = calloc((size_t)v->count, sizeof *o->names)))
+		if (o->keep && v->count > 0 &&
+		    (o->names = calloc((size_t)v->count, sizeof *o->names)))
 			for (int32_t i = 0; i < v->count; i++)
 				if ((o->names[o->nnames] = strdup(v->data[i])))
 					o->nnames++;
@@ -367,8 +369,7 @@ static bool lost_link(int rc)
  * delete finding nothing means the first one landed, since nobody else
  * deletes a live session's node). An expired session is Z_GONE.
  */
-static zres one_op(zsess *s, zkind k, const char *path, zop *o, uint64_t deadline,
-                   const char *what)
+static zres one_op(zsess *s, zkind k, const char *path, zop *o, uint64_t deadline, const char *what)
 {
 	bool again = false;
 	for (;;) {
@@ -436,7 +437,8 @@ static bool parse_url(const char *url, zeng *e, const char **why)
 	if (u.path_len > 1) {
 		if (u.path_len >= sizeof e->prefix || u.path[u.path_len - 1] == '/' ||
 		    memmem(u.path, u.path_len, "//", 2)) {
-			*why = "the prefix must be a path like /fencebench (no trailing or double /)";
+			*why = "the prefix must be a path like /fencebench (no trailing or double "
+			       "/)";
 			return false;
 		}
 		for (size_t i = 0; i < u.path_len; i++)
@@ -594,8 +596,8 @@ static bool create_path(zeng *e, const char *path)
 		snprintf(part, sizeof part, "%.*s", (int)n, path);
 		zop o;
 		op_start(&e->admin, &o);
-		int rc = zoo_acreate2(e->admin.zh, part, "", 0, &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT,
-		                      on_created, &o);
+		int rc = zoo_acreate2(e->admin.zh, part, "", 0, &ZOO_OPEN_ACL_UNSAFE,
+		                      ZOO_PERSISTENT, on_created, &o);
 		if (rc != ZOK)
 			op_end(&o, rc);
 		if (!batch_wait(e, &o, 1, ZNODEEXISTS, ZNODEEXISTS, "create the prefix"))
@@ -664,8 +666,7 @@ static fb_err lease_prepare(void *eng, bool fresh, char *err, size_t errlen)
 		fb_engine_err(err, errlen, "out of memory preparing ZooKeeper");
 		return FB_ENOMEM;
 	}
-	bool ok = sess_ready(&e->admin, now_ns(e) + e->cfg.timeout_ns) &&
-	          create_path(e, e->prefix);
+	bool ok = sess_ready(&e->admin, now_ns(e) + e->cfg.timeout_ns) && create_path(e, e->prefix);
 	for (uint32_t k = 0; ok && k < e->cfg.keys;) {
 		int n = e->cfg.keys - k < PREP_CHUNK ? (int)(e->cfg.keys - k) : PREP_CHUNK;
 		if (fresh && !forget_chunk(e, k, n, ops)) {

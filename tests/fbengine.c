@@ -128,8 +128,8 @@ void fb_test_shared_run(const char *lease, const char *store, const char *const 
 	      p[0].out);
 	const char *chk_args[] = {"check", "--store", store, NULL};
 	int cc = fb_test_run(&chk, chk_args);
-	check(cc == 0 && strstr(chk.out, "fenced: SAFE"), "the global check (exit %d):\n%s\n%s",
-	      cc, chk.out, chk.err);
+	check(cc == 0 && strstr(chk.out, "fenced: SAFE"), "the global check (exit %d):\n%s\n%s", cc,
+	      chk.out, chk.err);
 	fb_test_release(&p[0]);
 	fb_test_release(&p[1]);
 	fb_test_release(&chk);

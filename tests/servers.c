@@ -608,7 +608,7 @@ static int start_redis(fb_server *s, const char *bin, const char *faketime, bool
 	                "no",        "--logfile",    log,  NULL};
 	char preload[400], file[360];
 	char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", preload, file, "FAKETIME_NO_CACHE=1",
-	                "FAKETIME_DONT_FAKE_MONOTONIC=1", NULL};
+	                "FAKETIME_DONT_FAKE_MONOTONIC=1",     NULL};
 	if (faketime) {
 		snprintf(s->faketime, sizeof s->faketime, "%s/faketime.rc", s->dir);
 		if (!reset_offset(s->faketime)) {
@@ -922,7 +922,8 @@ int fb_server_start(fb_server_kind kind, fb_server *s)
 			break;
 		default:
 			rc = start_redis(s, bindir,
-			                 kind == FB_SERVER_REDIS_FAKETIME ? faketime : NULL, &clash);
+			                 kind == FB_SERVER_REDIS_FAKETIME ? faketime : NULL,
+			                 &clash);
 			break;
 		}
 		if (rc == 1)

@@ -14,8 +14,8 @@
 typedef enum fb_server_kind {
 	FB_SERVER_REDIS,
 	FB_SERVER_POSTGRES,
-	FB_SERVER_ZOOKEEPER, /* tickTime 10 ms: session timeouts from 20 ms allowed */
-	FB_SERVER_ETCD,      /* heartbeat 10 ms, election 50 ms: leases from 1 s */
+	FB_SERVER_ZOOKEEPER,      /* tickTime 10 ms: session timeouts from 20 ms allowed */
+	FB_SERVER_ETCD,           /* heartbeat 10 ms, election 50 ms: leases from 1 s */
 	FB_SERVER_REDIS_FAKETIME, /* redis-server whose wall clock libfaketime
 	                             offsets by what `faketime` (a file) says */
 	FB_SERVER_ETCD_DEFAULTS,  /* etcd with its default timing: leases from 2 s */
@@ -23,13 +23,13 @@ typedef enum fb_server_kind {
 
 typedef struct fb_server {
 	fb_server_kind kind;
-	pid_t pid;     /* the server process (postmaster / redis-server) */
-	int port;      /* on 127.0.0.1 */
-	char dir[256]; /* its temporary directory, removed on stop */
-	char url[512]; /* redis://127.0.0.1:PORT/0, postgres://USER@127.0.0.1:PORT/postgres,
-	                  zk://127.0.0.1:PORT, etcd://127.0.0.1:PORT */
+	pid_t pid;          /* the server process (postmaster / redis-server) */
+	int port;           /* on 127.0.0.1 */
+	char dir[256];      /* its temporary directory, removed on stop */
+	char url[512];      /* redis://127.0.0.1:PORT/0, postgres://USER@127.0.0.1:PORT/postgres,
+	                       zk://127.0.0.1:PORT, etcd://127.0.0.1:PORT */
 	char faketime[300]; /* REDIS_FAKETIME: its offset file ("+0" at start) */
-	char why[256]; /* why it was skipped or failed */
+	char why[256];      /* why it was skipped or failed */
 } fb_server;
 
 /* 1: started and accepting connections; 0: skipped, the server's binaries

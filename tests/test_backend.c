@@ -31,7 +31,8 @@ static void test_engines_are_chosen_by_scheme(void **state)
 	check(fb_store_engine("mongodb://h/x") == NULL, "an unknown scheme");
 	check(fb_store_engine("redisx://h") == NULL, "a scheme is matched whole");
 	check(strstr(fb_store_schemes(), "postgres://") && strstr(fb_lease_schemes(), "redis://") &&
-	              strstr(fb_lease_schemes(), "zk://") && strstr(fb_lease_schemes(), "etcd://") &&
+	              strstr(fb_lease_schemes(), "zk://") &&
+	              strstr(fb_lease_schemes(), "etcd://") &&
 	              strstr(fb_lease_schemes(), "redlock://"),
 	      "the valid schemes are listed");
 }
@@ -55,7 +56,8 @@ static void test_passwords_never_survive_redaction(void **state)
 	        {"redis://u:@h/0", "redis://u:***@h/0"}, /* found by fuzzing: looped */
 	        {"redis://s3cretpw@h:6379/0", "redis://***@h:6379/0"},
 	        {"redlock://s3cretpw@a:1,b:2,c:3", "redlock://***@a:1,b:2,c:3"},
-	        {"redlock://u:s3cret@a:1,b:2,c:3?fence=incr", "redlock://u:***@a:1,b:2,c:3?fence=incr"},
+	        {"redlock://u:s3cret@a:1,b:2,c:3?fence=incr",
+	         "redlock://u:***@a:1,b:2,c:3?fence=incr"},
 	        {"host=h user=fb\npassword=s3cret dbname=x",
 	         "host=h user=fb\npassword=*** dbname=x"},
 	        {"postgres://fb:p@ssw0rd@127.0.0.1:5447/db", "postgres://fb:***@127.0.0.1:5447/db"},

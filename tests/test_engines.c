@@ -27,9 +27,11 @@ static void test_redis_leases_postgres_store_fenced_safe_unfenced_corrupted(void
 	json_object *doc = fb_test_run_doc(&p, args, 0);
 	check(fb_test_num(doc, "modes.unfenced.stale_accepted") > 0,
 	      "unfenced must accept stale writes on real engines:\n%s", p.out);
-	check_eq(fb_test_num(doc, "modes.fenced.stale_accepted"), 0, "fenced stale writes accepted");
+	check_eq(fb_test_num(doc, "modes.fenced.stale_accepted"), 0,
+	         "fenced stale writes accepted");
 	check_eq(fb_test_num(doc, "modes.fenced.lost_updates"), 0, "fenced lost updates");
-	check_eq(fb_test_num(doc, "modes.write_fenced.stale_accepted"), 0, "write-fenced stale accepted");
+	check_eq(fb_test_num(doc, "modes.write_fenced.stale_accepted"), 0,
+	         "write-fenced stale accepted");
 	const char *modes[] = {"modes.fenced.checker_agrees", "modes.write_fenced.checker_agrees",
 	                       "modes.unfenced.checker_agrees"};
 	for (int i = 0; i < 3; i++) {
@@ -59,7 +61,8 @@ static void test_redis_store_fenced_safe_unfenced_corrupted(void **state)
 	                      "--store", redis.url,      NULL};
 	fb_test_proc p;
 	json_object *doc = fb_test_run_doc(&p, args, 0);
-	check(fb_test_num(doc, "modes.unfenced.stale_accepted") > 0, "unfenced corrupted:\n%s", p.out);
+	check(fb_test_num(doc, "modes.unfenced.stale_accepted") > 0, "unfenced corrupted:\n%s",
+	      p.out);
 	check_eq(fb_test_num(doc, "modes.fenced.stale_accepted"), 0, "fenced stale accepted");
 	check_eq(fb_test_num(doc, "modes.fenced.lost_updates"), 0, "fenced lost updates");
 	json_object *a = fb_test_json(doc, "modes.fenced.checker_agrees");
@@ -150,8 +153,8 @@ static void test_server_pauses_of_the_lease_service(void **state)
 	                      NULL};
 	fb_test_proc p;
 	json_object *doc = fb_test_run_doc(&p, args, 0);
-	check(fb_test_num(doc, "run.faults.server-pause.taken") > 0, "server pauses were taken:\n%s",
-	      p.out);
+	check(fb_test_num(doc, "run.faults.server-pause.taken") > 0,
+	      "server pauses were taken:\n%s", p.out);
 	check(fb_test_num(doc, "run.faults.server-pause.over_ttl") > 0, "... longer than the TTL");
 	check_eq(fb_test_num(doc, "modes.fenced.stale_accepted"), 0, "fenced stale accepted");
 	check(strstr(p.out, "server-pause"), "the fault table has its row:\n%s", p.out);
@@ -243,7 +246,8 @@ static void test_a_server_dying_mid_run_writes_partial_results(void **state)
 		snprintf(a, sizeof a, "modes.%s.accepted", modes[i]);
 		snprintf(r, sizeof r, "modes.%s.rejected_stale", modes[i]);
 		snprintf(u, sizeof u, "modes.%s.indeterminate", modes[i]);
-		check_eq(fb_test_num(doc, w), fb_test_num(doc, a) + fb_test_num(doc, r) + fb_test_num(doc, u), w);
+		check_eq(fb_test_num(doc, w),
+		         fb_test_num(doc, a) + fb_test_num(doc, r) + fb_test_num(doc, u), w);
 		unknown += fb_test_num(doc, u);
 	}
 	check(unknown <= 4, "at most one write per worker is of unknown outcome: %lld",

@@ -129,7 +129,8 @@ static void test_an_unrenewed_lease_expires_and_a_renewed_one_does_not(void **st
 	}
 	uint64_t took = fb_clock_now(fb_clock_monotonic()) - t0;
 	check_eq(got, FB_ACQUIRED, "B takes key 0 once A's lease expired");
-	check(took >= TTL - 50 * MS, "not before the TTL: %llu ms", (unsigned long long)(took / MS));
+	check(took >= TTL - 50 * MS, "not before the TTL: %llu ms",
+	      (unsigned long long)(took / MS));
 	check_eq(lb.replaced, la.fence, "replacing A's fence");
 	check_eq(L->release(a, 0, &la), FB_IO_REFUSED, "A's lease is gone");
 	fb_lease lk2;
@@ -170,14 +171,15 @@ static void test_a_ttl_below_the_servers_minimum_is_exit_2_saying_the_minimum(vo
 	int r = fb_server_start(FB_SERVER_ETCD_DEFAULTS, &slow);
 	check_eq(r, 1, slow.why);
 	fb_test_proc p;
-	const char *args[] = {"-t", "2", "-d", "1s", "-q", "--ttl", "1s", "--lease", slow.url, NULL};
+	const char *args[] = {"-t",    "2",  "-d",      "1s",     "-q",
+	                      "--ttl", "1s", "--lease", slow.url, NULL};
 	check_eq(fb_test_run(&p, args), 2, "exit code");
 	check(strstr(p.err, "--lease") && strstr(p.err, "no lease shorter than 2 s") &&
 	              strstr(p.err, "--ttl 2s"),
 	      "the reason and the remedy:\n%s", p.err);
 	fb_test_release(&p);
-	const char *ok[] = {"-t", "2", "-d", "1s", "-q", "--ttl", "2s", "--pause-rate", "0",
-	                    "--lease", slow.url, NULL};
+	const char *ok[] = {"-t",           "2", "-d",      "1s",     "-q", "--ttl", "2s",
+	                    "--pause-rate", "0", "--lease", slow.url, NULL};
 	check_eq(fb_test_run(&p, ok), 0, "--ttl 2s works there");
 	fb_test_release(&p);
 	fb_server_stop(&slow);
@@ -190,11 +192,29 @@ static void test_a_ttl_below_the_servers_minimum_is_exit_2_saying_the_minimum(vo
 static void test_pauses_past_the_ttl_corrupt_unfenced_only(void **state)
 {
 	(void)state;
-	const char *args[] = {"-t",        "16",         "-d",           "5s",     "-k",
-	                      "16",        "--on-held",  "skip",         "--ttl",  "1s",
-	                      "--pause",   "2s-3s",      "--pause-rate", "4",      "--fault-at",
-	                      "after-read", "--lease",   etcd.url,       "--store", redis.url,
-	                      "--mode",    "fenced,write-fenced,unfenced", NULL};
+	const char *args[] = {"-t",
+	                      "16",
+	                      "-d",
+	                      "5s",
+	                      "-k",
+	                      "16",
+	                      "--on-held",
+	                      "skip",
+	                      "--ttl",
+	                      "1s",
+	                      "--pause",
+	                      "2s-3s",
+	                      "--pause-rate",
+	                      "4",
+	                      "--fault-at",
+	                      "after-read",
+	                      "--lease",
+	                      etcd.url,
+	                      "--store",
+	                      redis.url,
+	                      "--mode",
+	                      "fenced,write-fenced,unfenced",
+	                      NULL};
 	fb_test_proc p;
 	json_object *doc = fb_test_run_doc(&p, args, 0);
 	fb_test_fenced_safe_unfenced_corrupted(doc, p.out);
@@ -208,8 +228,8 @@ static void test_pauses_past_the_ttl_corrupt_unfenced_only(void **state)
 static void test_two_processes_share_the_cluster(void **state)
 {
 	(void)state;
-	const char *common[] = {"-t", "4", "-d", "2s", "-k", "4", "--ttl", "1s", "--pause-rate",
-	                        "2", NULL};
+	const char *common[] = {"-t",    "4",  "-d",           "2s", "-k", "4",
+	                        "--ttl", "1s", "--pause-rate", "2",  NULL};
 	fb_test_shared_run(etcd.url, redis.url, common);
 }
 

@@ -21,8 +21,8 @@
 
 static const fb_lease_ops *const L = &fb_redlock_lease_ops;
 static fb_server node[3], store;
-static char nodes[300];  /* host:port,host:port,host:port */
-static char jumpy[700];  /* ...?faketime=3:FILE */
+static char nodes[300]; /* host:port,host:port,host:port */
+static char jumpy[700]; /* ...?faketime=3:FILE */
 
 #define TTL (200 * MS)
 
@@ -66,7 +66,11 @@ static void test_bad_urls_and_configurations_are_einval_naming_the_url(void **st
 	         node[1].port);
 	snprintf(four, sizeof four, "%s?faketime=4:/tmp/x", url_with(""));
 	snprintf(cas, sizeof cas, "redlock://bob:s3cret@%s?fence=cas", nodes);
-	const char *bad[] = {"redlock://", two, four, cas, "redlock://s3cret@h:1,h:2,h:3/x",
+	const char *bad[] = {"redlock://",
+	                     two,
+	                     four,
+	                     cas,
+	                     "redlock://s3cret@h:1,h:2,h:3/x",
 	                     "redlock://h:1,h:2,h:3?faketime=x"};
 	fb_engine_config cfg = base_cfg();
 	cfg.modes = 1u << FB_UNFENCED;
@@ -267,12 +271,13 @@ static void test_node_jump_without_a_faketime_node_is_refused_saying_how(void **
 static void test_pauses_past_the_ttl_corrupt_unfenced_only(void **state)
 {
 	(void)state;
-	const char *args[] = {"-t",        "16",        "-d",         "4s",
-	                      "-k",        "16",        "--on-held",  "skip",
-	                      "--ttl",     "100ms",     "--pause-rate", "20",
-	                      "--fault-at", "any",      "--lease",    url_with("?fence=incr"),
-	                      "--store",   store.url,   "--mode",     "fenced,write-fenced,unfenced",
-	                      NULL};
+	const char *args[] = {
+	        "-t",         "16",      "-d",           "4s",
+	        "-k",         "16",      "--on-held",    "skip",
+	        "--ttl",      "100ms",   "--pause-rate", "20",
+	        "--fault-at", "any",     "--lease",      url_with("?fence=incr"),
+	        "--store",    store.url, "--mode",       "fenced,write-fenced,unfenced",
+	        NULL};
 	fb_test_proc p;
 	json_object *doc = fb_test_run_doc(&p, args, 0);
 	fb_test_fenced_safe_unfenced_corrupted(doc, p.out);
@@ -285,19 +290,19 @@ static void test_pauses_past_the_ttl_corrupt_unfenced_only(void **state)
 static void test_without_a_fence_only_unfenced_runs_and_it_is_corrupted(void **state)
 {
 	(void)state;
-	const char *args[] = {"-t",           "16",      "-d",         "3s",       "-k",
-	                      "16",           "--on-held", "skip",     "--ttl",    "100ms",
-	                      "--pause-rate", "20",      "--fault-at", "after-read", "--lease",
-	                      url_with(""),   "--store", store.url,    "--mode",   "unfenced",
-	                      NULL};
+	const char *args[] = {
+	        "-t",         "16",         "-d",      "3s",         "-k",           "16",
+	        "--on-held",  "skip",       "--ttl",   "100ms",      "--pause-rate", "20",
+	        "--fault-at", "after-read", "--lease", url_with(""), "--store",      store.url,
+	        "--mode",     "unfenced",   NULL};
 	fb_test_proc p;
 	json_object *doc = fb_test_run_doc(&p, args, 0);
 	check(fb_test_num(doc, "modes.unfenced.stale_accepted") > 0, "unfenced corrupted:\n%s",
 	      p.out);
 	json_object_put(doc);
 	fb_test_release(&p);
-	const char *all[] = {"-t", "2", "-d", "1s", "-q", "--ttl", "100ms", "--lease", url_with(""),
-	                     NULL};
+	const char *all[] = {"-t",    "2",     "-d",      "1s",         "-q",
+	                     "--ttl", "100ms", "--lease", url_with(""), NULL};
 	check_eq(fb_test_run(&p, all), 2, "the fenced disciplines are refused: exit 2");
 	check(strstr(p.err, "--lease") && strstr(p.err, "Redlock mints no fence"), "why:\n%s",
 	      p.err);
@@ -309,10 +314,10 @@ static void test_without_a_fence_only_unfenced_runs_and_it_is_corrupted(void **s
 static void test_pauses_between_the_two_steps_are_caught_by_the_witness(void **state)
 {
 	(void)state;
-	const char *args[] = {"-t",      "16",         "-d",         "3s",           "--ttl",
-	                      "30ms",    "--fault-at", "after-read", "--pause-rate", "40",
-	                      "--lease", url_with("?fence=incr"),    "--mode",       "fenced",
-	                      NULL};
+	const char *args[] = {"-t",           "16",     "-d",         "3s",
+	                      "--ttl",        "30ms",   "--fault-at", "after-read",
+	                      "--pause-rate", "40",     "--lease",    url_with("?fence=incr"),
+	                      "--mode",       "fenced", NULL};
 	fb_test_proc p;
 	json_object *doc = fb_test_run_doc(&p, args, 1);
 	check(fb_test_num(doc, "run.lease_violations.out_of_order_fences") > 0,
@@ -327,11 +332,32 @@ static void test_pauses_between_the_two_steps_are_caught_by_the_witness(void **s
 static void test_node_clock_jumps_give_two_holders_and_the_witness_sees_them(void **state)
 {
 	(void)state;
-	const char *args[] = {"-t",      "8",      "-d",      "3s",        "-k",
-	                      "1",       "--ttl",  "100ms",   "--work",    "20ms",
-	                      "--faults", "node-jump", "--node-jump-rate", "20", "--skew",
-	                      "200ms",   "--lease", jumpy,   "--store",   store.url,
-	                      "--mode",  "unfenced", NULL};
+	/* one key, 16 contenders: the races at each handover leave bare
+	 * majorities for the jumps to catch (a dozen or more overlaps a run
+	 * here, where 8 threads and 20 jumps/s sometimes caught none) */
+	const char *args[] = {"-t",
+	                      "16",
+	                      "-d",
+	                      "3s",
+	                      "-k",
+	                      "1",
+	                      "--ttl",
+	                      "100ms",
+	                      "--work",
+	                      "20ms",
+	                      "--faults",
+	                      "node-jump",
+	                      "--node-jump-rate",
+	                      "50",
+	                      "--skew",
+	                      "200ms",
+	                      "--lease",
+	                      jumpy,
+	                      "--store",
+	                      store.url,
+	                      "--mode",
+	                      "unfenced",
+	                      NULL};
 	fb_test_proc p;
 	json_object *doc = fb_test_run_doc(&p, args, 1);
 	check(fb_test_num(doc, "run.faults.node-jump.taken") > 0, "jumps taken:\n%s", p.out);
@@ -340,9 +366,9 @@ static void test_node_clock_jumps_give_two_holders_and_the_witness_sees_them(voi
 	check(strstr(p.out, "node-jump"), "the fault table has its row:\n%s", p.out);
 	json_object_put(doc);
 	fb_test_release(&p);
-	const char *plain[] = {"-t",      "2",          "-d",    "1s",        "-q",
-	                       "--ttl",   "100ms",      "--faults", "node-jump", "--lease",
-	                       url_with(""), "--mode",  "unfenced", NULL};
+	const char *plain[] = {"-t",         "2",      "-d",       "1s",        "-q",
+	                       "--ttl",      "100ms",  "--faults", "node-jump", "--lease",
+	                       url_with(""), "--mode", "unfenced", NULL};
 	check_eq(fb_test_run(&p, plain), 0, "without a faketime node the run goes on");
 	check(strstr(p.err, "node-jump skipped") && strstr(p.err, "libfaketime"),
 	      "and says why:\n%s", p.err);
@@ -353,8 +379,9 @@ static void test_two_processes_share_the_nodes(void **state)
 {
 	(void)state;
 	/* pauses anywhere: the INCR's gap is the other test's */
-	const char *common[] = {"-t", "4", "-d", "2s", "-k", "4", "--ttl", "100ms", "--pause-rate",
-	                        "10", "--fault-at", "any", NULL};
+	const char *common[] = {"-t",         "4",     "-d",    "2s",           "-k",
+	                        "4",          "--ttl", "100ms", "--pause-rate", "10",
+	                        "--fault-at", "any",   NULL};
 	fb_test_shared_run(url_with("?fence=incr"), store.url, common);
 }
 
@@ -362,12 +389,18 @@ static void test_unreachable_nodes_are_exit_3_with_the_password_hidden(void **st
 {
 	(void)state;
 	fb_test_proc p;
-	const char *args[] = {"-t",      "2",
-	                      "-d",      "1s",
-	                      "-q",      "--ttl",
-	                      "100ms",   "--mode",
-	                      "unfenced", "--lease",
-	                      "redlock://:hunter2@127.0.0.1:1,127.0.0.1:2,127.0.0.1:3", NULL};
+	const char *args[] = {"-t",
+	                      "2",
+	                      "-d",
+	                      "1s",
+	                      "-q",
+	                      "--ttl",
+	                      "100ms",
+	                      "--mode",
+	                      "unfenced",
+	                      "--lease",
+	                      "redlock://:hunter2@127.0.0.1:1,127.0.0.1:2,127.0.0.1:3",
+	                      NULL};
 	check_eq(fb_test_run(&p, args), 3, "exit code");
 	check(strstr(p.err, "127.0.0.1:1") && !strstr(p.err, "hunter2") && strstr(p.err, "***"),
 	      "names it, password hidden:\n%s", p.err);

@@ -90,8 +90,9 @@ static void test_a_ttl_the_server_will_not_grant_is_einval(void **state)
 	(void)state;
 	fb_engine_config cfg = base_cfg();
 	cfg.ttl_ns = 10 * MS;
-	fb_test_lease_refused(L, &cfg, zk.url, "--ttl 10 ms: the server negotiated a session "
-	                                       "timeout of 20 ms");
+	fb_test_lease_refused(L, &cfg, zk.url,
+	                      "--ttl 10 ms: the server negotiated a session "
+	                      "timeout of 20 ms");
 }
 
 static void test_version_names_the_server_and_the_negotiated_timeout(void **state)
@@ -177,7 +178,8 @@ static void test_renew_keeps_the_session_and_the_lock(void **state)
 		fb_sleep_ns(TTL / 3);
 		uint64_t before = fb_clock_now(fb_clock_monotonic());
 		check_eq(L->renew(a, 0, &la, &r), FB_IO_OK, "A renews");
-		check(r.fence == la.fence && r.expires_at >= before + TTL, "a TTL from the renewal");
+		check(r.fence == la.fence && r.expires_at >= before + TTL,
+		      "a TTL from the renewal");
 	}
 	check_eq(acq(b, 0, &lb), FB_HELD, "after 2 timeouts B is still refused");
 	check_eq(L->release(a, 0, &la), FB_IO_OK, "A releases");
@@ -218,11 +220,13 @@ static void test_fresh_prepare_forgets_the_requests_and_a_shared_one_does_not(vo
 static void test_pauses_past_the_session_timeout_corrupt_unfenced_only(void **state)
 {
 	(void)state;
-	const char *args[] = {"-t",         "16",        "-d",         "4s",     "-k",
-	                      "16",         "--on-held", "skip",       "--ttl",  "200ms",
-	                      "--pause-rate", "20",      "--fault-at", "after-read",
-	                      "--lease",    zk.url,      "--store",    redis.url,
-	                      "--mode",     "fenced,write-fenced,unfenced", NULL};
+	const char *args[] = {
+	        "-t",         "16",         "-d",           "4s",
+	        "-k",         "16",         "--on-held",    "skip",
+	        "--ttl",      "200ms",      "--pause-rate", "20",
+	        "--fault-at", "after-read", "--lease",      zk.url,
+	        "--store",    redis.url,    "--mode",       "fenced,write-fenced,unfenced",
+	        NULL};
 	fb_test_proc p;
 	json_object *doc = fb_test_run_doc(&p, args, 0);
 	fb_test_fenced_safe_unfenced_corrupted(doc, p.out);
@@ -237,8 +241,8 @@ static void test_pauses_past_the_session_timeout_corrupt_unfenced_only(void **st
 static void test_two_processes_share_the_ensemble(void **state)
 {
 	(void)state;
-	const char *common[] = {"-t", "4", "-d", "2s", "-k", "4", "--ttl", "200ms", "--pause-rate",
-	                        "10", NULL};
+	const char *common[] = {"-t",    "4",     "-d",           "2s", "-k", "4",
+	                        "--ttl", "200ms", "--pause-rate", "10", NULL};
 	fb_test_shared_run(zk.url, redis.url, common);
 }
 
@@ -246,8 +250,10 @@ static void test_unreachable_ensemble_is_exit_3(void **state)
 {
 	(void)state;
 	fb_test_proc p;
-	const char *args[] = {"-t", "2", "-d", "1s", "-q", "--ttl", "200ms", "--lease",
-	                      "zk://127.0.0.1:1,127.0.0.1:2", NULL};
+	const char *args[] = {"-t",    "2",       "-d",
+	                      "1s",    "-q",      "--ttl",
+	                      "200ms", "--lease", "zk://127.0.0.1:1,127.0.0.1:2",
+	                      NULL};
 	check_eq(fb_test_run(&p, args), 3, "exit code");
 	check(strstr(p.err, "--lease") && strstr(p.err, "127.0.0.1:1"), "names it:\n%s", p.err);
 	fb_test_release(&p);
@@ -255,7 +261,8 @@ static void test_unreachable_ensemble_is_exit_3(void **state)
 
 int main(void)
 {
-	int r = fb_test_start_with_store(FB_SERVER_ZOOKEEPER, &zk, &redis, "ZooKeeper engine tests");
+	int r = fb_test_start_with_store(FB_SERVER_ZOOKEEPER, &zk, &redis,
+	                                 "ZooKeeper engine tests");
 	if (r <= 0)
 		return r < 0;
 	const struct CMUnitTest tests[] = {
@@ -264,7 +271,8 @@ int main(void)
 	        cmocka_unit_test(test_a_ttl_the_server_will_not_grant_is_einval),
 	        cmocka_unit_test(test_version_names_the_server_and_the_negotiated_timeout),
 	        cmocka_unit_test(test_lowest_request_holds_and_fences_are_growing_zxids),
-	        cmocka_unit_test(test_a_silent_session_expires_and_its_lock_goes_to_the_next_client),
+	        cmocka_unit_test(
+	                test_a_silent_session_expires_and_its_lock_goes_to_the_next_client),
 	        cmocka_unit_test(test_renew_keeps_the_session_and_the_lock),
 	        cmocka_unit_test(test_fresh_prepare_forgets_the_requests_and_a_shared_one_does_not),
 	        cmocka_unit_test(test_pauses_past_the_session_timeout_corrupt_unfenced_only),
