@@ -31,8 +31,10 @@ B := build/$(FLAVOUR)
 Q := $(if $(V),,@)
 
 # Checked (and installed with apt-get when root) before anything compiles.
-DEPS_PKGS := jemalloc cmocka json-c hiredis libpq
-DEPS_OK := $(shell $(PKG_CONFIG) --exists $(DEPS_PKGS) 2>/dev/null && echo yes)
+# The ZooKeeper C client ships no .pc file: its header is looked for.
+DEPS_PKGS := jemalloc cmocka json-c hiredis libpq libcurl
+ZK_HEADER ?= /usr/include/zookeeper/zookeeper.h
+DEPS_OK := $(shell $(PKG_CONFIG) --exists $(DEPS_PKGS) 2>/dev/null && test -f $(ZK_HEADER) && echo yes)
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 ARCH     := $(if $(filter x86_64,$(shell uname -m)),-mcx16,)
@@ -73,9 +75,12 @@ $(B)/tests/%.o:        INC := $(INC_tests)
 LIBS_JSON := $(shell $(PKG_CONFIG) --libs json-c 2>/dev/null)
 CFLAGS_JSON := $(shell $(PKG_CONFIG) --cflags json-c 2>/dev/null)
 LIBS_CMOCKA := $(shell $(PKG_CONFIG) --libs cmocka 2>/dev/null)
-# the real engines' client libraries
-LIBS_ENGINES := $(shell $(PKG_CONFIG) --libs hiredis libpq 2>/dev/null)
-CFLAGS_JSON += $(shell $(PKG_CONFIG) --cflags hiredis libpq 2>/dev/null)
+# the real engines' client libraries: hiredis (Redis, Redlock), libpq,
+# libcurl (etcd's JSON gateway) and the single-threaded ZooKeeper client
+# (its I/O runs only when the worker drives it: a paused worker's session
+# sends no heartbeat; libzookeeper-mt-dev's I/O thread would)
+LIBS_ENGINES := $(shell $(PKG_CONFIG) --libs hiredis libpq libcurl 2>/dev/null) -lzookeeper_st
+CFLAGS_JSON += $(shell $(PKG_CONFIG) --cflags hiredis libpq libcurl 2>/dev/null)
 ifeq ($(MALLOC),jemalloc)
 LIBS_MALLOC := $(shell $(PKG_CONFIG) --libs jemalloc 2>/dev/null)
 CFLAGS_ALL += -DFB_JEMALLOC
@@ -91,7 +96,7 @@ CORE_SRC   := $(wildcard core/*.c)
 BENCH_SRC  := $(wildcard bench/config/*.c bench/verify/*.c bench/drive/*.c bench/report/*.c \
                          bench/tools/*.c) $(wildcard inject/*.c) $(wildcard backends/*.c)
 TEST_SRC   := $(wildcard tests/test_*.c)
-TOOLS_SRC  := tests/corebench.c tests/fbproc.c tests/servers.c
+TOOLS_SRC  := tests/corebench.c tests/fbproc.c tests/fbengine.c tests/servers.c
 
 LIB        := $(B)/libfencebench.a
 BIN        := $(B)/fencebench
@@ -137,7 +142,7 @@ $(LIB): $(patsubst %.c,$(B)/%.o,$(CORE_SRC) $(BENCH_SRC))
 $(BIN): $(B)/bench/cli/main.o $(LIB)
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_JSON) $(LIBS_ENGINES) $(LIBS_MALLOC) $(LDLIBS_ALL)
 
-$(B)/tests/%: $(B)/tests/%.o $(B)/tests/fbproc.o $(B)/tests/servers.o $(LIB)
+$(B)/tests/%: $(B)/tests/%.o $(B)/tests/fbproc.o $(B)/tests/fbengine.o $(B)/tests/servers.o $(LIB)
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CMOCKA) $(LIBS_JSON) $(LIBS_ENGINES) $(LDLIBS_ALL)
 
 $(COREBENCH): $(B)/tests/corebench.o $(LIB)
@@ -247,7 +252,7 @@ $(FZ)/%.o: %.c $(FZ)/.flags
 
 $(foreach n,$(FUZZ_NAMES),$(eval $(FZ)/fuzz_$(n): $(call fuzz_objs,$(n))))
 $(FUZZ_BINS):
-	$(Q)$(CLANG) -fsanitize=fuzzer,address,undefined -pthread -o $@ $^ $(LIBS_ENGINES) -latomic -lm
+	$(Q)$(CLANG) -fsanitize=fuzzer,address,undefined -pthread -o $@ $^ $(LIBS_JSON) $(LIBS_ENGINES) -latomic -lm
 
 # Every harness runs even after one failed; the target fails if any did.
 fuzz: $(FUZZ_BINS)

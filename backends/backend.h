@@ -21,6 +21,7 @@
 #ifndef FB_BACKEND_H
 #define FB_BACKEND_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -118,6 +119,18 @@ typedef struct fb_lease_ops {
 	/* Optional (NULL): suspend the whole service for ns (Redis CLIENT
 	 * PAUSE), from the injector's own context. */
 	fb_io (*server_pause)(void *conn, uint64_t ns);
+	/* Optional (NULL): step the clock of one node of a service made of
+	 * independent nodes forward by ns, so that the leases it keeps expire
+	 * early (a Redlock node run under libfaketime). ns 0 only asks whether
+	 * it can: REFUSED, with the reason in error(conn), when no node was
+	 * set up for it. From the injector's own context. */
+	fb_io (*node_jump)(void *conn, uint64_t ns);
+	/* How far apart two acquisition instants (service_at) of this engine
+	 * may read and still be taken as equal by the lease witness; 0: the
+	 * default for remote engines (2 ms, a server's millisecond grid). An
+	 * engine whose service_at is the caller's clock sets the bound it
+	 * enforces on its own round trip. */
+	uint64_t witness_slack_ns;
 } fb_lease_ops;
 
 /* ---- stores ------------------------------------------------------------ */
@@ -195,5 +208,25 @@ const char *fb_store_schemes(void);
 /* Copy url into buf with any password replaced by "***" (URL userinfo or
  * a conninfo's password=...). */
 void fb_url_redact(const char *url, char *buf, size_t len);
+
+/* ---- what the remote engines share ------------------------------------- */
+
+/* cfg->timeout_ns, or the default of 10 s when it is 0. */
+uint64_t fb_engine_timeout(const fb_engine_config *cfg);
+
+/* ns as seconds, without trailing zeros: "10", "0.5", "2.25". */
+void fb_engine_seconds(char *buf, size_t len, uint64_t ns);
+
+/* Why a lease engine cannot serve cfg, or NULL: no keys, no TTL, a first
+ * fence out of range, or (service_fences: a service that mints its own,
+ * one counter for every key) --fence per-key or a --first-fence. */
+const char *fb_engine_lease_problem(const fb_engine_config *cfg, bool service_fences);
+
+/* buf = "<url>: <fmt formatted>": how an engine keeps a failure. */
+void fb_engine_failv(char *buf, size_t len, const char *url, const char *fmt, va_list ap);
+
+/* msg into err (when there is room for it): an engine's reason for the
+ * caller's error line. */
+void fb_engine_err(char *err, size_t errlen, const char *msg);
 
 #endif

@@ -4,13 +4,18 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "etcd.h"
 #include "inproc.h"
 #include "postgres.h"
 #include "redis.h"
+#include "redlock.h"
+#include "zk.h"
 
 const char *const fb_engine_op_names[FB_EOPS] = {"acquire", "release", "is_held", "read", "write"};
 
-static const fb_lease_ops *const lease_engines[] = {&fb_inproc_lease_ops, &fb_redis_lease_ops};
+static const fb_lease_ops *const lease_engines[] = {&fb_inproc_lease_ops, &fb_redis_lease_ops,
+                                                    &fb_zk_lease_ops, &fb_etcd_lease_ops,
+                                                    &fb_redlock_lease_ops};
 static const fb_store_ops *const store_engines[] = {&fb_inproc_store_ops, &fb_redis_store_ops,
                                                     &fb_pg_store_ops};
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -68,7 +73,8 @@ const fb_store_ops *fb_store_engine(const char *url)
 
 const char *fb_lease_schemes(void)
 {
-	return "inproc, redis://HOST:PORT/DB";
+	return "inproc, redis://HOST:PORT/DB, zk://HOST:PORT[,...][/PREFIX], "
+	       "etcd://HOST:PORT[,...][/PREFIX], redlock://HOST:PORT,HOST:PORT,HOST:PORT[,...]";
 }
 
 const char *fb_store_schemes(void)
@@ -104,8 +110,13 @@ void fb_url_redact(const char *url, char *buf, size_t len)
 	const char *at = sep ? strrchr(sep + 3, '@') : NULL;
 	const char *colon = at ? memchr(sep + 3, ':', (size_t)(at - (sep + 3))) : NULL;
 	/* redis://SECRET@host: a Redis userinfo without ':' is a password
-	 * alone to some clients; hide all of it (a PostgreSQL user stays) */
-	const char *user = at && !colon && strncmp(url, "redis://", 8) == 0 ? sep + 3 : NULL;
+	 * alone to some clients (Redlock's nodes are Redis); hide all of it
+	 * (a PostgreSQL user stays) */
+	const char *user = at && !colon &&
+	                                   (strncmp(url, "redis://", 8) == 0 ||
+	                                    strncmp(url, "redlock://", 10) == 0)
+	                           ? sep + 3
+	                           : NULL;
 	const char *p = url;
 	while (*p) {
 		if (user && p == user) {
@@ -150,4 +161,49 @@ void fb_url_redact(const char *url, char *buf, size_t len)
 	buf[o] = 0;
 #undef PUT
 #undef PUTS
+}
+
+uint64_t fb_engine_timeout(const fb_engine_config *cfg)
+{
+	return cfg->timeout_ns ? cfg->timeout_ns : UINT64_C(10) * 1000000000;
+}
+
+void fb_engine_seconds(char *buf, size_t len, uint64_t ns)
+{
+	snprintf(buf, len, "%.3f", (double)ns / 1e9);
+	char *end = buf + strlen(buf);
+	while (end > buf && end[-1] == '0')
+		*--end = 0;
+	if (end > buf && end[-1] == '.')
+		end[-1] = 0;
+}
+
+void fb_engine_err(char *err, size_t errlen, const char *msg)
+{
+	if (err && errlen)
+		snprintf(err, errlen, "%s", msg);
+}
+
+void fb_engine_failv(char *buf, size_t len, const char *url, const char *fmt, va_list ap)
+{
+	int n = snprintf(buf, len, "%s: ", url);
+	if (n >= 0 && (size_t)n < len)
+		vsnprintf(buf + n, len - (size_t)n, fmt, ap);
+}
+
+const char *fb_engine_lease_problem(const fb_engine_config *cfg, bool service_fences)
+{
+	if (!cfg->keys)
+		return "the engine needs at least one key";
+	if (!cfg->ttl_ns)
+		return "the lease TTL must be positive";
+	if (service_fences && cfg->fence != FB_FENCE_GLOBAL)
+		return "--fence per-key does not apply: the service mints the fences, one "
+		       "counter for all its keys";
+	if (service_fences && cfg->first_fence != 1)
+		return "--first-fence does not apply: the service mints the fences, and no "
+		       "client sets them";
+	if (cfg->first_fence == 0 || cfg->first_fence > FB_FENCE_MAX)
+		return "the first fence must be in 1..2^47-1";
+	return NULL;
 }

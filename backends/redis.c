@@ -10,6 +10,8 @@
 
 #include <hiredis/hiredis.h>
 
+#include "redis_link.h"
+
 /*
  * Keys (all under "fb:", so a fresh prepare never touches anything else in
  * the user's database):
@@ -25,18 +27,11 @@
  * <d> is the discipline's JSON spelling (fenced, write_fenced, unfenced).
  */
 
-#define CONNECT_TIMEOUT_S 2
-/* cfg->timeout_ns of 0: how long a command may go unanswered */
-#define DEFAULT_TIMEOUT_NS (UINT64_C(10) * 1000000000)
-#define ERRLEN             640
-#define URLLEN             512
-#define HELD_SLOTS         8
-#define VALLEN             64
-#define CMD_MAX            16
-#define ARGLEN             64
-#define PIPE_CHUNK         128
-#define SCAN_COUNT         "1000"
-#define HIST_CHUNK         1000
+#define URLLEN     512
+#define HELD_SLOTS 8
+#define VALLEN     64
+#define PIPE_CHUNK 128
+#define HIST_CHUNK 1000
 
 /* ---- the scripts ------------------------------------------------------- */
 
@@ -209,65 +204,10 @@ typedef enum fence_way {
 } fence_way;
 
 typedef struct rurl {
-	char host[256];
-	int port;
+	fb_url u; /* the host, and the user and password if any */
 	long db;
-	char user[128];
-	char pass[256];
-	bool has_pass;
 	fence_way way;
 } rurl;
-
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* Copy [s, e) into out with %XX decoded; false if it does not fit, an
- * escape is malformed or decodes to NUL. */
-static bool decode(const char *s, const char *e, char *out, size_t len)
-{
-	size_t o = 0;
-	for (; s < e; s++) {
-		int c = (unsigned char)*s;
-		if (c == '%') {
-			if (e - s < 3 || hexval(s[1]) < 0 || hexval(s[2]) < 0)
-				return false;
-			c = hexval(s[1]) * 16 + hexval(s[2]);
-			if (!c)
-				return false;
-			s += 2;
-		}
-		if (o + 1 >= len)
-			return false;
-		out[o++] = (char)c;
-	}
-	out[o] = 0;
-	return true;
-}
-
-/* Digits only, in [lo, hi]. */
-static bool parse_num(const char *s, const char *e, long lo, long hi, long *out)
-{
-	if (s == e || e - s > 10)
-		return false;
-	long v = 0;
-	for (; s < e; s++) {
-		if (*s < '0' || *s > '9')
-			return false;
-		v = v * 10 + (*s - '0');
-	}
-	if (v < lo || v > hi)
-		return false;
-	*out = v;
-	return true;
-}
 
 /*
  * redis://[[user]:password@]host[:port][/db][?fence=script|incr], with
@@ -276,361 +216,36 @@ static bool parse_num(const char *s, const char *e, long lo, long hi, long *out)
  */
 static bool parse_url(const char *url, rurl *u, const char **why)
 {
-	static const char prefix[] = "redis://";
 	memset(u, 0, sizeof *u);
-	u->port = 6379;
 	u->way = WAY_SCRIPT;
-	*why = "expected redis://[[user]:password@]host[:port][/db][?fence=script|incr]";
-	if (!url || strncmp(url, prefix, sizeof prefix - 1) != 0)
-		return false;
-	const char *auth = url + sizeof prefix - 1;
-	const char *end = auth + strcspn(auth, "/?#");
-	if (*end == '#') {
-		*why = "a fragment (#...) means nothing here";
+	const char *usage =
+	        "expected redis://[[user]:password@]host[:port][/db][?fence=script|incr]";
+	if (!fb_url_parse(url, "redis", 6379, 1, &u->u, why)) {
+		if (!url || strncmp(url, "redis://", 8) != 0 || strcmp(*why, "wrong scheme") == 0)
+			*why = usage;
 		return false;
 	}
-	const char *at = NULL;
-	for (const char *p = auth; p < end; p++)
-		if (*p == '@')
-			at = p;
-	const char *hp = auth;
-	if (at) {
-		const char *colon = memchr(auth, ':', (size_t)(at - auth));
-		if (!colon) {
-			*why = "user info needs a password: [user]:password@";
-			return false;
-		}
-		if (!decode(auth, colon, u->user, sizeof u->user) ||
-		    !decode(colon + 1, at, u->pass, sizeof u->pass)) {
-			*why = "user or password malformed (bad %XX escape, or too long)";
-			return false;
-		}
-		if (!u->pass[0]) {
-			*why = "empty password";
-			return false;
-		}
-		u->has_pass = true;
-		hp = at + 1;
-	}
-	const char *host_end, *port = NULL;
-	if (*hp == '[') {
-		host_end = memchr(hp, ']', (size_t)(end - hp));
-		if (!host_end || host_end == hp + 1) {
-			*why = "an IPv6 host needs [address]";
-			return false;
-		}
-		if (host_end + 1 < end) {
-			if (host_end[1] != ':') {
-				*why = "junk after the IPv6 address";
-				return false;
-			}
-			port = host_end + 2;
-		}
-		hp++;
-	} else {
-		host_end = memchr(hp, ':', (size_t)(end - hp));
-		if (host_end)
-			port = host_end + 1;
-		else
-			host_end = end;
-	}
-	if (host_end == hp || (size_t)(host_end - hp) >= sizeof u->host) {
-		*why = "no host (or a host too long)";
-		return false;
-	}
-	for (const char *p = hp; p < host_end; p++)
-		if (!(strchr("-._:%", *p) || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
-		      (*p >= 'A' && *p <= 'Z'))) {
-			*why = "the host has a character a host name cannot have";
-			return false;
-		}
-	memcpy(u->host, hp, (size_t)(host_end - hp));
-	u->host[host_end - hp] = 0;
 	long v;
-	if (port) {
-		if (!parse_num(port, end, 1, 65535, &v)) {
-			*why = "the port must be a number in 1..65535";
+	if (u->u.path_len > 1 &&
+	    !fb_url_number(u->u.path + 1, u->u.path + u->u.path_len, 0, 1000000, &v)) {
+		*why = "the database must be a number (redis://host:port/0)";
+		return false;
+	}
+	if (u->u.path_len > 1)
+		u->db = v;
+	const char *at = u->u.query, *name, *val;
+	size_t n, vn;
+	while (fb_url_option(&at, &name, &n, &val, &vn)) {
+		if (fb_url_is(name, n, "fence") && val && fb_url_is(val, vn, "script"))
+			u->way = WAY_SCRIPT;
+		else if (fb_url_is(name, n, "fence") && val && fb_url_is(val, vn, "incr"))
+			u->way = WAY_INCR;
+		else {
+			*why = "the only option is fence=script or fence=incr";
 			return false;
 		}
-		u->port = (int)v;
-	}
-	const char *p = end;
-	if (*p == '/') {
-		const char *db_end = p + 1 + strcspn(p + 1, "?");
-		if (db_end > p + 1) {
-			if (!parse_num(p + 1, db_end, 0, 1000000, &v)) {
-				*why = "the database must be a number (redis://host:port/0)";
-				return false;
-			}
-			u->db = v;
-		}
-		p = db_end;
-	}
-	if (*p == '?') {
-		for (p++; *p;) {
-			size_t n = strcspn(p, "&");
-			if (n == strlen("fence=script") && strncmp(p, "fence=script", n) == 0)
-				u->way = WAY_SCRIPT;
-			else if (n == strlen("fence=incr") && strncmp(p, "fence=incr", n) == 0)
-				u->way = WAY_INCR;
-			else {
-				*why = "the only option is fence=script or fence=incr";
-				return false;
-			}
-			p += n;
-			if (*p == '&')
-				p++;
-		}
 	}
 	return true;
-}
-
-/* ---- one connection ---------------------------------------------------- */
-
-/* A server connection and the last failure on it, as "<url>: <reason>".
- * c is NULL once the connection was lost (or a reply did not come in
- * time): every later call fails at once, and err still says why. */
-typedef struct rlink {
-	redisContext *c;
-	const char *url;     /* redacted; the engine's */
-	uint64_t timeout_ns; /* a command's, from the engine's configuration */
-	char err[ERRLEN];
-} rlink;
-
-static void fail(rlink *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void fail(rlink *l, const char *fmt, ...)
-{
-	int n = snprintf(l->err, sizeof l->err, "%s: ", l->url);
-	if (n < 0 || (size_t)n >= sizeof l->err)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(l->err + n, sizeof l->err - (size_t)n, fmt, ap);
-	va_end(ap);
-}
-
-/* ns as seconds, without trailing zeros: "10", "0.5", "2.25". */
-static void seconds(char *buf, size_t len, uint64_t ns)
-{
-	snprintf(buf, len, "%.3f", (double)ns / 1e9);
-	char *end = buf + strlen(buf);
-	while (end > buf && end[-1] == '0')
-		*--end = 0;
-	if (end > buf && end[-1] == '.')
-		end[-1] = 0;
-}
-
-/* Did the context fail by its read (or write) timeout? hiredis 0.14
- * reports the socket's EAGAIN as an I/O error in strerror's words; later
- * versions have an error code of their own. */
-static bool timed_out(const redisContext *c)
-{
-#ifdef REDIS_ERR_TIMEOUT
-	if (c->err == REDIS_ERR_TIMEOUT)
-		return true;
-#endif
-	char again[128] = "", block[128] = "";
-	if (c->err != REDIS_ERR_IO || strerror_r(EAGAIN, again, sizeof again) != 0 ||
-	    strerror_r(EWOULDBLOCK, block, sizeof block) != 0)
-		return false;
-	return strcmp(c->errstr, again) == 0 || strcmp(c->errstr, block) == 0;
-}
-
-/*
- * No reply came: the connection failed (hiredis says why in errstr), or
- * the reply did not come within the timeout. Either way the connection is
- * closed: a late reply must never be read as a later command's, and every
- * later call on the link then fails at once, its error still this one.
- */
-static void lost(rlink *l)
-{
-	if (!l->c)
-		return; /* closed by an earlier failure: l->err says why */
-	if (timed_out(l->c)) {
-		char s[32];
-		seconds(s, sizeof s, l->timeout_ns);
-		fail(l, "no reply within %s s", s);
-	} else if (l->c->err) {
-		fail(l, "%s", l->c->errstr[0] ? l->c->errstr : "connection failed");
-	} else {
-		fail(l, "no reply");
-	}
-	redisFree(l->c);
-	l->c = NULL;
-}
-
-/* A command's arguments: argv[0..n) with their lengths. Numbers and built
- * key names are formatted into the command's own buffers. */
-typedef struct cmd {
-	int n;
-	const char *v[CMD_MAX];
-	size_t len[CMD_MAX];
-	char buf[CMD_MAX][ARGLEN];
-} cmd;
-
-static void arg(cmd *c, const char *s)
-{
-	if (c->n >= CMD_MAX)
-		return; /* a programming error; the server answers "wrong number" */
-	c->v[c->n] = s;
-	c->len[c->n] = strlen(s);
-	c->n++;
-}
-
-static void argf(cmd *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void argf(cmd *c, const char *fmt, ...)
-{
-	if (c->n >= CMD_MAX)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(c->buf[c->n], ARGLEN, fmt, ap);
-	va_end(ap);
-	arg(c, c->buf[c->n]);
-}
-
-/* One command on the link, NULL if it is closed or the command got no
- * reply (good() then says why). */
-static redisReply *command(rlink *l, int n, const char **v, const size_t *len)
-{
-	return l->c ? redisCommandArgv(l->c, n, v, len) : NULL;
-}
-
-/* Check one reply: NULL (no answer) or an error reply fail the link and
- * return false (the reply is freed). */
-static bool good(rlink *l, redisReply *r, const char *what)
-{
-	if (!r) {
-		lost(l);
-		return false;
-	}
-	if (r->type == REDIS_REPLY_ERROR) {
-		fail(l, "%s: %.*s", what, (int)r->len, r->str);
-		freeReplyObject(r);
-		return false;
-	}
-	return true;
-}
-
-/* One command, its reply or NULL (l->err says why). */
-static redisReply *run(rlink *l, cmd *c)
-{
-	redisReply *r = command(l, c->n, c->v, c->len);
-	return good(l, r, c->v[0]) ? r : NULL;
-}
-
-/* A command whose reply is not needed beyond "not an error". */
-static bool run_ok(rlink *l, cmd *c)
-{
-	redisReply *r = run(l, c);
-	if (!r)
-		return false;
-	freeReplyObject(r);
-	return true;
-}
-
-/*
- * Send n commands in one write, then read the n replies into out. False
- * (every reply freed, l->err set) if any is missing or an error.
- */
-static bool pipeline(rlink *l, int n, cmd *cs, redisReply **out)
-{
-	for (int i = 0; i < n; i++)
-		out[i] = NULL;
-	if (!l->c)
-		return false; /* closed by an earlier failure: l->err says why */
-	for (int i = 0; i < n; i++)
-		if (redisAppendCommandArgv(l->c, cs[i].n, cs[i].v, cs[i].len) != REDIS_OK) {
-			lost(l);
-			return false;
-		}
-	bool ok = true;
-	for (int i = 0; i < n; i++) {
-		void *r = NULL;
-		if (ok && redisGetReply(l->c, &r) != REDIS_OK) {
-			lost(l);
-			ok = false;
-		}
-		out[i] = r;
-		if (ok && !good(l, out[i], cs[i].v[0])) {
-			out[i] = NULL;
-			/* keep reading: the replies still due belong to this
-			 * pipeline, not to the next command */
-			ok = false;
-			for (int j = i + 1; j < n; j++) {
-				void *rest = NULL;
-				if (redisGetReply(l->c, &rest) != REDIS_OK)
-					break;
-				freeReplyObject(rest);
-			}
-			break;
-		}
-	}
-	if (!ok)
-		for (int i = 0; i < n; i++) {
-			freeReplyObject(out[i]);
-			out[i] = NULL;
-		}
-	return ok;
-}
-
-static void free_replies(int n, redisReply **r)
-{
-	for (int i = 0; i < n; i++)
-		freeReplyObject(r[i]);
-}
-
-/*
- * Connect (2 s), set the command timeout (l->timeout_ns), AUTH and SELECT.
- * On failure the link is closed, l->err says why, and the error is FB_ESYS
- * (no server, or it refused us) or FB_EINVAL (no such database).
- */
-static fb_err dial(rlink *l, const rurl *u)
-{
-	/* at least 1 ms: a zero timeval is no timeout at all */
-	uint64_t us = l->timeout_ns / 1000 > 1000 ? l->timeout_ns / 1000 : 1000;
-	struct timeval ct = {CONNECT_TIMEOUT_S, 0}, rt = {.tv_sec = (time_t)(us / 1000000),
-	                                                  .tv_usec = (suseconds_t)(us % 1000000)};
-	l->c = redisConnectWithTimeout(u->host, u->port, ct);
-	if (!l->c) {
-		fail(l, "cannot allocate a hiredis context");
-		return FB_ENOMEM;
-	}
-	fb_err e = FB_ESYS;
-	if (l->c->err) {
-		lost(l);
-		goto err;
-	}
-	if (redisSetTimeout(l->c, rt) != REDIS_OK) {
-		lost(l);
-		goto err;
-	}
-	(void)redisEnableKeepAlive(l->c);
-	if (u->has_pass) {
-		cmd c = {0};
-		arg(&c, "AUTH");
-		if (u->user[0])
-			arg(&c, u->user);
-		arg(&c, u->pass);
-		if (!run_ok(l, &c))
-			goto err;
-	}
-	if (u->db) {
-		cmd c = {0};
-		arg(&c, "SELECT");
-		argf(&c, "%ld", u->db);
-		if (!run_ok(l, &c)) {
-			if (l->c && !l->c->err) /* an error reply, not a lost link */
-				e = FB_EINVAL;
-			goto err;
-		}
-	}
-	return FB_OK;
-err:
-	if (l->c)
-		redisFree(l->c);
-	l->c = NULL;
-	return e;
 }
 
 /* ---- the engine -------------------------------------------------------- */
@@ -642,7 +257,7 @@ typedef struct reng {
 	fb_engine_config cfg;
 	rurl u;
 	char url[URLLEN]; /* redacted */
-	rlink admin;
+	fb_rlink admin;
 	char version[32];
 	char sha[SCRIPTS][41];
 } reng;
@@ -658,29 +273,23 @@ typedef struct held {
 
 typedef struct rconn {
 	const reng *e;
-	rlink l;
+	fb_rlink l;
 	uint16_t worker;
 	uint64_t seq;
 	unsigned next;
 	held held[HELD_SLOTS];
 } rconn;
 
-static void set_err(char *err, size_t errlen, const char *msg)
-{
-	if (err && errlen)
-		snprintf(err, errlen, "%s", msg);
-}
-
 /* SCRIPT LOAD every script; the SHAs are the scripts' (content hashes), so
  * a reload finds the same ones. */
 static bool load_scripts(reng *e)
 {
 	for (int i = 0; i < SCRIPTS; i++) {
-		cmd c = {0};
-		arg(&c, "SCRIPT");
-		arg(&c, "LOAD");
-		arg(&c, scripts[i].body);
-		redisReply *r = run(&e->admin, &c);
+		fb_rcmd c = {0};
+		fb_rl_arg(&c, "SCRIPT");
+		fb_rl_arg(&c, "LOAD");
+		fb_rl_arg(&c, scripts[i].body);
+		redisReply *r = fb_rl_run(&e->admin, &c);
 		if (!r)
 			return false;
 		bool ok = r->type == REDIS_REPLY_STRING && r->len == 40;
@@ -691,7 +300,7 @@ static bool load_scripts(reng *e)
 			ok = false;
 		freeReplyObject(r);
 		if (!ok) {
-			fail(&e->admin, "SCRIPT LOAD %s: unexpected reply", scripts[i].name);
+			fb_rl_fail(&e->admin, "SCRIPT LOAD %s: unexpected reply", scripts[i].name);
 			return false;
 		}
 	}
@@ -702,10 +311,10 @@ static bool load_scripts(reng *e)
 static void read_version(reng *e)
 {
 	snprintf(e->version, sizeof e->version, "unknown");
-	cmd c = {0};
-	arg(&c, "INFO");
-	arg(&c, "server");
-	redisReply *r = run(&e->admin, &c);
+	fb_rcmd c = {0};
+	fb_rl_arg(&c, "INFO");
+	fb_rl_arg(&c, "server");
+	redisReply *r = fb_rl_run(&e->admin, &c);
 	if (!r)
 		return;
 	const char *v = r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS
@@ -733,7 +342,7 @@ static fb_err open_engine(const fb_engine_config *cfg, const char *url, bool sto
 {
 	reng *e = calloc(1, sizeof *e);
 	if (!e) {
-		set_err(err, errlen, "out of memory for the Redis engine");
+		fb_engine_err(err, errlen, "out of memory for the Redis engine");
 		return FB_ENOMEM;
 	}
 	e->cfg = *cfg;
@@ -741,7 +350,7 @@ static fb_err open_engine(const fb_engine_config *cfg, const char *url, bool sto
 		e->cfg.clock = fb_clock_monotonic();
 	fb_url_redact(url ? url : "", e->url, sizeof e->url);
 	e->admin.url = e->url;
-	e->admin.timeout_ns = cfg->timeout_ns ? cfg->timeout_ns : DEFAULT_TIMEOUT_NS;
+	e->admin.timeout_ns = fb_engine_timeout(cfg);
 	const char *why = NULL;
 	fb_err rc = FB_EINVAL;
 	if (!parse_url(url, &e->u, &why))
@@ -757,7 +366,7 @@ static fb_err open_engine(const fb_engine_config *cfg, const char *url, bool sto
 		why = "no store discipline selected (or an unknown one)";
 	if (why)
 		goto bad;
-	rc = dial(&e->admin, &e->u);
+	rc = fb_rl_dial(&e->admin, e->u.u.host[0].host, e->u.u.host[0].port, &e->u.u, e->u.db);
 	if (rc != FB_OK)
 		goto err;
 	read_version(e);
@@ -768,9 +377,9 @@ static fb_err open_engine(const fb_engine_config *cfg, const char *url, bool sto
 	*eng = e;
 	return FB_OK;
 bad:
-	fail(&e->admin, "%s", why);
+	fb_rl_fail(&e->admin, "%s", why);
 err:
-	set_err(err, errlen, e->admin.err);
+	fb_engine_err(err, errlen, e->admin.err);
 	if (e->admin.c)
 		redisFree(e->admin.c);
 	free(e);
@@ -799,16 +408,16 @@ static fb_err engine_connect(void *eng, uint16_t worker, void **conn, char *err,
 	const reng *e = eng;
 	rconn *c = calloc(1, sizeof *c);
 	if (!c) {
-		set_err(err, errlen, "out of memory for a Redis connection");
+		fb_engine_err(err, errlen, "out of memory for a Redis connection");
 		return FB_ENOMEM;
 	}
 	c->e = e;
 	c->l.url = e->url;
 	c->l.timeout_ns = e->admin.timeout_ns;
 	c->worker = worker;
-	fb_err rc = dial(&c->l, &e->u);
+	fb_err rc = fb_rl_dial(&c->l, e->u.u.host[0].host, e->u.u.host[0].port, &e->u.u, e->u.db);
 	if (rc != FB_OK) {
-		set_err(err, errlen, c->l.err);
+		fb_engine_err(err, errlen, c->l.err);
 		free(c);
 		return rc;
 	}
@@ -832,125 +441,10 @@ static const char *engine_error(void *conn)
 	return c->l.err[0] ? c->l.err : "no error";
 }
 
-/* Start a script call: argv[0..1] are filled by eval(). */
-static void eval_begin(cmd *c, int nkeys)
+/* EVALSHA the script, EVAL once where the server lost its cache. */
+static redisReply *eval(fb_rlink *l, const reng *e, int s, fb_rcmd *c)
 {
-	c->n = 2;
-	argf(c, "%d", nkeys);
-}
-
-/*
- * EVALSHA the script; if the server does not have it (NOSCRIPT: restarted,
- * or SCRIPT FLUSH), EVAL it once, which caches it again. The reply, or
- * NULL with the link's error set.
- */
-static redisReply *eval(rlink *l, const reng *e, int s, cmd *c)
-{
-	c->v[0] = "EVALSHA";
-	c->len[0] = strlen("EVALSHA");
-	c->v[1] = e->sha[s];
-	c->len[1] = 40;
-	redisReply *r = command(l, c->n, c->v, c->len);
-	if (r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
-		freeReplyObject(r);
-		c->v[0] = "EVAL";
-		c->len[0] = strlen("EVAL");
-		c->v[1] = scripts[s].body;
-		c->len[1] = strlen(scripts[s].body);
-		r = command(l, c->n, c->v, c->len);
-	}
-	return good(l, r, scripts[s].name) ? r : NULL;
-}
-
-/* Reply element i as an integer: an integer reply, or a string of digits
- * (what HMGET and the scripts' copied fields give). */
-static bool el_int(const redisReply *r, size_t i, long long *out)
-{
-	if (r->type != REDIS_REPLY_ARRAY || i >= r->elements)
-		return false;
-	const redisReply *x = r->element[i];
-	if (x->type == REDIS_REPLY_INTEGER) {
-		*out = x->integer;
-		return true;
-	}
-	if (x->type != REDIS_REPLY_STRING || !x->len || x->len > 20)
-		return false;
-	char buf[24], *end;
-	memcpy(buf, x->str, x->len);
-	buf[x->len] = 0;
-	errno = 0;
-	*out = strtoll(buf, &end, 10);
-	return !errno && *end == 0;
-}
-
-/*
- * Delete every key matching pattern: SCAN in batches and UNLINK each
- * batch (DEL where the server predates UNLINK). Never FLUSHDB: the
- * database may hold the user's own keys.
- */
-static bool scan_delete(rlink *l, const char *pattern)
-{
-	char cursor[32] = "0";
-	do {
-		cmd c = {0};
-		arg(&c, "SCAN");
-		arg(&c, cursor);
-		arg(&c, "MATCH");
-		arg(&c, pattern);
-		arg(&c, "COUNT");
-		arg(&c, SCAN_COUNT);
-		redisReply *r = run(l, &c);
-		if (!r)
-			return false;
-		if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-		    r->element[0]->type != REDIS_REPLY_STRING ||
-		    r->element[0]->len >= sizeof cursor ||
-		    r->element[1]->type != REDIS_REPLY_ARRAY) {
-			freeReplyObject(r);
-			fail(l, "SCAN: unexpected reply");
-			return false;
-		}
-		memcpy(cursor, r->element[0]->str, r->element[0]->len);
-		cursor[r->element[0]->len] = 0;
-		const redisReply *ks = r->element[1];
-		if (ks->elements) {
-			size_t n = ks->elements + 1;
-			const char **argv = malloc(n * sizeof *argv);
-			size_t *lens = malloc(n * sizeof *lens);
-			bool ok = argv && lens;
-			if (ok) {
-				for (size_t i = 0; i < ks->elements; i++) {
-					argv[i + 1] = ks->element[i]->str;
-					lens[i + 1] = ks->element[i]->len;
-				}
-				for (int pass = 0; pass < 2; pass++) {
-					argv[0] = pass ? "DEL" : "UNLINK";
-					lens[0] = strlen(argv[0]);
-					redisReply *d = command(l, (int)n, argv, lens);
-					bool retry = !pass && d && d->type == REDIS_REPLY_ERROR &&
-					             strstr(d->str, "unknown command");
-					if (retry) {
-						freeReplyObject(d);
-						continue;
-					}
-					ok = good(l, d, argv[0]);
-					if (ok)
-						freeReplyObject(d);
-					break;
-				}
-			} else {
-				fail(l, "out of memory deleting %s", pattern);
-			}
-			free(argv);
-			free(lens);
-			if (!ok) {
-				freeReplyObject(r);
-				return false;
-			}
-		}
-		freeReplyObject(r);
-	} while (strcmp(cursor, "0") != 0);
-	return true;
+	return fb_rl_eval(l, e->sha[s], scripts[s].body, scripts[s].name, c);
 }
 
 /* ---- leases ------------------------------------------------------------ */
@@ -961,12 +455,12 @@ static fb_err lease_open(const fb_engine_config *cfg, const char *url, void **en
 	return open_engine(cfg, url, false, eng, err, errlen);
 }
 
-static void counter_key(const reng *e, uint32_t key, cmd *c)
+static void counter_key(const reng *e, uint32_t key, fb_rcmd *c)
 {
 	if (e->cfg.fence == FB_FENCE_GLOBAL)
-		arg(c, "fb:fence");
+		fb_rl_arg(c, "fb:fence");
 	else
-		argf(c, "fb:fence:%" PRIu32, key);
+		fb_rl_argf(c, "fb:fence:%" PRIu32, key);
 }
 
 /*
@@ -978,38 +472,38 @@ static void counter_key(const reng *e, uint32_t key, cmd *c)
 static fb_err lease_prepare(void *eng, bool fresh, char *err, size_t errlen)
 {
 	reng *e = eng;
-	rlink *l = &e->admin;
+	fb_rlink *l = &e->admin;
 	if (!load_scripts(e))
 		goto err;
-	if (fresh && (!scan_delete(l, "fb:lease:*") || !scan_delete(l, "fb:fence*")))
+	if (fresh && (!fb_rl_scan_delete(l, "fb:lease:*") || !fb_rl_scan_delete(l, "fb:fence*")))
 		goto err;
 	uint32_t n = e->cfg.fence == FB_FENCE_GLOBAL ? 1 : e->cfg.keys;
-	cmd *cs = malloc(PIPE_CHUNK * sizeof *cs);
+	fb_rcmd *cs = malloc(PIPE_CHUNK * sizeof *cs);
 	redisReply *rs[PIPE_CHUNK];
 	if (!cs) {
-		fail(l, "out of memory");
+		fb_rl_fail(l, "out of memory");
 		goto err;
 	}
 	for (uint32_t k = 0; k < n;) {
 		int m = 0;
 		for (; m < PIPE_CHUNK && k < n; m++, k++) {
 			cs[m].n = 0;
-			arg(&cs[m], "SET");
+			fb_rl_arg(&cs[m], "SET");
 			counter_key(e, k, &cs[m]);
-			argf(&cs[m], "%" PRIu64, e->cfg.first_fence - 1);
+			fb_rl_argf(&cs[m], "%" PRIu64, e->cfg.first_fence - 1);
 			if (!fresh)
-				arg(&cs[m], "NX");
+				fb_rl_arg(&cs[m], "NX");
 		}
-		if (!pipeline(l, m, cs, rs)) {
+		if (!fb_rl_pipeline(l, m, cs, rs)) {
 			free(cs);
 			goto err;
 		}
-		free_replies(m, rs);
+		fb_rl_free_replies(m, rs);
 	}
 	free(cs);
 	return FB_OK;
 err:
-	set_err(err, errlen, l->err);
+	fb_engine_err(err, errlen, l->err);
 	return FB_ESYS;
 }
 
@@ -1090,24 +584,24 @@ static uint64_t pttl_to_expiry(uint64_t now, long long pttl)
 static fb_acquire acquire_script(rconn *c, uint32_t key, fb_lease *out, uint64_t now)
 {
 	const reng *e = c->e;
-	cmd m = {0};
-	eval_begin(&m, 3);
-	argf(&m, "fb:lease:%" PRIu32, key);
+	fb_rcmd m = {0};
+	fb_rl_eval_begin(&m, 3);
+	fb_rl_argf(&m, "fb:lease:%" PRIu32, key);
 	counter_key(e, key, &m);
-	argf(&m, "fb:fence:last:%" PRIu32, key);
-	argf(&m, "c%" PRIu32 ".w%u", e->cfg.client_id, c->worker);
-	argf(&m, "%" PRIu64, ttl_ms(e));
-	argf(&m, "%" PRIu64, (uint64_t)FB_FENCE_MAX);
+	fb_rl_argf(&m, "fb:fence:last:%" PRIu32, key);
+	fb_rl_argf(&m, "c%" PRIu32 ".w%u", e->cfg.client_id, c->worker);
+	fb_rl_argf(&m, "%" PRIu64, ttl_ms(e));
+	fb_rl_argf(&m, "%" PRIu64, (uint64_t)FB_FENCE_MAX);
 	redisReply *r = eval(&c->l, e, S_ACQUIRE, &m);
 	if (!r)
 		return FB_ACQ_ERROR;
 	long long tag, a = 0, s = 0, us = 0, p = 0;
 	fb_acquire res = FB_ACQ_ERROR;
-	if (!el_int(r, 0, &tag))
+	if (!fb_rl_el_int(r, 0, &tag))
 		goto bad;
 	if (tag == 1) {
-		if (!el_int(r, 1, &a) || !el_int(r, 2, &s) || !el_int(r, 3, &us) ||
-		    !el_int(r, 4, &p) || a <= 0 || p < 0)
+		if (!fb_rl_el_int(r, 1, &a) || !fb_rl_el_int(r, 2, &s) ||
+		    !fb_rl_el_int(r, 3, &us) || !fb_rl_el_int(r, 4, &p) || a <= 0 || p < 0)
 			goto bad;
 		*out = (fb_lease){.fence = (uint64_t)a,
 		                  .owner = c->worker,
@@ -1120,7 +614,7 @@ static fb_acquire acquire_script(rconn *c, uint32_t key, fb_lease *out, uint64_t
 		res = FB_ACQUIRED;
 	} else if (tag == 0) {
 		if (r->elements != 3 || r->element[1]->type != REDIS_REPLY_STRING ||
-		    !el_int(r, 2, &a))
+		    !fb_rl_el_int(r, 2, &a))
 			goto bad;
 		*out = (fb_lease){.expires_at = pttl_to_expiry(now, a)};
 		parse_value(r->element[1]->str, r->element[1]->len, &out->owner, &out->fence);
@@ -1134,7 +628,7 @@ static fb_acquire acquire_script(rconn *c, uint32_t key, fb_lease *out, uint64_t
 	return res;
 bad:
 	freeReplyObject(r);
-	fail(&c->l, "acquire: unexpected reply");
+	fb_rl_fail(&c->l, "acquire: unexpected reply");
 	return FB_ACQ_ERROR;
 }
 
@@ -1154,21 +648,21 @@ static fb_acquire acquire_incr(rconn *c, uint32_t key, fb_lease *out, uint64_t n
 	char val[VALLEN];
 	snprintf(val, sizeof val, "c%" PRIu32 ".w%u.s%" PRIu64, e->cfg.client_id, c->worker,
 	         ++c->seq);
-	cmd t = {0};
-	eval_begin(&t, 1);
-	argf(&t, "fb:lease:%" PRIu32, key);
-	arg(&t, val);
-	argf(&t, "%" PRIu64, ttl_ms(e));
+	fb_rcmd t = {0};
+	fb_rl_eval_begin(&t, 1);
+	fb_rl_argf(&t, "fb:lease:%" PRIu32, key);
+	fb_rl_arg(&t, val);
+	fb_rl_argf(&t, "%" PRIu64, ttl_ms(e));
 	redisReply *r = eval(&c->l, e, S_TAKE, &t);
 	if (!r)
 		return FB_ACQ_ERROR;
 	fb_acquire res = FB_ACQ_ERROR;
 	long long tag, s, us, pttl;
-	if (!el_int(r, 0, &tag))
+	if (!fb_rl_el_int(r, 0, &tag))
 		goto bad;
 	if (tag == 0) { /* held: on contention, the holder's expiry and owner */
 		if (r->elements != 3 || r->element[1]->type != REDIS_REPLY_STRING ||
-		    !el_int(r, 2, &pttl))
+		    !fb_rl_el_int(r, 2, &pttl))
 			goto bad;
 		*out = (fb_lease){.expires_at = pttl_to_expiry(now, pttl)};
 		if (r->element[1]->len)
@@ -1179,26 +673,26 @@ static fb_acquire acquire_incr(rconn *c, uint32_t key, fb_lease *out, uint64_t n
 		freeReplyObject(r);
 		return FB_HELD;
 	}
-	if (tag != 1 || !el_int(r, 1, &s) || !el_int(r, 2, &us))
+	if (tag != 1 || !fb_rl_el_int(r, 1, &s) || !fb_rl_el_int(r, 2, &us))
 		goto bad;
 	freeReplyObject(r);
 	if (e->cfg.between)
 		e->cfg.between(e->cfg.between_ctx);
-	cmd m = {0};
-	eval_begin(&m, 3);
-	argf(&m, "fb:lease:%" PRIu32, key);
+	fb_rcmd m = {0};
+	fb_rl_eval_begin(&m, 3);
+	fb_rl_argf(&m, "fb:lease:%" PRIu32, key);
 	counter_key(e, key, &m);
-	argf(&m, "fb:fence:last:%" PRIu32, key);
-	arg(&m, val);
-	argf(&m, "%" PRIu64, (uint64_t)FB_FENCE_MAX);
+	fb_rl_argf(&m, "fb:fence:last:%" PRIu32, key);
+	fb_rl_arg(&m, val);
+	fb_rl_argf(&m, "%" PRIu64, (uint64_t)FB_FENCE_MAX);
 	redisReply *f = eval(&c->l, e, S_MINT, &m);
 	if (!f)
 		return FB_ACQ_ERROR;
 	long long fence, tagged, prev;
-	if (!el_int(f, 0, &fence) || !el_int(f, 1, &tagged) || !el_int(f, 2, &prev) || fence <= 0 ||
-	    prev < 0) {
+	if (!fb_rl_el_int(f, 0, &fence) || !fb_rl_el_int(f, 1, &tagged) ||
+	    !fb_rl_el_int(f, 2, &prev) || fence <= 0 || prev < 0) {
 		freeReplyObject(f);
-		fail(&c->l, "mint: unexpected reply");
+		fb_rl_fail(&c->l, "mint: unexpected reply");
 		return FB_ACQ_ERROR;
 	}
 	freeReplyObject(f);
@@ -1218,7 +712,7 @@ static fb_acquire acquire_incr(rconn *c, uint32_t key, fb_lease *out, uint64_t n
 	return FB_ACQUIRED;
 bad:
 	freeReplyObject(r);
-	fail(&c->l, "acquire: unexpected reply");
+	fb_rl_fail(&c->l, "acquire: unexpected reply");
 	return res;
 }
 
@@ -1233,7 +727,7 @@ static fb_acquire lease_acquire(void *conn, uint32_t key, fb_lease *out, fb_leas
 	rconn *c = conn;
 	(void)st; /* no CAS here: the counters stay 0 */
 	if (key >= c->e->cfg.keys) {
-		fail(&c->l, "acquire: key %" PRIu32 " out of range", key);
+		fb_rl_fail(&c->l, "acquire: key %" PRIu32 " out of range", key);
 		return FB_ACQ_ERROR;
 	}
 	uint64_t now = fb_clock_now(c->e->cfg.clock);
@@ -1244,16 +738,16 @@ static fb_acquire lease_acquire(void *conn, uint32_t key, fb_lease *out, fb_leas
 /* Compare-and-delete by value. */
 static fb_io release_value(rconn *c, uint32_t key, const char *val)
 {
-	cmd m = {0};
-	eval_begin(&m, 1);
-	argf(&m, "fb:lease:%" PRIu32, key);
-	arg(&m, val);
+	fb_rcmd m = {0};
+	fb_rl_eval_begin(&m, 1);
+	fb_rl_argf(&m, "fb:lease:%" PRIu32, key);
+	fb_rl_arg(&m, val);
 	redisReply *r = eval(&c->l, c->e, S_RELEASE, &m);
 	if (!r)
 		return FB_IO_ERROR;
 	if (r->type != REDIS_REPLY_INTEGER) {
 		freeReplyObject(r);
-		fail(&c->l, "release: unexpected reply");
+		fb_rl_fail(&c->l, "release: unexpected reply");
 		return FB_IO_ERROR;
 	}
 	fb_io res = r->integer == 1 ? FB_IO_OK : FB_IO_REFUSED;
@@ -1280,10 +774,10 @@ static fb_io lease_is_held(void *conn, uint32_t key, const fb_lease *l)
 	char val[VALLEN];
 	if (!value_of(c, key, l, val, sizeof val))
 		return FB_IO_REFUSED;
-	cmd m = {0};
-	arg(&m, "GET");
-	argf(&m, "fb:lease:%" PRIu32, key);
-	redisReply *r = run(&c->l, &m);
+	fb_rcmd m = {0};
+	fb_rl_arg(&m, "GET");
+	fb_rl_argf(&m, "fb:lease:%" PRIu32, key);
+	redisReply *r = fb_rl_run(&c->l, &m);
 	if (!r)
 		return FB_IO_ERROR;
 	fb_io res = r->type == REDIS_REPLY_STRING && r->len == strlen(val) &&
@@ -1301,17 +795,17 @@ static fb_io lease_renew(void *conn, uint32_t key, const fb_lease *l, fb_lease *
 	if (!value_of(c, key, l, val, sizeof val))
 		return FB_IO_REFUSED;
 	uint64_t now = fb_clock_now(c->e->cfg.clock);
-	cmd m = {0};
-	eval_begin(&m, 1);
-	argf(&m, "fb:lease:%" PRIu32, key);
-	arg(&m, val);
-	argf(&m, "%" PRIu64, ttl_ms(c->e));
+	fb_rcmd m = {0};
+	fb_rl_eval_begin(&m, 1);
+	fb_rl_argf(&m, "fb:lease:%" PRIu32, key);
+	fb_rl_arg(&m, val);
+	fb_rl_argf(&m, "%" PRIu64, ttl_ms(c->e));
 	redisReply *r = eval(&c->l, c->e, S_RENEW, &m);
 	if (!r)
 		return FB_IO_ERROR;
 	if (r->type != REDIS_REPLY_INTEGER) {
 		freeReplyObject(r);
-		fail(&c->l, "renew: unexpected reply");
+		fb_rl_fail(&c->l, "renew: unexpected reply");
 		return FB_IO_ERROR;
 	}
 	fb_io res = r->integer == 1 ? FB_IO_OK : FB_IO_REFUSED;
@@ -1327,13 +821,13 @@ static fb_io lease_peek(void *conn, uint32_t key, fb_lease *out)
 {
 	rconn *c = conn;
 	uint64_t now = fb_clock_now(c->e->cfg.clock);
-	cmd cs[2] = {{0}};
-	arg(&cs[0], "GET");
-	argf(&cs[0], "fb:lease:%" PRIu32, key);
-	arg(&cs[1], "PTTL");
-	arg(&cs[1], cs[0].v[1]);
+	fb_rcmd cs[2] = {{0}};
+	fb_rl_arg(&cs[0], "GET");
+	fb_rl_argf(&cs[0], "fb:lease:%" PRIu32, key);
+	fb_rl_arg(&cs[1], "PTTL");
+	fb_rl_arg(&cs[1], cs[0].v[1]);
 	redisReply *r[2];
-	if (!pipeline(&c->l, 2, cs, r))
+	if (!fb_rl_pipeline(&c->l, 2, cs, r))
 		return FB_IO_ERROR;
 	*out = (fb_lease){0};
 	if (r[0]->type == REDIS_REPLY_STRING) {
@@ -1341,7 +835,7 @@ static fb_io lease_peek(void *conn, uint32_t key, fb_lease *out)
 		if (r[1]->type == REDIS_REPLY_INTEGER)
 			out->expires_at = pttl_to_expiry(now, r[1]->integer);
 	}
-	free_replies(2, r);
+	fb_rl_free_replies(2, r);
 	return FB_IO_OK;
 }
 
@@ -1349,17 +843,17 @@ static fb_io lease_peek(void *conn, uint32_t key, fb_lease *out)
 static fb_io lease_server_pause(void *conn, uint64_t ns)
 {
 	rconn *c = conn;
-	cmd m = {0};
-	arg(&m, "CLIENT");
-	arg(&m, "PAUSE");
-	argf(&m, "%" PRIu64, ns / 1000000 ? (ns + 999999) / 1000000 : 1);
-	arg(&m, "ALL");
-	redisReply *r = command(&c->l, m.n, m.v, m.len);
+	fb_rcmd m = {0};
+	fb_rl_arg(&m, "CLIENT");
+	fb_rl_arg(&m, "PAUSE");
+	fb_rl_argf(&m, "%" PRIu64, ns / 1000000 ? (ns + 999999) / 1000000 : 1);
+	fb_rl_arg(&m, "ALL");
+	redisReply *r = fb_rl_command(&c->l, m.n, m.v, m.len);
 	if (r && r->type == REDIS_REPLY_ERROR) {
 		freeReplyObject(r);
-		r = command(&c->l, m.n - 1, m.v, m.len);
+		r = fb_rl_command(&c->l, m.n - 1, m.v, m.len);
 	}
-	if (!good(&c->l, r, "CLIENT PAUSE"))
+	if (!fb_rl_good(&c->l, r, "CLIENT PAUSE"))
 		return FB_IO_ERROR;
 	freeReplyObject(r);
 	return FB_IO_OK;
@@ -1401,35 +895,35 @@ static fb_err store_open(const fb_engine_config *cfg, const char *url, void **en
 static fb_err store_prepare(void *eng, bool fresh, char *err, size_t errlen)
 {
 	reng *e = eng;
-	rlink *l = &e->admin;
+	fb_rlink *l = &e->admin;
 	fb_err rc = FB_ESYS;
 	if (!load_scripts(e))
 		goto err;
 	if (fresh) {
-		cmd del = {0};
-		arg(&del, "DEL");
-		arg(&del, "fb:meta");
-		if (!scan_delete(l, "fb:acct:*") || !scan_delete(l, "fb:hist:*") ||
-		    !run_ok(l, &del))
+		fb_rcmd del = {0};
+		fb_rl_arg(&del, "DEL");
+		fb_rl_arg(&del, "fb:meta");
+		if (!fb_rl_scan_delete(l, "fb:acct:*") || !fb_rl_scan_delete(l, "fb:hist:*") ||
+		    !fb_rl_run_ok(l, &del))
 			goto err;
 	}
-	cmd m = {0};
-	eval_begin(&m, 1);
-	arg(&m, "fb:meta");
-	argf(&m, "%" PRId64, e->cfg.initial_balance);
-	argf(&m, "%" PRId64, e->cfg.amount);
-	argf(&m, "%" PRIu32, e->cfg.keys);
-	argf(&m, "%d", e->cfg.op);
-	argf(&m, "%" PRIu32, e->cfg.modes);
+	fb_rcmd m = {0};
+	fb_rl_eval_begin(&m, 1);
+	fb_rl_arg(&m, "fb:meta");
+	fb_rl_argf(&m, "%" PRId64, e->cfg.initial_balance);
+	fb_rl_argf(&m, "%" PRId64, e->cfg.amount);
+	fb_rl_argf(&m, "%" PRIu32, e->cfg.keys);
+	fb_rl_argf(&m, "%d", e->cfg.op);
+	fb_rl_argf(&m, "%" PRIu32, e->cfg.modes);
 	for (int d = 0; d < FB_DISCIPLINES; d++)
-		argf(&m, "fb:acct:%s:", fb_discipline_key((fb_discipline)d));
+		fb_rl_argf(&m, "fb:acct:%s:", fb_discipline_key((fb_discipline)d));
 	redisReply *r = eval(l, e, S_INIT, &m);
 	if (!r)
 		goto err;
 	long long tag;
-	if (!el_int(r, 0, &tag)) {
+	if (!fb_rl_el_int(r, 0, &tag)) {
 		freeReplyObject(r);
-		fail(l, "init: unexpected reply");
+		fb_rl_fail(l, "init: unexpected reply");
 		goto err;
 	}
 	if (tag == 0) {
@@ -1451,10 +945,11 @@ static fb_err store_prepare(void *eng, bool fresh, char *err, size_t errlen)
 			if (n > 0 && (size_t)n < sizeof diff - o)
 				o += (size_t)n;
 		}
-		fail(l,
-		     "fb:meta was prepared for another run: %s; share it with the same options "
-		     "or prepare it fresh",
-		     diff);
+		fb_rl_fail(
+		        l,
+		        "fb:meta was prepared for another run: %s; share it with the same options "
+		        "or prepare it fresh",
+		        diff);
 		rc = FB_EINVAL;
 		freeReplyObject(r);
 		goto err;
@@ -1462,7 +957,7 @@ static fb_err store_prepare(void *eng, bool fresh, char *err, size_t errlen)
 	freeReplyObject(r);
 	return FB_OK;
 err:
-	set_err(err, errlen, l->err);
+	fb_engine_err(err, errlen, l->err);
 	return rc;
 }
 
@@ -1470,7 +965,7 @@ static bool store_args_ok(rconn *c, fb_discipline d, uint32_t key, const char *w
 {
 	if ((unsigned)d < FB_DISCIPLINES && key < c->e->cfg.keys)
 		return true;
-	fail(&c->l, "%s: discipline %d / key %" PRIu32 " out of range", what, (int)d, key);
+	fb_rl_fail(&c->l, "%s: discipline %d / key %" PRIu32 " out of range", what, (int)d, key);
 	return false;
 }
 
@@ -1490,19 +985,19 @@ static fb_io store_read(void *conn, fb_discipline d, uint32_t key, uint64_t toke
 		return FB_IO_ERROR;
 	if (token > FB_FENCE_MAX)
 		return out_of_range_token(token, r);
-	cmd m = {0};
-	eval_begin(&m, 1);
-	argf(&m, "fb:acct:%s:%" PRIu32, fb_discipline_key(d), key);
-	argf(&m, "%" PRIu64, token);
-	arg(&m, d == FB_FENCED ? "1" : "0");
+	fb_rcmd m = {0};
+	fb_rl_eval_begin(&m, 1);
+	fb_rl_argf(&m, "fb:acct:%s:%" PRIu32, fb_discipline_key(d), key);
+	fb_rl_argf(&m, "%" PRIu64, token);
+	fb_rl_arg(&m, d == FB_FENCED ? "1" : "0");
 	redisReply *x = eval(&c->l, c->e, S_READ, &m);
 	if (!x)
 		return FB_IO_ERROR;
 	long long ok, bal, last, high, ver;
-	if (!el_int(x, 0, &ok) || !el_int(x, 1, &bal) || !el_int(x, 2, &last) ||
-	    !el_int(x, 3, &high) || !el_int(x, 4, &ver)) {
+	if (!fb_rl_el_int(x, 0, &ok) || !fb_rl_el_int(x, 1, &bal) || !fb_rl_el_int(x, 2, &last) ||
+	    !fb_rl_el_int(x, 3, &high) || !fb_rl_el_int(x, 4, &ver)) {
 		freeReplyObject(x);
-		fail(&c->l, "read: unexpected reply");
+		fb_rl_fail(&c->l, "read: unexpected reply");
 		return FB_IO_ERROR;
 	}
 	freeReplyObject(x);
@@ -1527,28 +1022,29 @@ static fb_io store_apply(rconn *c, fb_discipline d, uint32_t key, bool debit, in
 	if (token > FB_FENCE_MAX)
 		return out_of_range_token(token, r);
 	if (debit && value == INT64_MIN) {
-		fail(&c->l, "debit: amount out of range");
+		fb_rl_fail(&c->l, "debit: amount out of range");
 		return FB_IO_ERROR;
 	}
-	cmd m = {0};
-	eval_begin(&m, 2);
-	argf(&m, "fb:acct:%s:%" PRIu32, fb_discipline_key(d), key);
-	argf(&m, "fb:hist:%s:%" PRIu32, fb_discipline_key(d), key);
-	arg(&m, mode[d]);
-	arg(&m, debit ? "debit" : "set");
-	argf(&m, "%" PRId64, debit ? -value : value);
-	argf(&m, "%" PRIu64, token);
-	argf(&m, "%" PRIu32, c->e->cfg.client_id);
-	argf(&m, "%u", c->worker);
+	fb_rcmd m = {0};
+	fb_rl_eval_begin(&m, 2);
+	fb_rl_argf(&m, "fb:acct:%s:%" PRIu32, fb_discipline_key(d), key);
+	fb_rl_argf(&m, "fb:hist:%s:%" PRIu32, fb_discipline_key(d), key);
+	fb_rl_arg(&m, mode[d]);
+	fb_rl_arg(&m, debit ? "debit" : "set");
+	fb_rl_argf(&m, "%" PRId64, debit ? -value : value);
+	fb_rl_argf(&m, "%" PRIu64, token);
+	fb_rl_argf(&m, "%" PRIu32, c->e->cfg.client_id);
+	fb_rl_argf(&m, "%u", c->worker);
 	redisReply *x = eval(&c->l, c->e, S_WRITE, &m);
 	if (!x)
 		return FB_IO_ERROR;
 	long long ok, after, before, last, high, ver, stale;
-	if (!el_int(x, 0, &ok) || !el_int(x, 1, &after) || !el_int(x, 2, &before) ||
-	    !el_int(x, 3, &last) || !el_int(x, 4, &high) || !el_int(x, 5, &ver) ||
-	    !el_int(x, 6, &stale)) {
+	if (!fb_rl_el_int(x, 0, &ok) || !fb_rl_el_int(x, 1, &after) ||
+	    !fb_rl_el_int(x, 2, &before) || !fb_rl_el_int(x, 3, &last) ||
+	    !fb_rl_el_int(x, 4, &high) || !fb_rl_el_int(x, 5, &ver) ||
+	    !fb_rl_el_int(x, 6, &stale)) {
 		freeReplyObject(x);
-		fail(&c->l, "%s: unexpected reply", what);
+		fb_rl_fail(&c->l, "%s: unexpected reply", what);
 		return FB_IO_ERROR;
 	}
 	freeReplyObject(x);
@@ -1582,13 +1078,13 @@ static fb_io store_final(void *conn, fb_discipline d, uint32_t keys, int64_t *ba
 {
 	rconn *c = conn;
 	if ((unsigned)d >= FB_DISCIPLINES) {
-		fail(&c->l, "final: discipline %d out of range", (int)d);
+		fb_rl_fail(&c->l, "final: discipline %d out of range", (int)d);
 		return FB_IO_ERROR;
 	}
-	cmd *cs = malloc(PIPE_CHUNK * sizeof *cs);
+	fb_rcmd *cs = malloc(PIPE_CHUNK * sizeof *cs);
 	redisReply *rs[PIPE_CHUNK];
 	if (!cs) {
-		fail(&c->l, "out of memory");
+		fb_rl_fail(&c->l, "out of memory");
 		return FB_IO_ERROR;
 	}
 	for (uint32_t k = 0; k < keys;) {
@@ -1596,21 +1092,22 @@ static fb_io store_final(void *conn, fb_discipline d, uint32_t keys, int64_t *ba
 		int m = 0;
 		for (; m < PIPE_CHUNK && k < keys; m++, k++) {
 			cs[m].n = 0;
-			arg(&cs[m], "HMGET");
-			argf(&cs[m], "fb:acct:%s:%" PRIu32, fb_discipline_key(d), k);
-			arg(&cs[m], "balance");
-			arg(&cs[m], "last");
+			fb_rl_arg(&cs[m], "HMGET");
+			fb_rl_argf(&cs[m], "fb:acct:%s:%" PRIu32, fb_discipline_key(d), k);
+			fb_rl_arg(&cs[m], "balance");
+			fb_rl_arg(&cs[m], "last");
 		}
-		if (!pipeline(&c->l, m, cs, rs)) {
+		if (!fb_rl_pipeline(&c->l, m, cs, rs)) {
 			free(cs);
 			return FB_IO_ERROR;
 		}
 		for (int i = 0; i < m; i++) {
 			long long b, f;
-			if (!el_int(rs[i], 0, &b) || !el_int(rs[i], 1, &f)) {
-				fail(&c->l, "final: fb:acct:%s:%" PRIu32 " missing or malformed",
-				     fb_discipline_key(d), k0 + (uint32_t)i);
-				free_replies(m, rs);
+			if (!fb_rl_el_int(rs[i], 0, &b) || !fb_rl_el_int(rs[i], 1, &f)) {
+				fb_rl_fail(&c->l,
+				           "final: fb:acct:%s:%" PRIu32 " missing or malformed",
+				           fb_discipline_key(d), k0 + (uint32_t)i);
+				fb_rl_free_replies(m, rs);
 				free(cs);
 				return FB_IO_ERROR;
 			}
@@ -1619,7 +1116,7 @@ static fb_io store_final(void *conn, fb_discipline d, uint32_t keys, int64_t *ba
 			if (last_fence)
 				last_fence[k0 + (uint32_t)i] = (uint64_t)f;
 		}
-		free_replies(m, rs);
+		fb_rl_free_replies(m, rs);
 	}
 	free(cs);
 	return FB_IO_OK;
@@ -1628,25 +1125,25 @@ static fb_io store_final(void *conn, fb_discipline d, uint32_t keys, int64_t *ba
 static fb_io store_meta(void *conn, fb_store_meta *out)
 {
 	rconn *c = conn;
-	cmd m = {0};
-	arg(&m, "HMGET");
-	arg(&m, "fb:meta");
-	arg(&m, "balance");
-	arg(&m, "amount");
-	arg(&m, "keys");
-	arg(&m, "op");
-	arg(&m, "modes");
-	redisReply *r = run(&c->l, &m);
+	fb_rcmd m = {0};
+	fb_rl_arg(&m, "HMGET");
+	fb_rl_arg(&m, "fb:meta");
+	fb_rl_arg(&m, "balance");
+	fb_rl_arg(&m, "amount");
+	fb_rl_arg(&m, "keys");
+	fb_rl_arg(&m, "op");
+	fb_rl_arg(&m, "modes");
+	redisReply *r = fb_rl_run(&c->l, &m);
 	if (!r)
 		return FB_IO_ERROR;
 	long long v[5];
 	for (size_t i = 0; i < 5; i++)
-		if (!el_int(r, i, &v[i])) {
+		if (!fb_rl_el_int(r, i, &v[i])) {
 			bool absent = r->type == REDIS_REPLY_ARRAY && r->elements == 5 &&
 			              r->element[0]->type == REDIS_REPLY_NIL;
 			freeReplyObject(r);
-			fail(&c->l, absent ? "no fb:meta: the store was never prepared"
-			                   : "fb:meta is malformed");
+			fb_rl_fail(&c->l, absent ? "no fb:meta: the store was never prepared"
+			                         : "fb:meta is malformed");
 			return absent ? FB_IO_REFUSED : FB_IO_ERROR;
 		}
 	freeReplyObject(r);
@@ -1706,28 +1203,28 @@ static fb_io store_history(void *conn, void (*row)(void *ctx, const fb_history_r
 			continue;
 		for (uint32_t k = 0; k < meta.keys; k++) {
 			for (long long at = 0;; at += HIST_CHUNK) {
-				cmd m = {0};
-				arg(&m, "LRANGE");
-				argf(&m, "fb:hist:%s:%" PRIu32, fb_discipline_key((fb_discipline)d),
-				     k);
-				argf(&m, "%lld", at);
-				argf(&m, "%lld", at + HIST_CHUNK - 1);
-				redisReply *r = run(&c->l, &m);
+				fb_rcmd m = {0};
+				fb_rl_arg(&m, "LRANGE");
+				fb_rl_argf(&m, "fb:hist:%s:%" PRIu32,
+				           fb_discipline_key((fb_discipline)d), k);
+				fb_rl_argf(&m, "%lld", at);
+				fb_rl_argf(&m, "%lld", at + HIST_CHUNK - 1);
+				redisReply *r = fb_rl_run(&c->l, &m);
 				if (!r)
 					return FB_IO_ERROR;
 				if (r->type != REDIS_REPLY_ARRAY) {
 					freeReplyObject(r);
-					fail(&c->l, "LRANGE: unexpected reply");
+					fb_rl_fail(&c->l, "LRANGE: unexpected reply");
 					return FB_IO_ERROR;
 				}
 				for (size_t i = 0; i < r->elements; i++) {
 					fb_history_row h = {.d = (fb_discipline)d, .key = k};
 					if (!parse_row(r->element[i], &h)) {
-						fail(&c->l,
-						     "fb:hist:%s:%" PRIu32
-						     " entry %lld is malformed",
-						     fb_discipline_key((fb_discipline)d), k,
-						     at + (long long)i);
+						fb_rl_fail(&c->l,
+						           "fb:hist:%s:%" PRIu32
+						           " entry %lld is malformed",
+						           fb_discipline_key((fb_discipline)d), k,
+						           at + (long long)i);
 						freeReplyObject(r);
 						return FB_IO_ERROR;
 					}

@@ -21,6 +21,10 @@ typedef enum fb_fault {
 	FB_FAULT_SERVER_PAUSE, /* the lease service itself stops answering for a
 	                          while (Redis CLIENT PAUSE): every client's lease
 	                          call waits, and leases run out meanwhile */
+	/* issue 14: a node of a lease service made of independent nodes has its
+	 * clock jump forward (a Redlock node under libfaketime), so the leases
+	 * it keeps expire early and a second client can win a majority */
+	FB_FAULT_NODE_JUMP,
 	FB_FAULTS
 } fb_fault;
 

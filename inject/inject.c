@@ -238,6 +238,11 @@ bool fb_fault_gen_next(fb_fault_gen *g, fb_fault_decision *d)
 		g->st.sent[f]++;
 		return c->server_pause != NULL;
 	}
+	if (f == FB_FAULT_NODE_JUMP) { /* a node of the service, not a worker */
+		d->arg_ns = c->skew_ns;
+		g->st.sent[f]++;
+		return c->node_jump != NULL;
+	}
 	if (f == FB_FAULT_CRASH && g->crashes + 1 >= g->n)
 		return false; /* someone must live to take the leases over */
 	bool holder = false;
@@ -342,6 +347,15 @@ static void deliver(fb_injector *inj, const fb_fault_decision *d)
 {
 	fb_fault_gen *g = &inj->g;
 	const fb_injector_config *c = &g->cfg;
+	if (!d->port && d->fault == FB_FAULT_NODE_JUMP) { /* one node's clock jumps */
+		if (c->node_jump(c->server_ctx, d->arg_ns) != 0)
+			return;
+		g->st.node_jumped++;
+		g->st.node_over_ttl += d->arg_ns > c->ttl_ns;
+		if (c->node_jumps) /* relaxed: workers only compare it across a cycle */
+			atomic_fetch_add_explicit(c->node_jumps, 1, memory_order_relaxed);
+		return;
+	}
 	if (!d->port) { /* the lease service pauses */
 		if (c->server_pause(c->server_ctx, d->arg_ns) != 0)
 			return;

@@ -189,6 +189,10 @@ typedef struct fb_injector_config {
 	int (*server_pause)(void *ctx, uint64_t ns);
 	void *server_ctx;
 	_Atomic uint64_t *server_pauses; /* counts them, for the workers to notice */
+	/* node-jump: step one node's clock forward by skew_ns (ctx: server_ctx);
+	 * 0 on success. NULL: the fault is not taken. */
+	int (*node_jump)(void *ctx, uint64_t ns);
+	_Atomic uint64_t *node_jumps; /* counts them, for the workers to notice */
 	const fb_clock *clock; /* the driver's time: real, or the simulator's virtual clock */
 } fb_injector_config;
 
@@ -198,6 +202,8 @@ typedef struct fb_injector_stats {
 	uint64_t service_steps;   /* steps of the lease service's clock */
 	uint64_t server_paused;   /* server pauses the service took */
 	uint64_t server_over_ttl; /* ... longer than the TTL */
+	uint64_t node_jumped;     /* issue 14: node clock jumps taken */
+	uint64_t node_over_ttl;   /* ... by more than the TTL */
 } fb_injector_stats;
 
 /* ---- what the injector decides: the same for both drivers ---- */

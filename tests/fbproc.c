@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fbtest.h"
+
 const char *fb_test_bin(void)
 {
 	const char *b = getenv("FB_BIN");
@@ -162,4 +164,30 @@ void fb_test_release(fb_test_proc *p)
 		free(p->dir);
 	}
 	memset(p, 0, sizeof *p);
+}
+
+json_object *fb_test_run_doc(fb_test_proc *p, const char *const *extra, int want)
+{
+	char *dir = fb_test_tmpdir(), json[300];
+	snprintf(json, sizeof json, "%s/out.json", dir);
+	const char *args[64] = {"-q", "-o", dir, "--json", json};
+	int n = 5;
+	for (int i = 0; extra[i] && n < 63; i++)
+		args[n++] = extra[i];
+	args[n] = NULL;
+	int code = fb_test_run(p, args);
+	check(code == want, "exit %d, expected %d\nstdout:\n%s\nstderr:\n%s", code, want, p->out,
+	      p->err);
+	json_object *doc = json_object_from_file(json);
+	check(doc, "no JSON document at %s", json);
+	fb_test_rmtree(dir);
+	free(dir);
+	return doc;
+}
+
+int64_t fb_test_num(json_object *doc, const char *path)
+{
+	json_object *v = fb_test_json(doc, path);
+	check(v, "the JSON lacks %s", path);
+	return json_object_get_int64(v);
 }

@@ -42,4 +42,12 @@ int fb_test_finish(fb_test_proc *p);
 int fb_test_run(fb_test_proc *p, const char *const *args);
 void fb_test_release(fb_test_proc *p);
 
+/* Run the binary with extra args (NULL-terminated) plus -q, a scratch
+ * results directory and --json, check that it exits `want` (printing its
+ * output if not), and return the JSON document it wrote (put it). */
+json_object *fb_test_run_doc(fb_test_proc *p, const char *const *extra, int want);
+
+/* The integer at a dotted path, which must exist. */
+int64_t fb_test_num(json_object *doc, const char *path);
+
 #endif

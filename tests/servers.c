@@ -36,6 +36,8 @@
 #define PORT_TRIES     4
 #define REDIS_READY_NS (UINT64_C(10) * 1000000000)
 #define PG_READY_NS    (UINT64_C(30) * 1000000000)
+#define ZK_READY_NS    (UINT64_C(60) * 1000000000)
+#define ETCD_READY_NS  (UINT64_C(30) * 1000000000)
 #define INITDB_NS      (UINT64_C(120) * 1000000000)
 #define STOP_NS        (UINT64_C(5) * 1000000000)
 #define POLL_NS        10000000L /* 10 ms between readiness and exit polls */
@@ -360,10 +362,12 @@ static bool unprivileged(run_as *who)
 
 /*
  * Start argv[0] as a child in its own process group, in dir, stdin from
- * /dev/null and stdout and stderr appended to log, as `who`. Only
+ * /dev/null and stdout and stderr appended to log, as `who`, with envp
+ * (NULL: ours). Only
  * async-signal-safe calls between fork and exec: the tests may have threads.
  */
-static pid_t spawn(char *const argv[], const char *dir, const char *log, const run_as *who)
+static pid_t spawn(char *const argv[], char *const envp[], const char *dir, const char *log,
+                   const run_as *who)
 {
 	int out = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -388,7 +392,7 @@ static pid_t spawn(char *const argv[], const char *dir, const char *log, const r
 			(void)!write(2, msg, sizeof msg - 1);
 			_exit(126);
 		}
-		execv(argv[0], argv);
+		execve(argv[0], argv, envp ? envp : environ);
 		static const char msg[] = "servers: exec failed\n";
 		(void)!write(2, msg, sizeof msg - 1);
 		_exit(127);
@@ -459,8 +463,9 @@ static int free_port(void)
 
 /* ---- Redis -------------------------------------------------------------- */
 
-/* One PING over a fresh TCP connection; true on +PONG. */
-static bool redis_pings(int port)
+/* Send req over a fresh TCP connection to 127.0.0.1:port and read the
+ * answer (1 s for each step) into buf; true when some answer came. */
+static bool tcp_ask(int port, const char *req, char *buf, size_t len)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -470,14 +475,23 @@ static bool redis_pings(int port)
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	bool ok = false;
-	char buf[64];
-	if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0 && write(fd, "PING\r\n", 6) == 6) {
-		ssize_t n = read(fd, buf, sizeof buf - 1);
-		ok = n >= 5 && memcmp(buf, "+PONG", 5) == 0;
+	size_t got = 0;
+	if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+	    write(fd, req, strlen(req)) == (ssize_t)strlen(req)) {
+		ssize_t n;
+		while (got + 1 < len && (n = read(fd, buf + got, len - 1 - got)) > 0)
+			got += (size_t)n;
 	}
 	close(fd);
-	return ok;
+	buf[got] = 0;
+	return got > 0;
+}
+
+/* One PING over a fresh TCP connection; true on +PONG. */
+static bool redis_pings(int port)
+{
+	char buf[64];
+	return tcp_ask(port, "PING\r\nQUIT\r\n", buf, sizeof buf) && strncmp(buf, "+PONG", 5) == 0;
 }
 
 /* 1 ready, -1 failed (why set; *clash when the port was taken). */
@@ -529,7 +543,62 @@ static bool await_ready(fb_server *s, const char *log, const char *name, const c
 	}
 }
 
-static int start_redis(fb_server *s, const char *bin, bool *clash)
+/*
+ * Spawn argv as a server (envp: NULL for ours), remember it, and wait for
+ * ready() (what it is `doing` when ready) for at most limit_ns: 1 when it
+ * answers, -1 (why set) otherwise.
+ */
+static int launch(fb_server *s, char *const argv[], char *const envp[], const char *log,
+                  const char *name, const char *doing,
+                  bool (*ready)(const fb_server *s, const void *arg), const void *arg,
+                  uint64_t limit_ns, bool *clash)
+{
+	run_as me = {0};
+	s->pid = spawn(argv, envp, s->dir, log, &me);
+	if (s->pid < 0) {
+		s->pid = 0;
+		say(s->why, sizeof s->why, "cannot start %s: %s", argv[0], strerror(errno));
+		return -1;
+	}
+	registry_add(s);
+	return await_ready(s, log, name, doing, ready, arg, limit_ns, clash) ? 1 : -1;
+}
+
+/* The libfaketime library Debian installs, or false. */
+static bool find_faketime(char *path, size_t len)
+{
+	glob_t g;
+	bool found = false;
+	if (glob("/usr/lib/*/faketime/libfaketime.so.1", 0, NULL, &g) == 0) {
+		found = g.gl_pathc > 0;
+		if (found)
+			snprintf(path, len, "%s", g.gl_pathv[0]);
+		globfree(&g);
+	}
+	return found;
+}
+
+/* Write "+0": the faked clock starts at the real one. */
+static bool reset_offset(const char *file)
+{
+	FILE *f = fopen(file, "w");
+	if (!f)
+		return false;
+	bool ok = fputs("+0\n", f) >= 0;
+	return fclose(f) == 0 && ok;
+}
+
+/*
+ * redis-server, or (REDIS_FAKETIME) redis-server whose wall clock, which
+ * is what key expiry reads, libfaketime offsets by the offset file
+ * (re-read on every clock read: FAKETIME_NO_CACHE). Its monotonic clock
+ * stays real (the event loop's timers). Debian's redis-server links
+ * jemalloc, whose first allocation reads the clock while libfaketime is
+ * still initialising, and the two deadlock; libc's malloc preloaded after
+ * libfaketime takes the allocations instead (jemalloc stays for its
+ * statistics calls).
+ */
+static int start_redis(fb_server *s, const char *bin, const char *faketime, bool *clash)
 {
 	char port[16], log[320];
 	snprintf(port, sizeof port, "%d", s->port);
@@ -537,18 +606,134 @@ static int start_redis(fb_server *s, const char *bin, bool *clash)
 	char *argv[] = {(char *)bin, "--port",       port, "--bind", "127.0.0.1", "--save",
 	                "",          "--appendonly", "no", "--dir",  s->dir,      "--daemonize",
 	                "no",        "--logfile",    log,  NULL};
-	run_as me = {0};
-	s->pid = spawn(argv, s->dir, log, &me);
-	if (s->pid < 0) {
-		s->pid = 0;
-		say(s->why, sizeof s->why, "cannot start %s: %s", bin, strerror(errno));
-		return -1;
+	char preload[400], file[360];
+	char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", preload, file, "FAKETIME_NO_CACHE=1",
+	                "FAKETIME_DONT_FAKE_MONOTONIC=1",     NULL};
+	if (faketime) {
+		snprintf(s->faketime, sizeof s->faketime, "%s/faketime.rc", s->dir);
+		if (!reset_offset(s->faketime)) {
+			say(s->why, sizeof s->why, "cannot write %s: %s", s->faketime,
+			    strerror(errno));
+			return -1;
+		}
+		snprintf(preload, sizeof preload, "LD_PRELOAD=%s libc.so.6", faketime);
+		snprintf(file, sizeof file, "FAKETIME_TIMESTAMP_FILE=%s", s->faketime);
 	}
-	registry_add(s);
-	if (!await_ready(s, log, "redis-server", "answering PING", redis_ready, NULL,
-	                 REDIS_READY_NS, clash))
+	if (launch(s, argv, faketime ? envp : NULL, log, "redis-server", "answering PING",
+	           redis_ready, NULL, REDIS_READY_NS, clash) < 0)
 		return -1;
 	snprintf(s->url, sizeof s->url, "redis://127.0.0.1:%d/0", s->port);
+	return 1;
+}
+
+/* ---- ZooKeeper ----------------------------------------------------------- */
+
+static bool zk_ready(const fb_server *s, const void *arg)
+{
+	(void)arg;
+	char buf[16];
+	return tcp_ask(s->port, "ruok", buf, sizeof buf) && strncmp(buf, "imok", 4) == 0;
+}
+
+/*
+ * A standalone ZooKeeper (ZooKeeperServerMain, Debian's jars) with a 10 ms
+ * tick, so that session timeouts from 20 ms up are granted; no admin HTTP
+ * server (it would take port 8080); srvr and ruok allowed.
+ */
+static int start_zookeeper(fb_server *s, const char *java, bool *clash)
+{
+	char cfg[320], log[320], data[300];
+	snprintf(cfg, sizeof cfg, "%s/zoo.cfg", s->dir);
+	snprintf(log, sizeof log, "%s/zookeeper.log", s->dir);
+	snprintf(data, sizeof data, "%s/data", s->dir);
+	FILE *f = fopen(cfg, "w");
+	if (!f || mkdir(data, 0700) < 0) {
+		say(s->why, sizeof s->why, "cannot write %s: %s", cfg, strerror(errno));
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	fprintf(f,
+	        "tickTime=10\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n"
+	        "minSessionTimeout=20\nmaxSessionTimeout=60000\nadmin.enableServer=false\n"
+	        "4lw.commands.whitelist=srvr,ruok\nforceSync=no\nmaxClientCnxns=0\n",
+	        data, s->port);
+	if (fclose(f) != 0) {
+		say(s->why, sizeof s->why, "cannot write %s: %s", cfg, strerror(errno));
+		return -1;
+	}
+	char *argv[] = {(char *)java,
+	                "-Xmx256m",
+	                "-XX:+UseSerialGC",
+	                "-XX:TieredStopAtLevel=1",
+	                "-cp",
+	                "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar",
+	                "org.apache.zookeeper.server.ZooKeeperServerMain",
+	                cfg,
+	                NULL};
+	if (launch(s, argv, NULL, log, "zookeeper", "answering ruok", zk_ready, NULL, ZK_READY_NS,
+	           clash) < 0)
+		return -1;
+	snprintf(s->url, sizeof s->url, "zk://127.0.0.1:%d", s->port);
+	return 1;
+}
+
+/* ---- etcd ------------------------------------------------------------------ */
+
+static bool etcd_ready(const fb_server *s, const void *arg)
+{
+	(void)arg;
+	char buf[512];
+	return tcp_ask(s->port, "GET /health HTTP/1.0\r\n\r\n", buf, sizeof buf) &&
+	       strstr(buf, "\"health\":\"true\"");
+}
+
+/*
+ * A single-member etcd; `fast`: a 10 ms heartbeat and a 50 ms election
+ * timeout, so that its smallest lease TTL, 1.5 election timeouts rounded
+ * up to a second, is 1 s (2 s with etcd's defaults, which the others get).
+ * No fsync: the data directory is thrown away.
+ */
+static int start_etcd(fb_server *s, const char *bin, bool fast, bool *clash)
+{
+	int peer = free_port();
+	if (!peer) {
+		say(s->why, sizeof s->why, "no free port on 127.0.0.1: %s", strerror(errno));
+		return -1;
+	}
+	char log[320], data[300], client[64], peers[64], cluster[80];
+	snprintf(log, sizeof log, "%s/etcd.log", s->dir);
+	snprintf(data, sizeof data, "%s/data", s->dir);
+	snprintf(client, sizeof client, "http://127.0.0.1:%d", s->port);
+	snprintf(peers, sizeof peers, "http://127.0.0.1:%d", peer);
+	snprintf(cluster, sizeof cluster, "fb=%s", peers);
+	char *argv[] = {(char *)bin,
+	                "--name",
+	                "fb",
+	                "--data-dir",
+	                data,
+	                "--listen-client-urls",
+	                client,
+	                "--advertise-client-urls",
+	                client,
+	                "--listen-peer-urls",
+	                peers,
+	                "--initial-advertise-peer-urls",
+	                peers,
+	                "--initial-cluster",
+	                cluster,
+	                "--unsafe-no-fsync",
+	                "--heartbeat-interval",
+	                "10",
+	                "--election-timeout",
+	                "50",
+	                NULL};
+	if (!fast)
+		argv[16] = NULL; /* etcd's own 100 ms heartbeat, 1 s election timeout */
+	if (launch(s, argv, NULL, log, "etcd", "healthy", etcd_ready, NULL, ETCD_READY_NS, clash) <
+	    0)
+		return -1;
+	snprintf(s->url, sizeof s->url, "etcd://127.0.0.1:%d", s->port);
 	return 1;
 }
 
@@ -563,7 +748,7 @@ static bool initdb(fb_server *s, const char *bindir, const run_as *who)
 	snprintf(log, sizeof log, "%s/initdb.log", s->dir);
 	char *argv[] = {bin,  "-D",   data,         "-U",        "fencebench", "--auth=trust",
 	                "-E", "UTF8", "--locale=C", "--no-sync", NULL};
-	pid_t pid = spawn(argv, s->dir, log, who);
+	pid_t pid = spawn(argv, NULL, s->dir, log, who);
 	if (pid < 0) {
 		say(s->why, sizeof s->why, "cannot start %s: %s", bin, strerror(errno));
 		return false;
@@ -616,7 +801,7 @@ static int start_postgres(fb_server *s, const char *bindir, const run_as *who, b
 	                "-c",
 	                "max_connections=200",
 	                NULL};
-	s->pid = spawn(argv, s->dir, log, who);
+	s->pid = spawn(argv, NULL, s->dir, log, who);
 	if (s->pid < 0) {
 		s->pid = 0;
 		say(s->why, sizeof s->why, "cannot start %s: %s", bin, strerror(errno));
@@ -649,16 +834,33 @@ int fb_server_start(fb_server_kind kind, fb_server *s)
 	s->kind = kind;
 	install_handlers();
 
-	char bindir[4096];
+	char bindir[4096], faketime[300] = "";
 	run_as who = {0};
-	if (kind == FB_SERVER_REDIS) {
-		if (!on_path("redis-server", bindir, sizeof bindir)) {
-			say(s->why, sizeof s->why, "redis-server is not installed (not on PATH)");
+	static const char *const exe[] = {[FB_SERVER_REDIS] = "redis-server",
+	                                  [FB_SERVER_ZOOKEEPER] = "java",
+	                                  [FB_SERVER_ETCD] = "etcd",
+	                                  [FB_SERVER_REDIS_FAKETIME] = "redis-server",
+	                                  [FB_SERVER_ETCD_DEFAULTS] = "etcd"};
+	if (kind != FB_SERVER_POSTGRES) {
+		if (!on_path(exe[kind], bindir, sizeof bindir)) {
+			say(s->why, sizeof s->why, "%s is not installed (not on PATH)", exe[kind]);
 			return 0;
 		}
 		size_t n = strlen(bindir);
-		snprintf(bindir + n, sizeof bindir - n, "/redis-server");
-	} else {
+		snprintf(bindir + n, sizeof bindir - n, "/%s", exe[kind]);
+	}
+	struct stat jar;
+	if (kind == FB_SERVER_ZOOKEEPER && stat("/usr/share/java/zookeeper.jar", &jar) != 0) {
+		say(s->why, sizeof s->why,
+		    "/usr/share/java/zookeeper.jar is not installed (Debian: zookeeper)");
+		return 0;
+	}
+	if (kind == FB_SERVER_REDIS_FAKETIME && !find_faketime(faketime, sizeof faketime)) {
+		say(s->why, sizeof s->why,
+		    "libfaketime is not installed (no /usr/lib/*/faketime/libfaketime.so.1)");
+		return 0;
+	}
+	if (kind == FB_SERVER_POSTGRES) {
 		if (!find_pg_bin(bindir, sizeof bindir)) {
 			say(s->why, sizeof s->why,
 			    "initdb and postgres are not installed (not on PATH nor in "
@@ -678,8 +880,13 @@ int fb_server_start(fb_server_kind kind, fb_server *s)
 	if (!base || !*base || strlen(base) > 64 || who.drop)
 		base = "/tmp";
 	for (int attempt = 0; attempt < PORT_TRIES; attempt++) {
-		snprintf(s->dir, sizeof s->dir, "%s/fb-%s-XXXXXX", base,
-		         kind == FB_SERVER_REDIS ? "redis" : "pg");
+		static const char *const tag[] = {[FB_SERVER_REDIS] = "redis",
+		                                  [FB_SERVER_POSTGRES] = "pg",
+		                                  [FB_SERVER_ZOOKEEPER] = "zk",
+		                                  [FB_SERVER_ETCD] = "etcd",
+		                                  [FB_SERVER_REDIS_FAKETIME] = "redis-ft",
+		                                  [FB_SERVER_ETCD_DEFAULTS] = "etcd"};
+		snprintf(s->dir, sizeof s->dir, "%s/fb-%s-XXXXXX", base, tag[kind]);
 		if (!mkdtemp(s->dir)) {
 			say(s->why, sizeof s->why, "mkdtemp %s: %s", s->dir, strerror(errno));
 			s->dir[0] = 0;
@@ -701,8 +908,24 @@ int fb_server_start(fb_server_kind kind, fb_server *s)
 			return -1;
 		}
 		bool clash = false;
-		int rc = kind == FB_SERVER_REDIS ? start_redis(s, bindir, &clash)
-		                                 : start_postgres(s, bindir, &who, &clash);
+		int rc;
+		switch (kind) {
+		case FB_SERVER_POSTGRES:
+			rc = start_postgres(s, bindir, &who, &clash);
+			break;
+		case FB_SERVER_ZOOKEEPER:
+			rc = start_zookeeper(s, bindir, &clash);
+			break;
+		case FB_SERVER_ETCD:
+		case FB_SERVER_ETCD_DEFAULTS:
+			rc = start_etcd(s, bindir, kind == FB_SERVER_ETCD, &clash);
+			break;
+		default:
+			rc = start_redis(s, bindir,
+			                 kind == FB_SERVER_REDIS_FAKETIME ? faketime : NULL,
+			                 &clash);
+			break;
+		}
 		if (rc == 1)
 			return 1;
 		char why[sizeof s->why];

@@ -1,8 +1,9 @@
 /*
- * Throwaway servers for the engine tests: a redis-server and a PostgreSQL
- * cluster (initdb, then postgres itself) in a temporary directory, listening on
- * 127.0.0.1 at a free port, always stopped: by fb_server_stop, and at exit
- * or on a fatal signal for any still running.
+ * Throwaway servers for the engine tests: a redis-server (optionally under
+ * libfaketime), a PostgreSQL cluster (initdb, then postgres itself), a
+ * standalone ZooKeeper and a single-member etcd, each in a temporary
+ * directory, listening on 127.0.0.1 at a free port, always stopped: by
+ * fb_server_stop, and at exit or on a fatal signal for any still running.
  */
 #ifndef FB_TEST_SERVERS_H
 #define FB_TEST_SERVERS_H
@@ -10,15 +11,25 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-typedef enum fb_server_kind { FB_SERVER_REDIS, FB_SERVER_POSTGRES } fb_server_kind;
+typedef enum fb_server_kind {
+	FB_SERVER_REDIS,
+	FB_SERVER_POSTGRES,
+	FB_SERVER_ZOOKEEPER,      /* tickTime 10 ms: session timeouts from 20 ms allowed */
+	FB_SERVER_ETCD,           /* heartbeat 10 ms, election 50 ms: leases from 1 s */
+	FB_SERVER_REDIS_FAKETIME, /* redis-server whose wall clock libfaketime
+	                             offsets by what `faketime` (a file) says */
+	FB_SERVER_ETCD_DEFAULTS,  /* etcd with its default timing: leases from 2 s */
+} fb_server_kind;
 
 typedef struct fb_server {
 	fb_server_kind kind;
-	pid_t pid;     /* the server process (postmaster / redis-server) */
-	int port;      /* on 127.0.0.1 */
-	char dir[256]; /* its temporary directory, removed on stop */
-	char url[512]; /* redis://127.0.0.1:PORT/0 or postgres://USER@127.0.0.1:PORT/postgres */
-	char why[256]; /* why it was skipped or failed */
+	pid_t pid;          /* the server process (postmaster / redis-server) */
+	int port;           /* on 127.0.0.1 */
+	char dir[256];      /* its temporary directory, removed on stop */
+	char url[512];      /* redis://127.0.0.1:PORT/0, postgres://USER@127.0.0.1:PORT/postgres,
+	                       zk://127.0.0.1:PORT, etcd://127.0.0.1:PORT */
+	char faketime[300]; /* REDIS_FAKETIME: its offset file ("+0" at start) */
+	char why[256];      /* why it was skipped or failed */
 } fb_server;
 
 /* 1: started and accepting connections; 0: skipped, the server's binaries

@@ -5,7 +5,10 @@
 #include "fbtest.h"
 #include "inproc.h"
 #include "postgres.h"
+#include "etcd.h"
 #include "redis.h"
+#include "redlock.h"
+#include "zk.h"
 
 static void test_engines_are_chosen_by_scheme(void **state)
 {
@@ -14,6 +17,12 @@ static void test_engines_are_chosen_by_scheme(void **state)
 	check(fb_lease_engine("inproc") == &fb_inproc_lease_ops, "inproc leases");
 	check(fb_lease_engine("redis://127.0.0.1:6379/0") == &fb_redis_lease_ops, "redis leases");
 	check(fb_lease_engine("postgres://u@h/db") == NULL, "PostgreSQL keeps no leases");
+	check(fb_lease_engine("zk://h:2181,h:2182/fb") == &fb_zk_lease_ops, "ZooKeeper leases");
+	check(fb_lease_engine("etcd://h:2379") == &fb_etcd_lease_ops, "etcd leases");
+	check(fb_lease_engine("redlock://a:1,b:2,c:3") == &fb_redlock_lease_ops, "Redlock");
+	check(fb_store_engine("zk://h") == NULL && fb_store_engine("etcd://h") == NULL &&
+	              fb_store_engine("redlock://a,b,c") == NULL,
+	      "the lock services keep no balances");
 	check(fb_store_engine("redis://h/1") == &fb_redis_store_ops, "redis store");
 	check(fb_store_engine("postgres://u@h/db") == &fb_pg_store_ops, "postgres://");
 	check(fb_store_engine("postgresql://u@h/db") == &fb_pg_store_ops, "postgresql://");
@@ -21,7 +30,10 @@ static void test_engines_are_chosen_by_scheme(void **state)
 	      "a libpq conninfo is PostgreSQL's");
 	check(fb_store_engine("mongodb://h/x") == NULL, "an unknown scheme");
 	check(fb_store_engine("redisx://h") == NULL, "a scheme is matched whole");
-	check(strstr(fb_store_schemes(), "postgres://") && strstr(fb_lease_schemes(), "redis://"),
+	check(strstr(fb_store_schemes(), "postgres://") && strstr(fb_lease_schemes(), "redis://") &&
+	              strstr(fb_lease_schemes(), "zk://") &&
+	              strstr(fb_lease_schemes(), "etcd://") &&
+	              strstr(fb_lease_schemes(), "redlock://"),
 	      "the valid schemes are listed");
 }
 
@@ -43,6 +55,9 @@ static void test_passwords_never_survive_redaction(void **state)
 	        {"redis://h:6379/0", "redis://h:6379/0"},
 	        {"redis://u:@h/0", "redis://u:***@h/0"}, /* found by fuzzing: looped */
 	        {"redis://s3cretpw@h:6379/0", "redis://***@h:6379/0"},
+	        {"redlock://s3cretpw@a:1,b:2,c:3", "redlock://***@a:1,b:2,c:3"},
+	        {"redlock://u:s3cret@a:1,b:2,c:3?fence=incr",
+	         "redlock://u:***@a:1,b:2,c:3?fence=incr"},
 	        {"host=h user=fb\npassword=s3cret dbname=x",
 	         "host=h user=fb\npassword=*** dbname=x"},
 	        {"postgres://fb:p@ssw0rd@127.0.0.1:5447/db", "postgres://fb:***@127.0.0.1:5447/db"},

@@ -16,42 +16,6 @@
 
 static fb_server redis, pg;
 
-static json_object *load(const char *dir)
-{
-	char path[400];
-	snprintf(path, sizeof path, "%s/out.json", dir);
-	json_object *doc = json_object_from_file(path);
-	check(doc, "no JSON document at %s", path);
-	return doc;
-}
-
-static int64_t num(json_object *doc, const char *path)
-{
-	json_object *v = fb_test_json(doc, path);
-	check(v, "the JSON lacks %s", path);
-	return json_object_get_int64(v);
-}
-
-/* Run the binary with args plus -q, an output directory and --json; the
- * document comes back (put it). */
-static json_object *run_doc(fb_test_proc *p, const char *const *extra, int want)
-{
-	char *dir = fb_test_tmpdir(), json[300];
-	snprintf(json, sizeof json, "%s/out.json", dir);
-	const char *args[48] = {"-q", "-o", dir, "--json", json};
-	int n = 5;
-	for (int i = 0; extra[i] && n < 47; i++)
-		args[n++] = extra[i];
-	args[n] = NULL;
-	int code = fb_test_run(p, args);
-	check(code == want, "exit %d, expected %d\nstdout:\n%s\nstderr:\n%s", code, want, p->out,
-	      p->err);
-	json_object *doc = load(dir);
-	fb_test_rmtree(dir);
-	free(dir);
-	return doc;
-}
-
 /* The acceptance run of the issue: Redis leases, PostgreSQL store, pauses. */
 static void test_redis_leases_postgres_store_fenced_safe_unfenced_corrupted(void **state)
 {
@@ -60,12 +24,14 @@ static void test_redis_leases_postgres_store_fenced_safe_unfenced_corrupted(void
 	                      "30ms",    "--pause-rate", "40", "--lease", redis.url,
 	                      "--store", pg.url,         NULL};
 	fb_test_proc p;
-	json_object *doc = run_doc(&p, args, 0);
-	check(num(doc, "modes.unfenced.stale_accepted") > 0,
+	json_object *doc = fb_test_run_doc(&p, args, 0);
+	check(fb_test_num(doc, "modes.unfenced.stale_accepted") > 0,
 	      "unfenced must accept stale writes on real engines:\n%s", p.out);
-	check_eq(num(doc, "modes.fenced.stale_accepted"), 0, "fenced stale writes accepted");
-	check_eq(num(doc, "modes.fenced.lost_updates"), 0, "fenced lost updates");
-	check_eq(num(doc, "modes.write_fenced.stale_accepted"), 0, "write-fenced stale accepted");
+	check_eq(fb_test_num(doc, "modes.fenced.stale_accepted"), 0,
+	         "fenced stale writes accepted");
+	check_eq(fb_test_num(doc, "modes.fenced.lost_updates"), 0, "fenced lost updates");
+	check_eq(fb_test_num(doc, "modes.write_fenced.stale_accepted"), 0,
+	         "write-fenced stale accepted");
 	const char *modes[] = {"modes.fenced.checker_agrees", "modes.write_fenced.checker_agrees",
 	                       "modes.unfenced.checker_agrees"};
 	for (int i = 0; i < 3; i++) {
@@ -77,7 +43,7 @@ static void test_redis_leases_postgres_store_fenced_safe_unfenced_corrupted(void
 	for (int i = 0; i < 4; i++) {
 		char path[128];
 		snprintf(path, sizeof path, "run.engines.round_trip_ns.%s.p50", ops[i]);
-		check(num(doc, path) > 0, "%s must have been timed", path);
+		check(fb_test_num(doc, path) > 0, "%s must have been timed", path);
 	}
 	check(strstr(p.out, "engine round trips (lease Redis"), "the table shows round trips:\n%s",
 	      p.out);
@@ -94,10 +60,11 @@ static void test_redis_store_fenced_safe_unfenced_corrupted(void **state)
 	                      "30ms",    "--pause-rate", "40", "--lease", redis.url,
 	                      "--store", redis.url,      NULL};
 	fb_test_proc p;
-	json_object *doc = run_doc(&p, args, 0);
-	check(num(doc, "modes.unfenced.stale_accepted") > 0, "unfenced corrupted:\n%s", p.out);
-	check_eq(num(doc, "modes.fenced.stale_accepted"), 0, "fenced stale accepted");
-	check_eq(num(doc, "modes.fenced.lost_updates"), 0, "fenced lost updates");
+	json_object *doc = fb_test_run_doc(&p, args, 0);
+	check(fb_test_num(doc, "modes.unfenced.stale_accepted") > 0, "unfenced corrupted:\n%s",
+	      p.out);
+	check_eq(fb_test_num(doc, "modes.fenced.stale_accepted"), 0, "fenced stale accepted");
+	check_eq(fb_test_num(doc, "modes.fenced.lost_updates"), 0, "fenced lost updates");
 	json_object *a = fb_test_json(doc, "modes.fenced.checker_agrees");
 	check(a && json_object_get_boolean(a), "the checker agrees:\n%s", p.out);
 	json_object_put(doc);
@@ -156,8 +123,8 @@ static void test_incr_after_set_is_caught_by_the_lease_witness(void **state)
 	                      "30ms",    "--fault-at", "after-read", "--pause-rate", "40",
 	                      "--lease", url,          "--mode",     "fenced",       NULL};
 	fb_test_proc p;
-	json_object *doc = run_doc(&p, args, 1);
-	check(num(doc, "run.lease_violations.out_of_order_fences") > 0,
+	json_object *doc = fb_test_run_doc(&p, args, 1);
+	check(fb_test_num(doc, "run.lease_violations.out_of_order_fences") > 0,
 	      "the witness counts fences out of acquisition order:\n%s", p.out);
 	check(strstr(p.out, "FAIL !!!"), "the verdict fails:\n%s", p.out);
 	json_object_put(doc);
@@ -185,11 +152,11 @@ static void test_server_pauses_of_the_lease_service(void **state)
 	                      redis.url,
 	                      NULL};
 	fb_test_proc p;
-	json_object *doc = run_doc(&p, args, 0);
-	check(num(doc, "run.faults.server-pause.taken") > 0, "server pauses were taken:\n%s",
-	      p.out);
-	check(num(doc, "run.faults.server-pause.over_ttl") > 0, "... longer than the TTL");
-	check_eq(num(doc, "modes.fenced.stale_accepted"), 0, "fenced stale accepted");
+	json_object *doc = fb_test_run_doc(&p, args, 0);
+	check(fb_test_num(doc, "run.faults.server-pause.taken") > 0,
+	      "server pauses were taken:\n%s", p.out);
+	check(fb_test_num(doc, "run.faults.server-pause.over_ttl") > 0, "... longer than the TTL");
+	check_eq(fb_test_num(doc, "modes.fenced.stale_accepted"), 0, "fenced stale accepted");
 	check(strstr(p.out, "server-pause"), "the fault table has its row:\n%s", p.out);
 	json_object_put(doc);
 	fb_test_release(&p);
@@ -279,12 +246,13 @@ static void test_a_server_dying_mid_run_writes_partial_results(void **state)
 		snprintf(a, sizeof a, "modes.%s.accepted", modes[i]);
 		snprintf(r, sizeof r, "modes.%s.rejected_stale", modes[i]);
 		snprintf(u, sizeof u, "modes.%s.indeterminate", modes[i]);
-		check_eq(num(doc, w), num(doc, a) + num(doc, r) + num(doc, u), w);
-		unknown += num(doc, u);
+		check_eq(fb_test_num(doc, w),
+		         fb_test_num(doc, a) + fb_test_num(doc, r) + fb_test_num(doc, u), w);
+		unknown += fb_test_num(doc, u);
 	}
 	check(unknown <= 4, "at most one write per worker is of unknown outcome: %lld",
 	      (long long)unknown);
-	check(num(doc, "run.ops") > 0, "what was measured is kept");
+	check(fb_test_num(doc, "run.ops") > 0, "what was measured is kept");
 	json_object_put(doc);
 	fb_test_release(&p);
 	fb_server_stop(&own);

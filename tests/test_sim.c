@@ -37,7 +37,10 @@ static fb_config base(void)
 static fb_config every_fault(void)
 {
 	fb_config cfg = base();
-	cfg.faults = (1u << FB_FAULTS) - 1;
+	/* every fault of the workers and of the in-process service (server-pause
+	 * and node-jump are a remote service's) */
+	cfg.faults = ((1u << FB_FAULTS) - 1) & ~(1u << FB_FAULT_SERVER_PAUSE) &
+	             ~(1u << FB_FAULT_NODE_JUMP);
 	cfg.pause_rate = cfg.skew_rate = cfg.delay_rate = cfg.renew_rate = 200;
 	cfg.crash_rate = 5;
 	cfg.retry_rate = 20;

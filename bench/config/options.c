@@ -105,7 +105,9 @@ static const opt opts[] = {
         {"seed", 0, "N", K_U64, OFF(seed), 0, 0, UINT64_MAX, NULL, 0, "seed", 0, true,
          "seed of every random choice (default 1; always printed)", 0, 0},
         {"faults", 0, "LIST", K_BITS, OFF(faults), 0, 0, 0, NAMES(fb_fault_names), "faults", 0,
-         true, "faults to inject: pause,skew,delay,crash,renew,retry,server-pause (default pause)",
+         true,
+         "faults to inject: pause,skew,delay,crash,renew,retry,server-pause,node-jump (default "
+         "pause)",
          0, 0},
         {"fault-at", 0, "WHERE", K_ENUM, OFF(fault_at), 0, 0, 0, NAMES(fb_fault_at_names),
          "fault_at", 0, true,
@@ -141,14 +143,21 @@ static const opt opts[] = {
         {"server-pause-rate", 0, "R", K_RATE, OFF(server_pause_rate), 0, 0, 1000000, NULL, 0,
          "server_pause_rate", 0, true,
          "server-side pauses per second, each a --pause long (Redis CLIENT PAUSE; default 2)",
-         NEED_FAULT(FB_FAULT_SERVER_PAUSE), 0},
+         NEED_FAULT(FB_FAULT_SERVER_PAUSE), W_STRESS},
+        {"node-jump-rate", 0, "R", K_RATE, OFF(node_jump_rate), 0, 0, 1000000, NULL, 0,
+         "node_jump_rate", 0, true,
+         "node clock jumps per second, each --skew forward (a Redlock node under libfaketime; "
+         "default 2)",
+         NEED_FAULT(FB_FAULT_NODE_JUMP), W_STRESS},
         {"bug", 0, "NAME", K_ENUM, OFF(bug), 0, 0, 0, NAMES(fb_bug_names), "bug", 0, true,
          "plant a bug to prove the checkers catch it: ge-store, two-step, ignore-expiry, "
          "blind-release, trust-client, unregistered-reads, batch-fences (default none)",
          0, 0},
         {"lease", 0, "URL", K_ENGINE, OFF(lease_url), 0, 0, 0, NULL, 0, "lease", 0, true,
-         "where the leases live: inproc (default) or redis://[:PASS@]HOST:PORT/DB, with "
-         "?fence=incr for the two-step SET-then-INCR fence (default: one script)",
+         "where the leases live: inproc (default), redis://[:PASS@]HOST:PORT/DB (with "
+         "?fence=incr for the two-step SET-then-INCR fence), zk://HOST:PORT[,...][/PREFIX], "
+         "etcd://HOST:PORT[,...][/PREFIX], or redlock://HOST:PORT,HOST:PORT,HOST:PORT[,...]"
+         "[?fence=none|incr][&faketime=N:FILE]",
          0, W_STRESS},
         {"store", 0, "URL", K_ENGINE, OFF(store_url), 0, 0, 0, NULL, 0, "store", 0, true,
          "where the balances are written: inproc (default), redis://HOST:PORT/DB, "
@@ -244,6 +253,7 @@ void fb_config_defaults(fb_config *cfg)
 	        .renew_rate = 20,
 	        .retry_rate = 20,
 	        .server_pause_rate = 2,
+	        .node_jump_rate = 2, /* issue 14 */
 	        .bug = FB_BUG_NONE,
 	        .check_lease = FB_CHECK_NONE,
 	        .lease_clock = FB_LEASE_CLOCK_MONOTONIC,
@@ -903,7 +913,13 @@ static int check_combinations(const fb_config *cfg)
 	    (cfg->deterministic || !fb_lease_engine(cfg->lease_url)->server_pause)) {
 		fprintf(stderr,
 		        "fencebench: --faults: 'server-pause' needs a lease service that can "
-		        "pause: --lease redis://...\n");
+		        "pause: --lease redis://... or redlock://...\n");
+		return -1;
+	}
+	if ((cfg->faults & (1u << FB_FAULT_NODE_JUMP)) &&
+	    (cfg->deterministic || !fb_lease_engine(cfg->lease_url)->node_jump)) {
+		fprintf(stderr, "fencebench: --faults: 'node-jump' needs a lease service of "
+		                "independent nodes: --lease redlock://...\n");
 		return -1;
 	}
 	if (cfg->lease_url && cfg->lease_clock == FB_LEASE_CLOCK_REALTIME) {
@@ -957,6 +973,8 @@ double fb_config_rate(const fb_config *cfg, fb_fault f)
 		return cfg->retry_rate;
 	case FB_FAULT_SERVER_PAUSE:
 		return cfg->server_pause_rate;
+	case FB_FAULT_NODE_JUMP: /* issue 14 */
+		return cfg->node_jump_rate;
 	default:
 		return 0;
 	}
@@ -1073,6 +1091,8 @@ void fb_config_replay(const fb_config *cfg, char *buf, size_t len)
 		uint32_t needs = o->need && o->need < NEED_DETERMINISTIC ? 1u << (o->need - 1) : 0;
 		if (o->off == OFF(pause_min_ns)) /* a server pause is --pause long too */
 			needs |= 1u << FB_FAULT_SERVER_PAUSE;
+		if (o->off == OFF(skew_ns)) /* issue 14: a node jump is --skew long */
+			needs |= 1u << FB_FAULT_NODE_JUMP;
 		if (needs && !(cfg->faults & needs))
 			continue;
 		if (o->k == K_FLAG)

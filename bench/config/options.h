@@ -82,6 +82,7 @@ typedef struct fb_config {
 	double renew_rate;
 	double retry_rate;
 	double server_pause_rate;
+	double node_jump_rate; /* issue 14 */
 	fb_bug bug; /* a planted bug (tests of the checkers), or FB_BUG_NONE */
 	fb_check_lease check_lease;
 	fb_lease_clock_kind lease_clock;

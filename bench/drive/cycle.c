@@ -244,6 +244,7 @@ static HOT fb_step acquired(fb_worker *w)
 	w->spauses = e->server_pausing
 	                     ? atomic_load_explicit(&e->server_pauses, memory_order_relaxed)
 	                     : 0;
+	w->jumps = e->jumping ? atomic_load_explicit(&e->node_jumps, memory_order_relaxed) : 0;
 	if (e->crashes)
 		time_takeover(w);
 	if (cfg->check_lease == FB_CHECK_LOCAL)
@@ -727,6 +728,8 @@ static HOT fb_step op_release(fb_worker *w)
 	    atomic_load_explicit(&e->server_pauses, memory_order_relaxed) != w->spauses)
 		atomic_fetch_or_explicit(&p->faulted, 1u << FB_FAULT_SERVER_PAUSE,
 		                         memory_order_relaxed);
+	if (e->jumping && atomic_load_explicit(&e->node_jumps, memory_order_relaxed) != w->jumps)
+		atomic_fetch_or_explicit(&p->faulted, 1u << FB_FAULT_NODE_JUMP, memory_order_relaxed);
 	fb_port_phase(p, FB_PHASE_IDLE);
 	count_faulted(w);
 	w->i = 0;

@@ -123,7 +123,7 @@ typedef struct fb_worker {
 	unsigned fails;          /* contended attempts in a row */
 	uint64_t n;              /* cycles begun */
 	uint64_t t0, t1, tw, t2; /* a timed cycle's start, acquired, first write, written */
-	uint64_t local_deadline, steps, spauses, delay;
+	uint64_t local_deadline, steps, spauses, jumps, delay;
 	uint64_t stale_newer; /* the fence a stale write went behind */
 	int64_t erased;       /* ... and the debits it erased */
 	fb_lease l;
@@ -157,8 +157,9 @@ struct fb_env {
 	const fb_store_ops *sops;
 	void *leng, *seng;
 	void *net_lconn, *net_sconn; /* the deliveries' contexts, and the report's */
-	void *pause_lconn;           /* the injector's, for server pauses */
+	void *pause_lconn;           /* the injector's, for server pauses and node jumps */
 	_Atomic uint64_t server_pauses;
+	_Atomic uint64_t node_jumps; /* a node's clock jumped (Redlock under libfaketime) */
 	bool remote;     /* round trips: every engine call is timed */
 	bool checking;   /* the history checker sees every write */
 	bool witnessing; /* the lease witness hears every acquire */
@@ -167,6 +168,7 @@ struct fb_env {
 	bool crashes;    /* crash faults can strike: takeovers are timed */
 	bool stepping;   /* a wall-clock lease service a skew fault can step */
 	bool server_pausing;
+	bool jumping; /* node-jump is on, and the lease service can take it */
 	uint64_t lease_slack; /* how far two readings of the lease clock may disagree */
 	fb_checker *checker[FB_DISCIPLINES];
 	fb_witness *witness;

@@ -120,9 +120,18 @@ static fb_err open_engines(fb_env *e, const fb_env_driver *drv, fb_results *res)
 		opt = "--store";
 		r = e->sops->connect(e->seng, 0, &e->net_sconn, err, sizeof err);
 	}
-	if (!r && e->server_pausing) {
+	if (!r && (e->server_pausing || fb_config_fault(cfg, FB_FAULT_NODE_JUMP))) {
 		opt = "--lease";
 		r = e->lops->connect(e->leng, 0, &e->pause_lconn, err, sizeof err);
+	}
+	/* a node jump needs a node set up for it; without one the run goes on
+	 * without the fault, and says so */
+	if (!r && fb_config_fault(cfg, FB_FAULT_NODE_JUMP)) {
+		e->jumping = e->lops->node_jump && e->lops->node_jump(e->pause_lconn, 0) == FB_IO_OK;
+		if (!e->jumping)
+			fprintf(stderr, "fencebench: --faults: node-jump skipped: %s\n",
+			        e->lops->node_jump ? e->lops->error(e->pause_lconn)
+			                           : "the lease service has no nodes to jump");
 	}
 	for (uint32_t i = 0; !r && i < cfg->threads; i++) {
 		fb_worker *w = &e->workers[i];
@@ -248,8 +257,11 @@ fb_err fb_env_open(fb_env *e, const fb_config *cfg, const fb_env_driver *drv, fb
 	e->crashes = fb_config_fault(cfg, FB_FAULT_CRASH) || cfg->plan_path;
 	e->stepping = cfg->lease_clock == FB_LEASE_CLOCK_REALTIME;
 	e->server_pausing = fb_config_fault(cfg, FB_FAULT_SERVER_PAUSE);
-	/* a remote service expires keys on its millisecond grid */
-	e->lease_slack = e->lops->remote ? 2000000 : 50000;
+	/* a remote service expires keys on its millisecond grid; an engine that
+	 * dates leases on the caller's clock names its own bound */
+	e->lease_slack = !e->lops->remote          ? 50000
+	                 : e->lops->witness_slack_ns ? e->lops->witness_slack_ns
+	                                             : 2000000;
 	atomic_init(&e->counting, cfg->warmup_ns == 0);
 	size_t wbytes = (size_t)cfg->threads * sizeof *e->workers;
 	e->workers =
@@ -484,6 +496,18 @@ void fb_env_results(fb_env *e, fb_results *res)
 	res->exhausted = atomic_load(&e->exhausted);
 }
 
+/* The injector's node-jump fault: one node's clock steps ns forward. */
+static int node_jump(void *ctx, uint64_t ns)
+{
+	fb_env *e = ctx;
+	fb_io io = e->lops->node_jump(e->pause_lconn, ns);
+	if (io == FB_IO_OK)
+		return 0;
+	if (io == FB_IO_ERROR)
+		fb_env_failed(e, "lease", e->lops->error(e->pause_lconn));
+	return -1;
+}
+
 /* The injector's server-pause fault: the lease service stops for ns. */
 static int server_pause(void *ctx, uint64_t ns)
 {
@@ -514,6 +538,8 @@ fb_injector_config fb_env_injector_config(fb_env *e, const fb_clock *clock)
 	        .server_pause = e->pause_lconn ? server_pause : NULL,
 	        .server_ctx = e,
 	        .server_pauses = &e->server_pauses,
+	        .node_jump = e->jumping ? node_jump : NULL,
+	        .node_jumps = &e->node_jumps,
 	        .clock = clock,
 	};
 	for (int f = 0; f < FB_FAULTS; f++)

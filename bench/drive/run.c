@@ -217,6 +217,8 @@ static void wind_down(threads *t, fb_injector *inj, fb_results *res, uint64_t t0
 	res->fault[FB_FAULT_SKEW].taken += ist.service_steps;
 	res->fault[FB_FAULT_SERVER_PAUSE].taken = ist.server_paused;
 	res->fault[FB_FAULT_SERVER_PAUSE].over_ttl = ist.server_over_ttl;
+	res->fault[FB_FAULT_NODE_JUMP].taken = ist.node_jumped;
+	res->fault[FB_FAULT_NODE_JUMP].over_ttl = ist.node_over_ttl;
 }
 
 /* The run's end: the failure or the exhausted fence space, said once. */

@@ -638,7 +638,7 @@ fb_err fb_sim_run(const fb_config *user, uint64_t seed, fb_tick_fn tick, void *c
 	fb_err err = setup(s, &eff, res);
 	if (!err && eff.history_path) {
 		fb_outfile o;
-		char why[300];
+		char why[300] = "";
 		if (fb_outfile_check(eff.history_path, &o, why, sizeof why) ||
 		    fb_outfile_begin(&o, &s->hist_out)) {
 			fprintf(stderr, "fencebench: --history: cannot write '%s': %s\n",

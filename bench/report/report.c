@@ -150,6 +150,10 @@ void fb_report_header(FILE *out, const fb_config *cfg)
 		        D(cfg->pause_min_ns), D(cfg->pause_max_ns));
 		any = true;
 	}
+	if (fb_config_fault(cfg, FB_FAULT_NODE_JUMP)) { /* issue 14 */
+		fprintf(out, "node clock jumps %g/s x %s  ", cfg->node_jump_rate, D(cfg->skew_ns));
+		any = true;
+	}
 	if (!any)
 		fprintf(out, "no faults  ");
 	if (cfg->check_lease != FB_CHECK_NONE)

@@ -1,0 +1,67 @@
+/* What the lease-engine tests share: opening an engine and its
+ * connections through its ops vector (failing the test with the engine's
+ * reason), the URL checks every engine must pass, and a run shared by two
+ * processes. */
+#ifndef FB_TEST_ENGINE_H
+#define FB_TEST_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <json-c/json.h>
+
+#include "backend.h"
+#include "servers.h"
+
+/* A lease engine's configuration for the tests: 4 keys, ttl, one fence
+ * counter from 1, the monotonic clock, every discipline, 5 s deadlines. */
+fb_engine_config fb_test_lease_cfg(uint64_t ttl_ns);
+
+void *fb_test_lease_open(const fb_lease_ops *L, const fb_engine_config *cfg, const char *url,
+                         bool fresh);
+void *fb_test_lease_conn(const fb_lease_ops *L, void *eng, uint16_t worker);
+fb_acquire fb_test_acquire(const fb_lease_ops *L, void *conn, uint32_t key, fb_lease *l);
+
+/*
+ * The contract every lease engine keeps, checked on a freshly prepared
+ * engine with two keys or more: one holder at a time (the refusal names
+ * it, and peek sees it), release is compare-and-delete (a second one is
+ * refused), the next holder's fence is higher, and a fence on another key
+ * higher still (one counter). reports_replaced: the engine fills
+ * fb_lease.replaced, 0 for the key's first lease and the predecessor's
+ * fence after.
+ */
+void fb_test_lease_contract(const fb_lease_ops *L, void *eng, bool reports_replaced);
+
+/* Each of the n URLs is refused by open (FB_EINVAL) in one line that
+ * begins with the URL as fb_url_redact shows it and never holds "s3cret". */
+void fb_test_bad_lease_urls(const fb_lease_ops *L, const fb_engine_config *cfg,
+                            const char *const *urls, size_t n);
+
+/* cfg is refused by open (FB_EINVAL) with a reason containing `says`. */
+void fb_test_lease_refused(const fb_lease_ops *L, const fb_engine_config *cfg, const char *url,
+                           const char *says);
+
+/* --prepare-only, then two processes (--client-id 1 and 2) running
+ * common (NULL-terminated: -t, -d, --ttl, ...) against lease and store
+ * at once, both exiting 0, then `fencebench check --store` finding the
+ * fenced history safe. */
+void fb_test_shared_run(const char *lease, const char *store, const char *const *common);
+
+/*
+ * The issue's acceptance checks on a run's JSON document (out: its stdout,
+ * shown on failure): unfenced accepted stale writes, fenced and
+ * write-fenced none, fenced lost no update, the checker agrees, pauses
+ * outlasted the TTL and cost holders their leases (the vacuity table's
+ * takeovers), and the lease witness saw no broken promise.
+ */
+void fb_test_fenced_safe_unfenced_corrupted(json_object *doc, const char *out);
+
+/* Start the lease service (kind, into svc) and a redis-server as the store
+ * (into store): 1 both running; 0 one is not installed (a SKIPPED line was
+ * printed, what: the tests skipped); -1 one failed (said on stderr). On 0
+ * and -1 nothing is left running. */
+int fb_test_start_with_store(fb_server_kind kind, fb_server *svc, fb_server *store,
+                             const char *what);
+
+#endif

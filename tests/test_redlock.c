@@ -1,0 +1,452 @@
+/*
+ * Redlock against three throwaway redis-servers, the third under
+ * libfaketime, plus a fourth as the store: the majority and its validity,
+ * the two ways a fence is bolted on (none, refused by the fenced stores;
+ * incr, the two-step trap), Kleppmann's scenario (a node's clock jumps,
+ * its key expires early, a second client wins a majority), and the
+ * fencebench binary end to end.
+ */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include "backend.h"
+#include "fbengine.h"
+#include "fbproc.h"
+#include "fbtest.h"
+#include "redlock.h"
+#include "servers.h"
+
+static const fb_lease_ops *const L = &fb_redlock_lease_ops;
+static fb_server node[3], store;
+static char nodes[300]; /* host:port,host:port,host:port */
+static char jumpy[700]; /* ...?faketime=3:FILE */
+
+#define TTL (200 * MS)
+
+static fb_engine_config base_cfg(void)
+{
+	return fb_test_lease_cfg(TTL);
+}
+
+/* The Redlock URL over the three nodes, with a query ("" for none). */
+static const char *url_with(const char *query)
+{
+	static char buf[800];
+	snprintf(buf, sizeof buf, "redlock://%s%s", nodes, query);
+	return buf;
+}
+
+static fb_acquire acq(void *c, uint32_t key, fb_lease *l)
+{
+	return fb_test_acquire(L, c, key, l);
+}
+
+/* A command on node i, from the test's own connection; the reply freed. */
+static void on_node(int i, const char *fmt, ...)
+{
+	redisContext *c = redisConnect("127.0.0.1", node[i].port);
+	check(c && !c->err, "connect to node %d", i + 1);
+	va_list ap;
+	va_start(ap, fmt);
+	redisReply *r = redisvCommand(c, fmt, ap);
+	va_end(ap);
+	check(r && r->type != REDIS_REPLY_ERROR, "node %d: %s", i + 1, fmt);
+	freeReplyObject(r);
+	redisFree(c);
+}
+
+static void test_bad_urls_and_configurations_are_einval_naming_the_url(void **state)
+{
+	(void)state;
+	char two[400], four[900], cas[800];
+	snprintf(two, sizeof two, "redlock://127.0.0.1:%d,127.0.0.1:%d", node[0].port,
+	         node[1].port);
+	snprintf(four, sizeof four, "%s?faketime=4:/tmp/x", url_with(""));
+	snprintf(cas, sizeof cas, "redlock://bob:s3cret@%s?fence=cas", nodes);
+	const char *bad[] = {"redlock://",
+	                     two,
+	                     four,
+	                     cas,
+	                     "redlock://s3cret@h:1,h:2,h:3/x",
+	                     "redlock://h:1,h:2,h:3?faketime=x"};
+	fb_engine_config cfg = base_cfg();
+	cfg.modes = 1u << FB_UNFENCED;
+	fb_test_bad_lease_urls(L, &cfg, bad, sizeof bad / sizeof bad[0]);
+	fb_engine_config fenced = base_cfg();
+	fb_test_lease_refused(L, &fenced, url_with(""), "Redlock mints no fence");
+	fb_test_lease_refused(L, &fenced, url_with("?fence=none"), "?fence=incr");
+	fb_engine_config tiny = base_cfg();
+	tiny.ttl_ns = 10 * MS;
+	fb_test_lease_refused(L, &tiny, url_with("?fence=incr"), "drift allowance");
+}
+
+static void test_a_node_down_at_the_start_is_esys_naming_it(void **state)
+{
+	(void)state;
+	fb_engine_config cfg = base_cfg();
+	char url[400];
+	snprintf(url, sizeof url, "redlock://127.0.0.1:%d,127.0.0.1:1,127.0.0.1:%d?fence=incr",
+	         node[0].port, node[2].port);
+	void *e = NULL;
+	char err[640] = "";
+	check_eq(L->open(&cfg, url, &e, err, sizeof err), FB_ESYS, "node 2 is down");
+	check(strstr(err, "node 2 (127.0.0.1:1)") && strstr(err, "refused"),
+	      "the message names the node and why: %s", err);
+}
+
+/* The contract, with both ways of getting a number: INCR's fences and
+ * none's labels both grow. */
+static void test_the_lease_contract_with_incr_and_with_none(void **state)
+{
+	(void)state;
+	fb_engine_config cfg = base_cfg();
+	void *e = fb_test_lease_open(L, &cfg, url_with("?fence=incr"), true);
+	fb_test_lease_contract(L, e, false);
+	char v[64];
+	L->version(e, v, sizeof v);
+	check(strstr(v, "7.") && strstr(v, "3 nodes"), "version: %s", v);
+	L->close(e);
+	cfg.modes = 1u << FB_UNFENCED;
+	e = fb_test_lease_open(L, &cfg, url_with(""), true);
+	fb_test_lease_contract(L, e, false);
+	L->close(e);
+}
+
+/* A majority is enough: with a node's key taken by someone else, a lock
+ * on the two others holds; with two taken, it does not, and what it set
+ * on the third is deleted again. */
+static void test_a_majority_holds_and_a_minority_is_undone(void **state)
+{
+	(void)state;
+	fb_engine_config cfg = base_cfg();
+	void *e = fb_test_lease_open(L, &cfg, url_with("?fence=incr"), true);
+	void *a = fb_test_lease_conn(L, e, 1);
+	fb_lease la;
+	on_node(0, "SET fb:redlock:lock:0 stranger PX 10000");
+	check_eq(acq(a, 0, &la), FB_ACQUIRED, "nodes 2 and 3 are a majority");
+	check_eq(L->is_held(a, 0, &la), FB_IO_OK, "held on a majority");
+	check_eq(L->release(a, 0, &la), FB_IO_OK, "released from the majority");
+	on_node(1, "SET fb:redlock:lock:0 stranger PX 10000");
+	check_eq(acq(a, 0, &la), FB_HELD, "nodes 1 and 2 taken: no majority");
+	redisContext *c = redisConnect("127.0.0.1", node[2].port);
+	redisReply *r = redisCommand(c, "EXISTS fb:redlock:lock:0");
+	check(r && r->type == REDIS_REPLY_INTEGER && r->integer == 0,
+	      "the lock set on node 3 was deleted again");
+	freeReplyObject(r);
+	redisFree(c);
+	on_node(0, "DEL fb:redlock:lock:0");
+	on_node(1, "DEL fb:redlock:lock:0");
+	L->disconnect(a);
+	L->close(e);
+}
+
+/* Nodes that die: a minority is survived (the lock is a majority of the
+ * others), a majority is no answer, naming the nodes and why. */
+static void test_a_dead_minority_is_survived_and_a_dead_majority_is_an_error(void **state)
+{
+	(void)state;
+	fb_server own[3];
+	for (int i = 0; i < 3; i++)
+		check_eq(fb_server_start(FB_SERVER_REDIS, &own[i]), 1, own[i].why);
+	char url[400];
+	snprintf(url, sizeof url, "redlock://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d?fence=incr",
+	         own[0].port, own[1].port, own[2].port);
+	fb_engine_config cfg = base_cfg();
+	cfg.timeout_ns = 1000 * MS;
+	void *e = fb_test_lease_open(L, &cfg, url, true);
+	void *a = fb_test_lease_conn(L, e, 1);
+	fb_lease la;
+	fb_server_kill(&own[2]);
+	check_eq(acq(a, 0, &la), FB_ACQUIRED, "two of three nodes are a majority");
+	check_eq(L->release(a, 0, &la), FB_IO_OK, "released from both");
+	fb_server_kill(&own[1]);
+	check_eq(acq(a, 0, &la), FB_ACQ_ERROR, "one node is not");
+	check(strstr(L->error(a), "1 of 3 nodes answered, 2 needed") &&
+	              strstr(L->error(a), "node 2 (127.0.0.1:"),
+	      "the error says how many answered and which did not: %s", L->error(a));
+	L->disconnect(a);
+	fb_server_kill(&own[0]);
+	L->close(e);
+	for (int i = 0; i < 3; i++)
+		fb_server_stop(&own[i]);
+}
+
+/* ?fence=incr's trap, by hand: A's SETs win, then, in the gap before its
+ * INCR, A's keys expire and B takes the lock and mints; A mints after:
+ * the older lock carries the newer fence. */
+static struct {
+	void *b;
+	int calls;
+	fb_acquire got;
+	fb_lease lb;
+} trap;
+
+static void trap_between(void *ctx)
+{
+	(void)ctx;
+	if (trap.calls++)
+		return; /* B's own acquire passes here too */
+	for (int i = 0; i < 3; i++)
+		on_node(i, "PEXPIRE fb:redlock:lock:0 0");
+	trap.got = acq(trap.b, 0, &trap.lb);
+}
+
+static void test_incr_gives_the_older_lock_the_newer_fence(void **state)
+{
+	(void)state;
+	fb_engine_config cfg = base_cfg();
+	cfg.between = trap_between;
+	void *e = fb_test_lease_open(L, &cfg, url_with("?fence=incr"), true);
+	void *a = fb_test_lease_conn(L, e, 1);
+	memset(&trap, 0, sizeof trap);
+	trap.b = fb_test_lease_conn(L, e, 2);
+	fb_lease la;
+	check_eq(acq(a, 0, &la), FB_ACQUIRED, "A won the majority before the gap");
+	check_eq(trap.got, FB_ACQUIRED, "B took the expired lock inside A's gap");
+	check(la.service_at < trap.lb.service_at, "A's lock is the older");
+	check(la.fence > trap.lb.fence, "yet carries the newer fence (%llu > %llu)",
+	      (unsigned long long)la.fence, (unsigned long long)trap.lb.fence);
+	check_eq(L->is_held(trap.b, 0, &trap.lb), FB_IO_OK, "B holds it");
+	check_eq(L->is_held(a, 0, &la), FB_IO_REFUSED, "A does not");
+	L->disconnect(trap.b);
+	L->disconnect(a);
+	L->close(e);
+}
+
+/*
+ * Kleppmann's scenario, step by step: A holds a bare majority, nodes 2
+ * and 3 (node 1 was busy). Node 3's clock jumps forward, its key expires
+ * early, node 1 frees up, and B wins nodes 1 and 3: a majority, while A's
+ * validity has not run out. Two holders.
+ */
+static void test_a_node_clock_jump_gives_a_second_client_a_majority(void **state)
+{
+	(void)state;
+	fb_engine_config cfg = base_cfg();
+	cfg.ttl_ns = 10000 * MS; /* nothing expires by itself here */
+	cfg.modes = 1u << FB_UNFENCED;
+	void *e = fb_test_lease_open(L, &cfg, jumpy, true);
+	void *a = fb_test_lease_conn(L, e, 1), *b = fb_test_lease_conn(L, e, 2);
+	void *inj = fb_test_lease_conn(L, e, 3);
+	fb_lease la, lb;
+	on_node(0, "SET fb:redlock:lock:0 busy PX 60000");
+	check_eq(acq(a, 0, &la), FB_ACQUIRED, "A: nodes 2 and 3");
+	check_eq(acq(b, 0, &lb), FB_HELD, "B is refused");
+	check_eq(L->node_jump(inj, 0), FB_IO_OK, "node 3 can jump");
+	check_eq(L->node_jump(inj, 2 * cfg.ttl_ns), FB_IO_OK, "node 3's clock jumps 20 s");
+	on_node(0, "DEL fb:redlock:lock:0");
+	check_eq(acq(b, 0, &lb), FB_ACQUIRED, "B wins nodes 1 and 3");
+	check(fb_clock_now(fb_clock_monotonic()) < la.expires_at,
+	      "while A still believes its lock valid");
+	check_eq(L->is_held(b, 0, &lb), FB_IO_OK, "B holds a majority");
+	check_eq(L->release(b, 0, &lb), FB_IO_OK, "B releases");
+	check_eq(L->release(a, 0, &la), FB_IO_REFUSED, "A holds only node 2");
+	L->disconnect(inj);
+	L->disconnect(a);
+	L->disconnect(b);
+	L->close(e);
+}
+
+static void test_node_jump_without_a_faketime_node_is_refused_saying_how(void **state)
+{
+	(void)state;
+	fb_engine_config cfg = base_cfg();
+	cfg.modes = 1u << FB_UNFENCED;
+	void *e = fb_test_lease_open(L, &cfg, url_with(""), true);
+	void *c = fb_test_lease_conn(L, e, 1);
+	check_eq(L->node_jump(c, 0), FB_IO_REFUSED, "no node is set up");
+	check(strstr(L->error(c), "libfaketime") && strstr(L->error(c), "?faketime=N:FILE"),
+	      "the reason says how: %s", L->error(c));
+	L->disconnect(c);
+	L->close(e);
+}
+
+/* ---- end to end -------------------------------------------------------------- */
+
+/* The acceptance run, with the fence bolted on by INCR and pauses that
+ * strike anywhere (a signal: the gap before the INCR is microseconds):
+ * unfenced corrupted, fenced safe, the witness content. */
+static void test_pauses_past_the_ttl_corrupt_unfenced_only(void **state)
+{
+	(void)state;
+	const char *args[] = {
+	        "-t",         "16",      "-d",           "4s",
+	        "-k",         "16",      "--on-held",    "skip",
+	        "--ttl",      "100ms",   "--pause-rate", "20",
+	        "--fault-at", "any",     "--lease",      url_with("?fence=incr"),
+	        "--store",    store.url, "--mode",       "fenced,write-fenced,unfenced",
+	        NULL};
+	fb_test_proc p;
+	json_object *doc = fb_test_run_doc(&p, args, 0);
+	fb_test_fenced_safe_unfenced_corrupted(doc, p.out);
+	check(strstr(p.out, "lease Redlock 7."), "the report names it:\n%s", p.out);
+	json_object_put(doc);
+	fb_test_release(&p);
+}
+
+/* ... and with no fence at all: the unfenced store alone, corrupted. */
+static void test_without_a_fence_only_unfenced_runs_and_it_is_corrupted(void **state)
+{
+	(void)state;
+	const char *args[] = {
+	        "-t",         "16",         "-d",      "3s",         "-k",           "16",
+	        "--on-held",  "skip",       "--ttl",   "100ms",      "--pause-rate", "20",
+	        "--fault-at", "after-read", "--lease", url_with(""), "--store",      store.url,
+	        "--mode",     "unfenced",   NULL};
+	fb_test_proc p;
+	json_object *doc = fb_test_run_doc(&p, args, 0);
+	check(fb_test_num(doc, "modes.unfenced.stale_accepted") > 0, "unfenced corrupted:\n%s",
+	      p.out);
+	json_object_put(doc);
+	fb_test_release(&p);
+	const char *all[] = {"-t",    "2",     "-d",      "1s",         "-q",
+	                     "--ttl", "100ms", "--lease", url_with(""), NULL};
+	check_eq(fb_test_run(&p, all), 2, "the fenced disciplines are refused: exit 2");
+	check(strstr(p.err, "--lease") && strstr(p.err, "Redlock mints no fence"), "why:\n%s",
+	      p.err);
+	fb_test_release(&p);
+}
+
+/* Pauses aimed between the majority and the INCR: the witness sees older
+ * locks with newer fences, and the run fails. */
+static void test_pauses_between_the_two_steps_are_caught_by_the_witness(void **state)
+{
+	(void)state;
+	const char *args[] = {"-t",           "16",     "-d",         "3s",
+	                      "--ttl",        "30ms",   "--fault-at", "after-read",
+	                      "--pause-rate", "40",     "--lease",    url_with("?fence=incr"),
+	                      "--mode",       "fenced", NULL};
+	fb_test_proc p;
+	json_object *doc = fb_test_run_doc(&p, args, 1);
+	check(fb_test_num(doc, "run.lease_violations.out_of_order_fences") > 0,
+	      "the witness counts fences out of acquisition order:\n%s", p.out);
+	check(strstr(p.out, "FAIL !!!"), "the verdict fails:\n%s", p.out);
+	json_object_put(doc);
+	fb_test_release(&p);
+}
+
+/* Node clock jumps while holders work: a second client wins a majority
+ * while the first still holds; the witness sees two live holders. */
+static void test_node_clock_jumps_give_two_holders_and_the_witness_sees_them(void **state)
+{
+	(void)state;
+	/* one key, 16 contenders: the races at each handover leave bare
+	 * majorities for the jumps to catch (a dozen or more overlaps a run
+	 * here, where 8 threads and 20 jumps/s sometimes caught none) */
+	const char *args[] = {"-t",
+	                      "16",
+	                      "-d",
+	                      "3s",
+	                      "-k",
+	                      "1",
+	                      "--ttl",
+	                      "100ms",
+	                      "--work",
+	                      "20ms",
+	                      "--faults",
+	                      "node-jump",
+	                      "--node-jump-rate",
+	                      "50",
+	                      "--skew",
+	                      "200ms",
+	                      "--lease",
+	                      jumpy,
+	                      "--store",
+	                      store.url,
+	                      "--mode",
+	                      "unfenced",
+	                      NULL};
+	fb_test_proc p;
+	json_object *doc = fb_test_run_doc(&p, args, 1);
+	check(fb_test_num(doc, "run.faults.node-jump.taken") > 0, "jumps taken:\n%s", p.out);
+	check(fb_test_num(doc, "run.lease_violations.overlapping_leases") > 0,
+	      "two live holders seen:\n%s", p.out);
+	check(strstr(p.out, "node-jump"), "the fault table has its row:\n%s", p.out);
+	json_object_put(doc);
+	fb_test_release(&p);
+	const char *plain[] = {"-t",         "2",      "-d",       "1s",        "-q",
+	                       "--ttl",      "100ms",  "--faults", "node-jump", "--lease",
+	                       url_with(""), "--mode", "unfenced", NULL};
+	check_eq(fb_test_run(&p, plain), 0, "without a faketime node the run goes on");
+	check(strstr(p.err, "node-jump skipped") && strstr(p.err, "libfaketime"),
+	      "and says why:\n%s", p.err);
+	fb_test_release(&p);
+}
+
+static void test_two_processes_share_the_nodes(void **state)
+{
+	(void)state;
+	/* pauses anywhere: the INCR's gap is the other test's */
+	const char *common[] = {"-t",         "4",     "-d",    "2s",           "-k",
+	                        "4",          "--ttl", "100ms", "--pause-rate", "10",
+	                        "--fault-at", "any",   NULL};
+	fb_test_shared_run(url_with("?fence=incr"), store.url, common);
+}
+
+static void test_unreachable_nodes_are_exit_3_with_the_password_hidden(void **state)
+{
+	(void)state;
+	fb_test_proc p;
+	const char *args[] = {"-t",
+	                      "2",
+	                      "-d",
+	                      "1s",
+	                      "-q",
+	                      "--ttl",
+	                      "100ms",
+	                      "--mode",
+	                      "unfenced",
+	                      "--lease",
+	                      "redlock://:hunter2@127.0.0.1:1,127.0.0.1:2,127.0.0.1:3",
+	                      NULL};
+	check_eq(fb_test_run(&p, args), 3, "exit code");
+	check(strstr(p.err, "127.0.0.1:1") && !strstr(p.err, "hunter2") && strstr(p.err, "***"),
+	      "names it, password hidden:\n%s", p.err);
+	fb_test_release(&p);
+}
+
+int main(void)
+{
+	fb_server_kind kinds[4] = {FB_SERVER_REDIS, FB_SERVER_REDIS, FB_SERVER_REDIS_FAKETIME,
+	                           FB_SERVER_REDIS};
+	fb_server *all[4] = {&node[0], &node[1], &node[2], &store};
+	for (int i = 0; i < 4; i++) {
+		int r = fb_server_start(kinds[i], all[i]);
+		if (r == 1)
+			continue;
+		for (int j = 0; j < i; j++)
+			fb_server_stop(all[j]);
+		if (r == 0) {
+			fb_server_skipped("Redlock engine tests", all[i]);
+			return 0;
+		}
+		fprintf(stderr, "cannot start redis-server: %s\n", all[i]->why);
+		return 1;
+	}
+	snprintf(nodes, sizeof nodes, "127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", node[0].port,
+	         node[1].port, node[2].port);
+	snprintf(jumpy, sizeof jumpy, "redlock://%s?faketime=3:%s", nodes, node[2].faketime);
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_bad_urls_and_configurations_are_einval_naming_the_url),
+	        cmocka_unit_test(test_a_node_down_at_the_start_is_esys_naming_it),
+	        cmocka_unit_test(test_the_lease_contract_with_incr_and_with_none),
+	        cmocka_unit_test(test_a_majority_holds_and_a_minority_is_undone),
+	        cmocka_unit_test(test_a_dead_minority_is_survived_and_a_dead_majority_is_an_error),
+	        cmocka_unit_test(test_incr_gives_the_older_lock_the_newer_fence),
+	        cmocka_unit_test(test_a_node_clock_jump_gives_a_second_client_a_majority),
+	        cmocka_unit_test(test_node_jump_without_a_faketime_node_is_refused_saying_how),
+	        cmocka_unit_test(test_pauses_past_the_ttl_corrupt_unfenced_only),
+	        cmocka_unit_test(test_without_a_fence_only_unfenced_runs_and_it_is_corrupted),
+	        cmocka_unit_test(test_pauses_between_the_two_steps_are_caught_by_the_witness),
+	        cmocka_unit_test(test_node_clock_jumps_give_two_holders_and_the_witness_sees_them),
+	        cmocka_unit_test(test_two_processes_share_the_nodes),
+	        cmocka_unit_test(test_unreachable_nodes_are_exit_3_with_the_password_hidden),
+	};
+	int failed = cmocka_run_group_tests(tests, NULL, NULL);
+	for (int i = 0; i < 4; i++)
+		fb_server_stop(all[i]);
+	return failed;
+}

@@ -1,0 +1,286 @@
+/*
+ * The ZooKeeper engine against a throwaway standalone server (tickTime
+ * 10 ms): the lock recipe and its czxid fences, the session as the lease,
+ * and the point of the single-threaded client: a session whose worker
+ * stops talking expires, and its lock goes to the next client. Then the
+ * fencebench binary end to end, with a Redis store.
+ */
+#define _GNU_SOURCE
+#include <string.h>
+#include <time.h>
+
+#include "backend.h"
+#include "fbengine.h"
+#include "fbproc.h"
+#include "fbtest.h"
+#include "servers.h"
+#include "zk.h"
+
+static const fb_lease_ops *const L = &fb_zk_lease_ops;
+static fb_server zk, redis;
+
+#define TTL (300 * MS)
+
+static fb_engine_config base_cfg(void)
+{
+	return fb_test_lease_cfg(TTL);
+}
+
+static void *engine(const fb_engine_config *cfg, bool fresh)
+{
+	return fb_test_lease_open(L, cfg, zk.url, fresh);
+}
+
+static void *conn(void *e, uint16_t worker)
+{
+	return fb_test_lease_conn(L, e, worker);
+}
+
+static fb_acquire acq(void *c, uint32_t key, fb_lease *l)
+{
+	return fb_test_acquire(L, c, key, l);
+}
+
+static uint64_t wall_ns(void)
+{
+	return fb_clock_now(fb_clock_realtime());
+}
+
+static void test_bad_urls_and_configurations_are_einval_naming_the_url(void **state)
+{
+	(void)state;
+	static const char *bad[] = {"zk://",
+	                            "zk://127.0.0.1:0",
+	                            "zk://127.0.0.1:2181,",
+	                            "zk://127.0.0.1:2181?fence=incr",
+	                            "zk://bob:s3cret@127.0.0.1:2181",
+	                            "zk://127.0.0.1:2181/a/",
+	                            "zk://127.0.0.1:2181/a//b",
+	                            "zk://127.0.0.1:2181/a%20b"};
+	fb_engine_config cfg = base_cfg();
+	fb_test_bad_lease_urls(L, &cfg, bad, sizeof bad / sizeof bad[0]);
+	struct {
+		fb_engine_config cfg;
+		const char *says;
+	} cases[] = {{base_cfg(), "whole milliseconds"},
+	             {base_cfg(), "per-key"},
+	             {base_cfg(), "--first-fence"}};
+	cases[0].cfg.ttl_ns = TTL + 1;
+	cases[1].cfg.fence = FB_FENCE_PER_KEY;
+	cases[2].cfg.first_fence = 33;
+	for (size_t i = 0; i < 3; i++)
+		fb_test_lease_refused(L, &cases[i].cfg, zk.url, cases[i].says);
+}
+
+static void test_unreachable_server_is_esys_naming_it(void **state)
+{
+	(void)state;
+	fb_engine_config cfg = base_cfg();
+	void *e = NULL;
+	char err[640] = "";
+	check_eq(L->open(&cfg, "zk://127.0.0.1:1", &e, err, sizeof err), FB_ESYS,
+	         "nothing listens on port 1");
+	check(strncmp(err, "zk://127.0.0.1:1: ", 18) == 0 && strstr(err, "no session"),
+	      "the message names the server and what failed: %s", err);
+}
+
+/* The server grants 20 ms..60 s: a TTL outside is refused, naming both. */
+static void test_a_ttl_the_server_will_not_grant_is_einval(void **state)
+{
+	(void)state;
+	fb_engine_config cfg = base_cfg();
+	cfg.ttl_ns = 10 * MS;
+	fb_test_lease_refused(L, &cfg, zk.url,
+	                      "--ttl 10 ms: the server negotiated a session "
+	                      "timeout of 20 ms");
+}
+
+static void test_version_names_the_server_and_the_negotiated_timeout(void **state)
+{
+	(void)state;
+	fb_engine_config cfg = base_cfg();
+	void *e = engine(&cfg, true);
+	char v[96];
+	L->version(e, v, sizeof v);
+	check(strncmp(v, "3.", 2) == 0 && strstr(v, "session timeout 300 ms"), "version: %s", v);
+	L->close(e);
+}
+
+/* The recipe: the lowest request holds; a second client is refused while
+ * the first holds, and takes the key after the release with a higher
+ * czxid. Fences are zxids: they grow across keys too. */
+static void test_lowest_request_holds_and_fences_are_growing_zxids(void **state)
+{
+	(void)state;
+	fb_engine_config cfg = base_cfg();
+	void *e = engine(&cfg, true);
+	fb_test_lease_contract(L, e, false);
+	void *a = conn(e, 1);
+	fb_lease la;
+	uint64_t t0 = wall_ns();
+	check_eq(acq(a, 2, &la), FB_ACQUIRED, "A takes key 2");
+	check(la.service_at + 1000 * MS > t0 && la.service_at < wall_ns() + 1000 * MS,
+	      "service_at is the node's ctime, on the server's wall clock");
+	check_eq(L->release(a, 2, &la), FB_IO_OK, "A releases");
+	L->disconnect(a);
+	L->close(e);
+}
+
+/*
+ * The pause: A holds, then its thread does nothing for twice the session
+ * timeout, as a stopped process would. Its session sends no heartbeat
+ * meanwhile (the single-threaded client runs only inside A's calls), the
+ * server expires it and deletes A's request, and B gets the lock. A's
+ * release and is_held are refused, and A's next acquire gets a new
+ * session.
+ */
+static void test_a_silent_session_expires_and_its_lock_goes_to_the_next_client(void **state)
+{
+	(void)state;
+	fb_engine_config cfg = base_cfg();
+	void *e = engine(&cfg, true);
+	void *a = conn(e, 1), *b = conn(e, 2);
+	fb_lease la, lb;
+	check_eq(acq(a, 0, &la), FB_ACQUIRED, "A takes key 0");
+	check_eq(acq(b, 0, &lb), FB_HELD, "B is refused");
+	fb_sleep_ns(2 * TTL); /* A's pause; B's session goes quiet too */
+	fb_acquire got = FB_HELD;
+	for (int i = 0; i < 100 && got == FB_HELD; i++) {
+		got = acq(b, 0, &lb);
+		if (got == FB_HELD)
+			fb_sleep_ns(10 * MS);
+	}
+	check_eq(got, FB_ACQUIRED, "B takes the key once A's session expired");
+	check(lb.fence > la.fence, "with a higher fence");
+	check_eq(L->is_held(a, 0, &la), FB_IO_REFUSED, "A, waking, does not hold it");
+	check_eq(L->release(a, 0, &la), FB_IO_REFUSED, "and cannot release B's lock");
+	check_eq(L->is_held(b, 0, &lb), FB_IO_OK, "B holds it");
+	fb_lease la2;
+	check_eq(acq(a, 1, &la2), FB_ACQUIRED, "A works again on a new session");
+	check_eq(L->release(a, 1, &la2), FB_IO_OK, "A releases key 1");
+	check_eq(L->release(b, 0, &lb), FB_IO_OK, "B releases key 0");
+	L->disconnect(a);
+	L->disconnect(b);
+	L->close(e);
+}
+
+/* Renewing is talking: a holder that renews every third of the timeout
+ * keeps its lock past several timeouts. */
+static void test_renew_keeps_the_session_and_the_lock(void **state)
+{
+	(void)state;
+	fb_engine_config cfg = base_cfg();
+	void *e = engine(&cfg, true);
+	void *a = conn(e, 1), *b = conn(e, 2);
+	fb_lease la, lb, r;
+	check_eq(acq(a, 0, &la), FB_ACQUIRED, "A takes key 0");
+	for (int i = 0; i < 6; i++) {
+		fb_sleep_ns(TTL / 3);
+		uint64_t before = fb_clock_now(fb_clock_monotonic());
+		check_eq(L->renew(a, 0, &la, &r), FB_IO_OK, "A renews");
+		check(r.fence == la.fence && r.expires_at >= before + TTL,
+		      "a TTL from the renewal");
+	}
+	check_eq(acq(b, 0, &lb), FB_HELD, "after 2 timeouts B is still refused");
+	check_eq(L->release(a, 0, &la), FB_IO_OK, "A releases");
+	L->disconnect(a);
+	L->disconnect(b);
+	L->close(e);
+}
+
+/* A fresh prepare forgets every lock request (a crashed run's); a shared
+ * run's later process (not fresh) keeps them. */
+static void test_fresh_prepare_forgets_the_requests_and_a_shared_one_does_not(void **state)
+{
+	(void)state;
+	fb_engine_config cfg = base_cfg();
+	void *e = engine(&cfg, true);
+	void *a = conn(e, 1);
+	fb_lease la, lb;
+	check_eq(acq(a, 2, &la), FB_ACQUIRED, "A takes key 2");
+	void *e2 = engine(&cfg, false);
+	void *b = conn(e2, 2);
+	check_eq(acq(b, 2, &lb), FB_HELD, "a shared prepare left A's lock alone");
+	void *e3 = engine(&cfg, true);
+	check_eq(acq(b, 2, &lb), FB_ACQUIRED, "a fresh prepare deleted it");
+	check_eq(L->is_held(a, 2, &la), FB_IO_REFUSED, "A's node is gone");
+	L->disconnect(a);
+	L->disconnect(b);
+	L->close(e3);
+	L->close(e2);
+	L->close(e);
+}
+
+/* ---- end to end ----------------------------------------------------------- */
+
+/* The issue's acceptance run: pauses of 1.5-3 session timeouts cost their
+ * holders the lock (the vacuity table's takeovers), unfenced accepts stale
+ * writes, fenced none, the checker agrees, the witness sees no broken
+ * promise. */
+static void test_pauses_past_the_session_timeout_corrupt_unfenced_only(void **state)
+{
+	(void)state;
+	const char *args[] = {
+	        "-t",         "16",         "-d",           "4s",
+	        "-k",         "16",         "--on-held",    "skip",
+	        "--ttl",      "200ms",      "--pause-rate", "20",
+	        "--fault-at", "after-read", "--lease",      zk.url,
+	        "--store",    redis.url,    "--mode",       "fenced,write-fenced,unfenced",
+	        NULL};
+	fb_test_proc p;
+	json_object *doc = fb_test_run_doc(&p, args, 0);
+	fb_test_fenced_safe_unfenced_corrupted(doc, p.out);
+	check(strstr(p.out, "lease ZooKeeper 3.") && strstr(p.out, "session timeout 200 ms"),
+	      "the report names the service and its negotiated timeout:\n%s", p.out);
+	json_object_put(doc);
+	fb_test_release(&p);
+}
+
+/* Two processes share the ensemble (--client-id) and the store; the global
+ * check afterwards finds fenced safe. */
+static void test_two_processes_share_the_ensemble(void **state)
+{
+	(void)state;
+	const char *common[] = {"-t",    "4",     "-d",           "2s", "-k", "4",
+	                        "--ttl", "200ms", "--pause-rate", "10", NULL};
+	fb_test_shared_run(zk.url, redis.url, common);
+}
+
+static void test_unreachable_ensemble_is_exit_3(void **state)
+{
+	(void)state;
+	fb_test_proc p;
+	const char *args[] = {"-t",    "2",       "-d",
+	                      "1s",    "-q",      "--ttl",
+	                      "200ms", "--lease", "zk://127.0.0.1:1,127.0.0.1:2",
+	                      NULL};
+	check_eq(fb_test_run(&p, args), 3, "exit code");
+	check(strstr(p.err, "--lease") && strstr(p.err, "127.0.0.1:1"), "names it:\n%s", p.err);
+	fb_test_release(&p);
+}
+
+int main(void)
+{
+	int r = fb_test_start_with_store(FB_SERVER_ZOOKEEPER, &zk, &redis,
+	                                 "ZooKeeper engine tests");
+	if (r <= 0)
+		return r < 0;
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_bad_urls_and_configurations_are_einval_naming_the_url),
+	        cmocka_unit_test(test_unreachable_server_is_esys_naming_it),
+	        cmocka_unit_test(test_a_ttl_the_server_will_not_grant_is_einval),
+	        cmocka_unit_test(test_version_names_the_server_and_the_negotiated_timeout),
+	        cmocka_unit_test(test_lowest_request_holds_and_fences_are_growing_zxids),
+	        cmocka_unit_test(
+	                test_a_silent_session_expires_and_its_lock_goes_to_the_next_client),
+	        cmocka_unit_test(test_renew_keeps_the_session_and_the_lock),
+	        cmocka_unit_test(test_fresh_prepare_forgets_the_requests_and_a_shared_one_does_not),
+	        cmocka_unit_test(test_pauses_past_the_session_timeout_corrupt_unfenced_only),
+	        cmocka_unit_test(test_two_processes_share_the_ensemble),
+	        cmocka_unit_test(test_unreachable_ensemble_is_exit_3),
+	};
+	int failed = cmocka_run_group_tests(tests, NULL, NULL);
+	fb_server_stop(&redis);
+	fb_server_stop(&zk);
+	return failed;
+}
