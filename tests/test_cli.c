@@ -145,7 +145,7 @@ static void test_short_run_shows_fenced_safe_and_unfenced_corrupted(void **state
 	json_object *doc = json_object_from_file(json);
 	check(doc != NULL, "--json %s did not parse", json);
 
-	check_eq(num(doc, "schema"), 1, "schema");
+	check_eq(num(doc, "schema"), 2, "schema");
 	check(!strcmp(json_object_get_string(get(doc, "tool")), "fencebench"), "tool name");
 	check(!json_object_get_boolean(get(doc, "interrupted")),
 	      "a finished run is not interrupted");

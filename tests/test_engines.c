@@ -153,9 +153,9 @@ static void test_server_pauses_of_the_lease_service(void **state)
 	                      NULL};
 	fb_test_proc p;
 	json_object *doc = fb_test_run_doc(&p, args, 0);
-	check(fb_test_num(doc, "run.faults.server-pause.taken") > 0,
+	check(fb_test_num(doc, "run.faults.server_pause.taken") > 0,
 	      "server pauses were taken:\n%s", p.out);
-	check(fb_test_num(doc, "run.faults.server-pause.over_ttl") > 0, "... longer than the TTL");
+	check(fb_test_num(doc, "run.faults.server_pause.over_ttl") > 0, "... longer than the TTL");
 	check_eq(fb_test_num(doc, "modes.fenced.stale_accepted"), 0, "fenced stale accepted");
 	check(strstr(p.out, "server-pause"), "the fault table has its row:\n%s", p.out);
 	json_object_put(doc);

@@ -657,9 +657,9 @@ static void test_check_reports_each_discipline_and_never_prepares(void **state)
 	check_eq(fk.closed, 1, "closed");
 	check_eq(fk.client_id_seen, 0, "client id 0");
 	check_has(r.out, "fenced: SAFE (3 writes re-verified", "fenced verdict");
-	check_has(r.out, "write-fenced: no stale write, but 1 updates lost (reads were not fenced",
+	check_has(r.out, "write-fenced: no stale write, but 1 update lost (reads were not fenced",
 	          "write-fenced verdict");
-	check_has(r.out, "unfenced: CORRUPTED (1 stale writes accepted, 1 debits erased)",
+	check_has(r.out, "unfenced: CORRUPTED (1 stale write accepted, 1 debit erased)",
 	          "unfenced verdict");
 	char line[160];
 	snprintf(line, sizeof line, "%-28s %13s %13s %13s\n", "writes in history", "3", "2", "2");
@@ -773,7 +773,7 @@ static void test_check_writes_the_json_document(void **state)
 	check_lacks(text, "hunter2", "the password is not in the document");
 	json_object *x;
 #define GET(o, k) (json_object_object_get_ex((o), (k), &x) ? x : NULL)
-	check_eq(json_object_get_int(GET(doc, "schema")), 1, "schema");
+	check_eq(json_object_get_int(GET(doc, "schema")), 2, "schema");
 	check(!strcmp(json_object_get_string(GET(doc, "kind")), "check"), "kind");
 	json_object *st = GET(doc, "store");
 	check(!strcmp(json_object_get_string(GET(st, "url")), "fake://u:***@h/0"), "url redacted");

@@ -245,9 +245,9 @@ static void test_compare_two_sweeps_matches_rows(void **state)
 	release(&r);
 }
 
-static void set_schema_2(json_object *doc)
+static void set_schema_3(json_object *doc)
 {
-	json_object_object_add(doc, "schema", json_object_new_int(2));
+	json_object_object_add(doc, "schema", json_object_new_int(3));
 }
 
 static void set_tool_fio(json_object *doc)
@@ -265,15 +265,15 @@ static void refused(result *r, const char *file, const char *reason, const char 
 	check(strstr(r->err, reason), "%s: stderr says '%s': %s", what, reason, r->err);
 }
 
-static void test_compare_refuses_schema_2_and_another_tool(void **state)
+static void test_compare_refuses_schema_3_and_another_tool(void **state)
 {
 	(void)state;
 	char *dir = fb_test_tmpdir();
-	const char *s2 = variant(dir, "run-a.json", "schema2.json", set_schema_2);
+	const char *s2 = variant(dir, "run-a.json", "schema3.json", set_schema_3);
 	const char *args[] = {"compare", data("run-a.json"), s2, NULL};
 	result r = run(args);
-	refused(&r, "schema2.json", "\"schema\" is 2; this fencebench reads schema 1",
-	        "compare with a schema-2 document exits 2");
+	refused(&r, "schema3.json", "\"schema\" is 3; this fencebench reads schemas 1 to 2",
+	        "compare with a schema-3 document exits 2");
 	release(&r);
 
 	const char *fio = variant(dir, "run-a.json", "fio.json", set_tool_fio);
@@ -469,14 +469,14 @@ static void test_plot_without_gnuplot_exits_3_with_the_apt_line(void **state)
 	free(dir);
 }
 
-static void test_plot_refuses_schema_2(void **state)
+static void test_plot_refuses_schema_3(void **state)
 {
 	(void)state;
 	char *dir = fb_test_tmpdir();
-	const char *s2 = variant(dir, "run-a.json", "schema2.json", set_schema_2);
+	const char *s2 = variant(dir, "run-a.json", "schema3.json", set_schema_3);
 	const char *args[] = {"plot", s2, NULL};
 	result r = run(args);
-	refused(&r, "schema2.json", "schema 1", "plot of a schema-2 document exits 2");
+	refused(&r, "schema3.json", "schemas 1 to 2", "plot of a schema-3 document exits 2");
 	release(&r);
 	fb_test_rmtree(dir);
 	free(dir);
@@ -488,7 +488,7 @@ int main(void)
 	        cmocka_unit_test(test_compare_two_runs_prints_ratios_per_discipline),
 	        cmocka_unit_test(test_compare_floor_ratio_when_present),
 	        cmocka_unit_test(test_compare_two_sweeps_matches_rows),
-	        cmocka_unit_test(test_compare_refuses_schema_2_and_another_tool),
+	        cmocka_unit_test(test_compare_refuses_schema_3_and_another_tool),
 	        cmocka_unit_test(test_compare_refuses_run_against_sweep),
 	        cmocka_unit_test(test_malformed_json_exits_2_naming_the_file),
 	        cmocka_unit_test(test_compare_usage_errors_exit_2),
@@ -497,7 +497,7 @@ int main(void)
 	        cmocka_unit_test(test_plot_pause_sweep_writes_corruption),
 	        cmocka_unit_test(test_plot_run_writes_the_latency_spectrum_only),
 	        cmocka_unit_test(test_plot_without_gnuplot_exits_3_with_the_apt_line),
-	        cmocka_unit_test(test_plot_refuses_schema_2),
+	        cmocka_unit_test(test_plot_refuses_schema_3),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -361,7 +361,7 @@ static void test_node_clock_jumps_give_two_holders_and_the_witness_sees_them(voi
 	                      NULL};
 	fb_test_proc p;
 	json_object *doc = fb_test_run_doc(&p, args, 1);
-	check(fb_test_num(doc, "run.faults.node-jump.taken") > 0, "jumps taken:\n%s", p.out);
+	check(fb_test_num(doc, "run.faults.node_jump.taken") > 0, "jumps taken:\n%s", p.out);
 	check(fb_test_num(doc, "run.lease_violations.overlapping_leases") > 0,
 	      "two live holders seen:\n%s", p.out);
 	check(strstr(p.out, "node-jump"), "the fault table has its row:\n%s", p.out);

@@ -118,7 +118,45 @@ static int single(const fb_config *cfg)
 	return code;
 }
 
-/* Every combination of the lists, one run each, one document. */
+/* What a sweep's rows came to, for its one verdict line. */
+typedef struct sweep_tally {
+	uint32_t ran, failed, corrupted, vacuous;
+} sweep_tally;
+
+/* One row of a sweep: its run, its line, its place in the document. False:
+ * the sweep stops here (a failure to start, the engine gone, a signal). */
+static bool sweep_row(const fb_config *row, bool *first, int *code, int *sig, fb_err *err,
+                      sweep_tally *t)
+{
+	fb_report_row_begin(&report, row);
+	fb_results res;
+	fb_err e = fb_run(row, fb_report_tick, &report, &res);
+	if (e != FB_OK)
+		*err = e; /* the first failure of any row stays */
+	if (e != FB_OK && e != FB_EFENCE && e != FB_EENGINE)
+		return false;
+	clear_progress();
+	measure_floor(row, &res);
+	take_pending_signal(&res);
+	fb_report_sweep_line(stdout, row, &res, *first);
+	*first = false;
+	fb_report_add_row(&report, row, &res);
+	int v = fb_report_verdict(&res);
+	*code |= v;
+	t->ran++;
+	t->failed += (uint32_t)v;
+	t->corrupted += res.mode[FB_UNFENCED].stale_accepted ||
+	                res.mode[FB_UNFENCED].lost_updates ||
+	                res.mode[FB_WRITE_FENCED].lost_updates;
+	t->vacuous += fb_report_vacuous(&res);
+	bool go = !res.interrupted && e != FB_EENGINE; /* the engine is gone: stop */
+	if (res.interrupted)
+		*sig = res.signal;
+	fb_results_free(&res);
+	return go;
+}
+
+/* Every combination of the lists, one run each, one document, one verdict. */
 static int sweep(const fb_config *cfg)
 {
 	uint32_t fences[2], nf = 0;
@@ -127,43 +165,24 @@ static int sweep(const fb_config *cfg)
 			fences[nf++] = (uint32_t)f;
 	uint32_t total = cfg->n_threads * nf * cfg->n_dist * cfg->n_pause_rate;
 	fb_report_header(stdout, cfg);
-	printf("sweep: %u runs of %.4gs\n\n", total, (double)cfg->duration_ns / 1e9);
+	printf("sweep: %u %s of %.4gs\n\n", total, total == 1 ? "run" : "runs",
+	       (double)cfg->duration_ns / 1e9);
 	int code = 0, sig = 0;
-	bool first = true, stop = false;
+	bool first = true, go = true;
 	fb_err err = FB_OK;
-	for (uint32_t t = 0; t < cfg->n_threads && !stop; t++)
-		for (uint32_t f = 0; f < nf && !stop; f++)
-			for (uint32_t d = 0; d < cfg->n_dist && !stop; d++)
-				for (uint32_t p = 0; p < cfg->n_pause_rate && !stop; p++) {
-					fb_config row = *cfg;
-					row.threads = cfg->threads_list[t];
-					row.fence = (fb_fence_source)fences[f];
-					row.dist = cfg->dist_list[d];
-					row.pause_rate = cfg->pause_rate_list[p];
-					fb_report_row_begin(&report, &row);
-					fb_results res;
-					fb_err e = fb_run(&row, fb_report_tick, &report, &res);
-					if (e != FB_OK)
-						err = e; /* the first failure of any row stays */
-					if (e != FB_OK && e != FB_EFENCE && e != FB_EENGINE) {
-						stop = true;
-						break;
-					}
-					clear_progress();
-					measure_floor(&row, &res);
-					take_pending_signal(&res);
-					fb_report_sweep_line(stdout, &row, &res, first);
-					first = false;
-					fb_report_add_row(&report, &row, &res);
-					code |= fb_report_verdict(&res);
-					if (res.interrupted) {
-						sig = res.signal;
-						stop = true;
-					}
-					if (e == FB_EENGINE)
-						stop = true; /* the engine is gone */
-					fb_results_free(&res);
-				}
+	sweep_tally t = {0};
+	for (uint32_t i = 0; i < total && go; i++) {
+		/* row i of the lists' product: threads, then fence, dist, pause rate */
+		uint32_t p = i % cfg->n_pause_rate, d = i / cfg->n_pause_rate % cfg->n_dist,
+		         f = i / (cfg->n_pause_rate * cfg->n_dist) % nf,
+		         th = i / (cfg->n_pause_rate * cfg->n_dist * nf);
+		fb_config row = *cfg;
+		row.threads = cfg->threads_list[th];
+		row.fence = (fb_fence_source)fences[f];
+		row.dist = cfg->dist_list[d];
+		row.pause_rate = cfg->pause_rate_list[p];
+		go = sweep_row(&row, &first, &code, &sig, &err, &t);
+	}
 	arm_second_signal();
 	if (err != FB_OK && err != FB_EFENCE && first) {
 		fb_report_abandon(&report);
@@ -175,8 +194,17 @@ static int sweep(const fb_config *cfg)
 		code = 3;
 	char replay[1024];
 	fb_config_replay(cfg, replay, sizeof replay);
-	printf("\n%s replay: %s\n",
-	       code == 1 ? "FAIL !!! a fenced discipline failed;" : "sweep:", replay);
+	if (t.ran < total)
+		printf("\n%s after %u of %u rows: the rows above are what was measured\n",
+		       sig ? "interrupted" : "stopped", t.ran, total);
+	printf("\n%s: %u of %u rows run; a fenced discipline failed in %u; write-fenced or "
+	       "unfenced corrupted in %u; vacuous (no stale write attempted) in %u; replay: %s\n",
+	       t.failed             ? "FAIL !!!"
+	       : sig                ? "INTERRUPTED"
+	       : err != FB_OK       ? "INCOMPLETE"
+	       : t.vacuous == t.ran ? "VACUOUS"
+	                            : "PASS",
+	       t.ran, total, t.failed, t.corrupted, t.vacuous, replay);
 	if (fb_report_write_sweep(&report, code, sig != 0, sig) && !sig)
 		code = 3;
 	return code;

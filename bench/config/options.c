@@ -196,7 +196,7 @@ static const opt opts[] = {
          "write the history (every step) to FILE", 0, W_DET},
         {"warmup", 0, "D", K_DURATION, OFF(warmup_ns), 0, 0, 0, NULL, 0, "warmup_s", 1e9, true,
          "run this long first without counting throughput or latency", 0, W_STRESS},
-        {"cpus", 0, "LIST", K_CPUS, OFF(cpus), OFF(n_cpus), 0, 0, NULL, 0, NULL, 0, true,
+        {"cpus", 0, "LIST", K_CPUS, OFF(cpus), OFF(n_cpus), 0, 0, NULL, 0, "cpus", 0, true,
          "run workers on these CPUs (taskset list syntax: 0-3,8)", 0, W_STRESS},
         {"pin", 0, NULL, K_FLAG, OFF(pin), 0, 0, 0, NULL, 0, "pin", 0, true,
          "pin each worker to one CPU, round robin over --cpus (default: all online)", 0, W_STRESS},
@@ -693,6 +693,8 @@ static int parse_value(fb_config *cfg, const opt *o, const char *v)
 		return 0;
 	case K_ENGINE: {
 		bool lease = o->off == OFF(lease_url);
+		if (!*v)
+			return bad(o, v, "is empty (inproc, or an engine's URL)");
 		if (lease ? !fb_lease_engine(v) : !fb_store_engine(v)) {
 			char red[256], reason[320];
 			fb_url_redact(v, red, sizeof red);
@@ -752,6 +754,15 @@ static void usage(FILE *out)
 	             "  3  runtime error (threads, memory, results directory)\n"
 	             "  130, 143  interrupted by SIGINT, SIGTERM (results so far are written)\n\n"
 	             "Example: fencebench -t 64 -d 60s --pause-rate 40 --pause 15ms-30ms\n");
+}
+
+/* Whether the option called name was given. */
+static bool given_name(const bool *given, const char *name)
+{
+	for (size_t i = 0; i < NOPTS; i++)
+		if (!strcmp(opts[i].name, name))
+			return given[i];
+	return false;
 }
 
 /* getopt over the table: each value parsed into cfg as it comes, each
@@ -825,10 +836,43 @@ static fb_parse read_args(fb_config *cfg, int argc, char **argv, bool *given)
 	return FB_PARSE_RUN;
 }
 
-/* An option the driver would ignore is refused, never dropped. 0, or -1
- * with the line said. */
+/* Whether option o, a fault's, serves a fault of the run: --pause sizes
+ * server pauses too, --skew a node's jump. */
+static bool serves_a_fault(const fb_config *cfg, const opt *o)
+{
+	fb_fault f = (fb_fault)(o->need - 1);
+	if (cfg->faults & (1u << f))
+		return true;
+	if (o->off == OFF(pause_min_ns) && (cfg->faults & (1u << FB_FAULT_SERVER_PAUSE)))
+		return true;
+	return o->off == OFF(skew_ns) && (cfg->faults & (1u << FB_FAULT_NODE_JUMP));
+}
+
+/* An option the run would ignore is refused, never dropped: another
+ * driver's, a fault's that is not selected, or one a combination makes
+ * moot. 0, or -1 with the line said. */
 static int check_scope(const fb_config *cfg, const bool *given)
 {
+	for (size_t i = 0; i < NOPTS; i++) {
+		const opt *o = &opts[i];
+		if (!given[i] || !o->need || o->need >= NEED_DETERMINISTIC ||
+		    serves_a_fault(cfg, o))
+			continue;
+		fprintf(stderr,
+		        "fencebench: --%s: its fault, %s, is not among --faults (add it, or "
+		        "leave the option out)\n",
+		        o->name, fb_fault_names[o->need - 1]);
+		return -1;
+	}
+	if (cfg->seeds_given && given_name(given, "seed")) {
+		fprintf(stderr, "fencebench: --seed: --seeds names the seeds already; give one\n");
+		return -1;
+	}
+	if (cfg->quiet && cfg->progress == FB_PROGRESS_ALWAYS) {
+		fprintf(stderr, "fencebench: --progress: 'always' and -q (no progress line) "
+		                "contradict each other; give one\n");
+		return -1;
+	}
 	for (size_t i = 0; i < NOPTS; i++) {
 		const opt *o = &opts[i];
 		if (!given[i] || !o->where || o->where == (cfg->deterministic ? W_DET : W_STRESS))
@@ -898,6 +942,11 @@ static int check_combinations(const fb_config *cfg)
 {
 	bool remote =
 	        fb_lease_engine(cfg->lease_url)->remote || fb_store_engine(cfg->store_url)->remote;
+	if (fb_config_is_sweep(cfg) && cfg->hdr_prefix) {
+		fprintf(stderr, "fencebench: --hdr-file: a sweep has many runs, each with its own "
+		                "histograms; run the row you want alone to write its files\n");
+		return -1;
+	}
 	if (fb_config_is_sweep(cfg) && (cfg->plan_path || cfg->plan_out_path)) {
 		fprintf(stderr,
 		        "fencebench: %s: a plan is one run's faults, by worker and cycle; a sweep "
@@ -1173,6 +1222,14 @@ void fb_config_visit(const fb_config *cfg, const fb_config_visitor *vis, void *c
 				vis->number(ctx, o->json, vals[0]);
 			else
 				vis->numbers(ctx, o->json, vals, (int)n);
+			break;
+		}
+		case K_CPUS: { /* the CPUs given; none: every online CPU */
+			uint32_t n = *(const uint32_t *)((const char *)cfg + o->off2);
+			double vals[1024];
+			for (uint32_t j = 0; j < n; j++)
+				vals[j] = ((const uint32_t *)f)[j];
+			vis->numbers(ctx, o->json, vals, (int)n);
 			break;
 		}
 		case K_DIST_LIST: {

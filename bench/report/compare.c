@@ -102,6 +102,136 @@ static json_object *parse(const char *path, const char *text, size_t n, char *wh
 	return doc;
 }
 
+/* ---- judging a document's values ---- */
+
+/* The fields of a discipline that the readers use: counts and rates, each a
+ * finite number not below zero where present (lost_updates may be null: a
+ * run that did not check). */
+static const char *const mode_counts[] = {
+        "ops",           "acquired",       "contended",        "writes",
+        "accepted",      "rejected_stale", "reads_refused",    "stale_accepted",
+        "zombie_writes", "cas_retries",    "throughput_ops_s", "false_rejections",
+};
+static const char *const lat_phases[] = {"acquire", "write", "cycle"};
+static const char *const lat_points[] = {"p50", "p90", "p99", "p999", "p9999", "max"};
+
+/* "rows[3].modes.fenced.x: "fast" is not a number" into why, false. */
+static bool bad_value(char *why, size_t len, const char *file, const char *at, const char *field,
+                      json_object *v, const char *what)
+{
+	snprintf(why, len, "%s: %s%s%s: %s %s", file, at, *at ? "." : "", field, compact(v), what);
+	return false;
+}
+
+/* The value at field of o, if there: a finite number, and not below zero
+ * unless signed. */
+static bool number_ok(json_object *o, const char *field, bool may_be_null, bool is_signed,
+                      const char *file, const char *at, char *why, size_t len)
+{
+	json_object *v = fb_doc_get(o, field);
+	if (!v && !json_object_object_get_ex(o, field, NULL))
+		return true; /* absent: a reader that needs it says so itself */
+	if (!v)
+		return may_be_null ? true
+		                   : bad_value(why, len, file, at, field, v, "is not a number");
+	if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double))
+		return bad_value(why, len, file, at, field, v, "is not a number");
+	double x = json_object_get_double(v);
+	if (!isfinite(x))
+		return bad_value(why, len, file, at, field, v, "is not a finite number");
+	if (!is_signed && x < 0)
+		return bad_value(why, len, file, at, field, v, "is below zero");
+	return true;
+}
+
+/* A "modes" object: every discipline present an object of sound numbers. */
+static bool modes_ok(json_object *modes, const char *file, const char *at, char *why, size_t len)
+{
+	if (!modes || !json_object_is_type(modes, json_type_object)) {
+		snprintf(why, len, "%s: %s%smodes: %s%s", file, at, *at ? "." : "",
+		         modes ? compact(modes) : "", modes ? " is not an object" : "is missing");
+		return false;
+	}
+	int found = 0;
+	for (int d = 0; d < FB_DOC_DISCIPLINES; d++) {
+		json_object *m = fb_doc_get(modes, fb_doc_discipline_key[d]);
+		if (!m)
+			continue;
+		char here[160];
+		snprintf(here, sizeof here, "%s%smodes.%s", at, *at ? "." : "",
+		         fb_doc_discipline_key[d]);
+		if (!json_object_is_type(m, json_type_object)) {
+			snprintf(why, len, "%s: %s: %s is not an object", file, here, compact(m));
+			return false;
+		}
+		found++;
+		for (size_t i = 0; i < sizeof mode_counts / sizeof *mode_counts; i++)
+			if (!number_ok(m, mode_counts[i], false, false, file, here, why, len))
+				return false;
+		if (!number_ok(m, "lost_updates", true, true, file, here, why, len))
+			return false;
+		for (size_t p = 0; p < 3; p++)
+			for (size_t q = 0; q < sizeof lat_points / sizeof *lat_points; q++) {
+				char f[64];
+				snprintf(f, sizeof f, "latency_ns.%s.%s", lat_phases[p],
+				         lat_points[q]);
+				json_object *ph = fb_doc_get(m, "latency_ns");
+				if (ph && !json_object_is_type(ph, json_type_object))
+					return bad_value(why, len, file, here, "latency_ns", ph,
+					                 "is not an object");
+				if (!number_ok(m, f, false, false, file, here, why, len))
+					return false;
+			}
+	}
+	if (!found) {
+		snprintf(why, len,
+		         "%s: %s%smodes: no discipline in it (fenced, write_fenced, unfenced)",
+		         file, at, *at ? "." : "");
+		return false;
+	}
+	return true;
+}
+
+/* A positive whole number at o.field. */
+static bool count_ok(json_object *o, const char *field, const char *file, const char *at, char *why,
+                     size_t len)
+{
+	json_object *v = fb_doc_get(o, field);
+	if (!v || !json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 1)
+		return bad_value(why, len, file, at, field, v, "is not a positive whole number");
+	return true;
+}
+
+/* Every value the readers take from a run or a sweep, judged: the first
+ * that is wrong is named by its path, so no chart or ratio is drawn from it
+ * silently. */
+static bool values_ok(json_object *doc, fb_doc_kind kind, const char *file, char *why, size_t len)
+{
+	if (kind == FB_DOC_RUN)
+		return count_ok(doc, "config.threads", file, "", why, len) &&
+		       modes_ok(fb_doc_get(doc, "modes"), file, "", why, len);
+	json_object *rows = fb_doc_get(doc, "rows");
+	size_t n = json_object_array_length(rows);
+	if (!n) {
+		snprintf(why, len, "%s: a sweep of no rows: nothing to read", file);
+		return false;
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_object *row = json_object_array_get_idx(rows, i);
+		char at[32];
+		snprintf(at, sizeof at, "rows[%zu]", i);
+		if (!row || !json_object_is_type(row, json_type_object)) {
+			snprintf(why, len, "%s: %s: %s is not an object", file, at, compact(row));
+			return false;
+		}
+		if (!count_ok(row, "threads", file, at, why, len) ||
+		    !number_ok(row, "pause_rate", false, false, file, at, why, len) ||
+		    !modes_ok(fb_doc_get(row, "modes"), file, at, why, len))
+			return false;
+	}
+	return true;
+}
+
 json_object *fb_doc_load(const char *path, fb_doc_kind *kind, char *why, size_t len)
 {
 	size_t n = 0;
@@ -128,9 +258,10 @@ json_object *fb_doc_load(const char *path, fb_doc_kind *kind, char *why, size_t 
 	}
 	json_object *schema = fb_doc_get(doc, "schema");
 	if (!schema || !json_object_is_type(schema, json_type_int) ||
-	    json_object_get_int64(schema) != FB_DOC_SCHEMA) {
-		snprintf(why, len, "%s: \"schema\" is %s; this fencebench reads schema %d only",
-		         path, compact(schema), FB_DOC_SCHEMA);
+	    json_object_get_int64(schema) < FB_DOC_SCHEMA_MIN ||
+	    json_object_get_int64(schema) > FB_DOC_SCHEMA) {
+		snprintf(why, len, "%s: \"schema\" is %s; this fencebench reads schemas %d to %d",
+		         path, compact(schema), FB_DOC_SCHEMA_MIN, FB_DOC_SCHEMA);
 		goto refuse;
 	}
 	const char *k = fb_doc_string(doc, "kind");
@@ -153,6 +284,8 @@ json_object *fb_doc_load(const char *path, fb_doc_kind *kind, char *why, size_t 
 		         compact(fb_doc_get(doc, "kind")));
 		goto refuse;
 	}
+	if (!values_ok(doc, *kind, path, why, len))
+		goto refuse;
 	return doc;
 refuse:
 	json_object_put(doc);

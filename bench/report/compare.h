@@ -15,8 +15,10 @@
 
 struct json_object;
 
-/* The schema this fencebench reads. */
-#define FB_DOC_SCHEMA 1
+/* The schemas this fencebench reads: 1 and 2 (2 renamed keys no reader
+ * here uses: the faults' server-pause is server_pause). */
+#define FB_DOC_SCHEMA_MIN 1
+#define FB_DOC_SCHEMA     2
 
 typedef enum fb_doc_kind {
 	FB_DOC_RUN,   /* one run: top-level "run" and "modes" */

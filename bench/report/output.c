@@ -87,14 +87,15 @@ void fb_say_write_fenced_lost(FILE *out, int64_t lost)
 {
 	char n[32];
 	fprintf(out,
-	        "write-fenced: no stale write, but %s updates lost (reads were not fenced: two "
+	        "write-fenced: no stale write, but %s %s lost (reads were not fenced: two "
 	        "holders read the same balance, both writes went forward)\n",
-	        fb_grouped(n, sizeof n, (double)lost));
+	        fb_grouped(n, sizeof n, (double)lost), lost == 1 ? "update" : "updates");
 }
 
 void fb_say_unfenced_corrupted(FILE *out, uint64_t stale, int64_t lost)
 {
 	char a[32], b[32];
-	fprintf(out, "unfenced: CORRUPTED (%s stale writes accepted, %s debits erased)\n",
-	        fb_grouped(a, sizeof a, (double)stale), fb_grouped(b, sizeof b, (double)lost));
+	fprintf(out, "unfenced: CORRUPTED (%s stale %s accepted, %s %s erased)\n",
+	        fb_grouped(a, sizeof a, (double)stale), stale == 1 ? "write" : "writes",
+	        fb_grouped(b, sizeof b, (double)lost), lost == 1 ? "debit" : "debits");
 }

@@ -20,6 +20,9 @@ static const char *dur(char *buf, size_t len, uint64_t ns)
 
 #define D(ns) dur((char[32]){0}, 32, (ns))
 
+/* "1 thread", "2 threads": words that add up */
+#define PL(n, one, many) ((n) == 1 ? (one) : (many))
+
 void fb_report_open(fb_report *rp, const fb_config *cfg)
 {
 	memset(rp, 0, sizeof *rp);
@@ -102,24 +105,30 @@ void fb_report_tick(void *ctx, const fb_sample *s)
 	rp->last = *s;
 }
 
-void fb_report_header(FILE *out, const fb_config *cfg)
+/* "2 threads", or a sweep's "threads 1,2,4": the header describes every
+ * row, not the first. */
+static void thread_words(char *buf, size_t len, const fb_config *cfg, const char *one,
+                         const char *many)
 {
-	if (cfg->bug != FB_BUG_NONE)
-		fprintf(out,
-		        "!!! PLANTED BUG %s: %s. This run tests the checkers, not the design.\n",
-		        fb_bug_names[cfg->bug], fb_bug_what[cfg->bug]);
-	if (cfg->deterministic)
-		fprintf(out,
-		        "fencebench %s  deterministic  %u workers  %llu steps a seed  %u keys  ttl "
-		        "%s  ",
-		        FB_VERSION, cfg->threads, (unsigned long long)cfg->steps, cfg->keys,
-		        D(cfg->ttl_ns));
-	else
-		fprintf(out, "fencebench %s  %u threads  %s  %u keys  ttl %s  ", FB_VERSION,
-		        cfg->threads, D(cfg->duration_ns), cfg->keys, D(cfg->ttl_ns));
+	if (cfg->n_threads <= 1) {
+		snprintf(buf, len, "%u %s", cfg->threads, PL(cfg->threads, one, many));
+		return;
+	}
+	size_t n = (size_t)snprintf(buf, len, "%s ", many);
+	for (uint32_t i = 0; i < cfg->n_threads && n < len; i++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%u", i ? "," : "", cfg->threads_list[i]);
+}
+
+/* The faults, each with its rate and size; a swept pause rate as its list. */
+static bool header_faults(FILE *out, const fb_config *cfg)
+{
 	bool any = false;
-	if (fb_config_fault(cfg, FB_FAULT_PAUSE)) {
-		fprintf(out, "pauses %g/s x %s-%s at %s  ", cfg->pause_rate, D(cfg->pause_min_ns),
+	if (fb_config_fault(cfg, FB_FAULT_PAUSE) || cfg->n_pause_rate > 1) {
+		char rates[200] = "";
+		for (uint32_t i = 0; i < cfg->n_pause_rate; i++)
+			snprintf(rates + strlen(rates), sizeof rates - strlen(rates), "%s%g",
+			         i ? "," : "", cfg->pause_rate_list[i]);
+		fprintf(out, "pauses %s/s x %s-%s at %s  ", rates, D(cfg->pause_min_ns),
 		        D(cfg->pause_max_ns), fb_fault_at_names[cfg->fault_at]);
 		any = true;
 	}
@@ -150,11 +159,30 @@ void fb_report_header(FILE *out, const fb_config *cfg)
 		        D(cfg->pause_min_ns), D(cfg->pause_max_ns));
 		any = true;
 	}
-	if (fb_config_fault(cfg, FB_FAULT_NODE_JUMP)) { /* issue 14 */
+	if (fb_config_fault(cfg, FB_FAULT_NODE_JUMP)) {
 		fprintf(out, "node clock jumps %g/s x %s  ", cfg->node_jump_rate, D(cfg->skew_ns));
 		any = true;
 	}
-	if (!any)
+	return any;
+}
+
+void fb_report_header(FILE *out, const fb_config *cfg)
+{
+	if (cfg->bug != FB_BUG_NONE)
+		fprintf(out,
+		        "!!! PLANTED BUG %s: %s. This run tests the checkers, not the design.\n",
+		        fb_bug_names[cfg->bug], fb_bug_what[cfg->bug]);
+	char who[200];
+	if (cfg->deterministic) {
+		thread_words(who, sizeof who, cfg, "worker", "workers");
+		fprintf(out, "fencebench %s  deterministic  %s  %llu steps a seed  ", FB_VERSION,
+		        who, (unsigned long long)cfg->steps);
+	} else {
+		thread_words(who, sizeof who, cfg, "thread", "threads");
+		fprintf(out, "fencebench %s  %s  %s  ", FB_VERSION, who, D(cfg->duration_ns));
+	}
+	fprintf(out, "%u %s  ttl %s  ", cfg->keys, PL(cfg->keys, "key", "keys"), D(cfg->ttl_ns));
+	if (!header_faults(out, cfg))
 		fprintf(out, "no faults  ");
 	if (cfg->check_lease != FB_CHECK_NONE)
 		fprintf(out, "check %s  ", fb_check_lease_names[cfg->check_lease]);
@@ -172,8 +200,20 @@ void fb_report_header(FILE *out, const fb_config *cfg)
 		if (cfg->client_id)
 			fprintf(out, "client %u  ", cfg->client_id);
 	}
-	fprintf(out, "fence %s  op %s  ", fb_fence_source_name(cfg->fence),
+	fprintf(out, "fence %s  op %s  ",
+	        cfg->fences == ((1u << FB_FENCE_GLOBAL) | (1u << FB_FENCE_PER_KEY))
+	                ? "global,per-key"
+	                : fb_fence_source_name(cfg->fence),
 	        cfg->op == FB_OP_RMW ? "rmw" : "debit");
+	if (cfg->n_dist > 1 || cfg->dist.kind != FB_DIST_UNIFORM) {
+		fprintf(out, "dist ");
+		for (uint32_t i = 0; i < cfg->n_dist; i++) {
+			char d[64];
+			fb_dist_format(d, sizeof d, &cfg->dist_list[i]);
+			fprintf(out, "%s%s", i ? "," : "", d);
+		}
+		fprintf(out, "  ");
+	}
 	if (cfg->deterministic && cfg->seed_lo != cfg->seed_hi)
 		fprintf(out, "seeds %llu..%llu\n", (unsigned long long)cfg->seed_lo,
 		        (unsigned long long)cfg->seed_hi);
@@ -184,6 +224,23 @@ void fb_report_header(FILE *out, const fb_config *cfg)
 static double throughput(const fb_results *res)
 {
 	return res->elapsed_s > 0 ? (double)res->ops / res->elapsed_s : 0;
+}
+
+static double fairness(const fb_results *res);
+
+/* Starvation, judged against what the scheduler could give: a live thread
+ * that made no progress at all, or an uneven split (below half) with no
+ * more threads than CPUs to run them. 64 threads on 2 cores can never get
+ * an even split: there an uneven one is the scheduler's, not starvation. */
+static bool starved(const fb_results *res)
+{
+	const fb_config *cfg = res->cfg;
+	long online = sysconf(_SC_NPROCESSORS_ONLN);
+	uint32_t cpus = cfg->n_cpus ? cfg->n_cpus : (uint32_t)(online > 0 ? online : 1);
+	bool none = false;
+	for (uint32_t i = 0; res->ops && i < cfg->threads; i++)
+		none |= !res->dead[i] && res->per_thread_ops[i] == 0;
+	return none || (cfg->threads <= cpus && fairness(res) < 0.5);
 }
 
 static double fairness(const fb_results *res)
@@ -321,15 +378,17 @@ static void print_faults(FILE *out, const fb_results *res)
 		        "every sleep of the run does)\n",
 		        G(res->pause_cut_short));
 	if (res->service_steps)
-		fprintf(out, "skew: the lease service's clock stepped %s times\n",
-		        G(res->service_steps));
+		fprintf(out, "skew: the lease service's clock stepped %s %s\n",
+		        G(res->service_steps), PL(res->service_steps, "time", "times"));
 	if (res->fault[FB_FAULT_DELAY].taken)
-		fprintf(out, "delays: %s writes delivered late\n", G(res->delayed));
+		fprintf(out, "delays: %s %s delivered late\n", G(res->delayed),
+		        PL(res->delayed, "write", "writes"));
 	if (res->crashes)
 		fprintf(out,
-		        "crashes: %s workers died holding a lease; %s leases taken over after "
+		        "crashes: %s %s died holding a lease; %s %s taken over after "
 		        "p50 %s, max %s (ttl %s)\n",
-		        G(res->crashes), G(res->crash_takeovers),
+		        G(res->crashes), PL(res->crashes, "worker", "workers"),
+		        G(res->crash_takeovers), PL(res->crash_takeovers, "lease", "leases"),
 		        D(fb_hist_quantile(&res->takeover, 0.5)),
 		        D(fb_hist_quantile(&res->takeover, 1.0)), D(cfg->ttl_ns));
 	if (res->renew_ok + res->renew_believed)
@@ -403,7 +462,7 @@ static void print_first(FILE *out, const fb_results *res)
 			        what[fc->outcome[d]]);
 	}
 	if (fc->erased > 0)
-		fprintf(out, ", erasing %s debits", G(fc->erased));
+		fprintf(out, ", erasing %s %s", G(fc->erased), PL(fc->erased, "debit", "debits"));
 	fprintf(out, "\n");
 }
 
@@ -505,8 +564,7 @@ static void print_performance(FILE *out, const fb_results *res)
 	        "\ncontention: %s acquires found the lease held, %.3f CAS retries/op, %s fences "
 	        "minted and never used; fairness %.2f%s\n",
 	        G(res->contended), res->ops ? (double)res->cas_retries / (double)res->ops : 0.0,
-	        G(res->wasted_fences), fairness(res),
-	        fairness(res) < 0.5 ? " ??? (starvation)" : "");
+	        G(res->wasted_fences), fairness(res), starved(res) ? " ??? (starvation)" : "");
 	fprintf(out, "latency%s, 1 cycle in %u timed (%s samples):\n",
 	        res->sim.deterministic ? " (virtual)" : "", cfg->sample, G(res->cycle.count));
 	lat(out, cfg, "cycle", &res->cycle);
@@ -594,8 +652,12 @@ static void say_fenced(FILE *out, const fb_results *res, bool vacuous)
 	} else if (vacuous) {
 		fprintf(out, "fenced: no violation, but vacuous: no stale write attempted\n");
 	} else {
-		fprintf(out, "fenced: SAFE (%s stale writes refused)\n",
-		        G(f->rejected_stale + f->reads_refused));
+		fprintf(out, "fenced: SAFE (%s stale %s refused", G(f->rejected_stale),
+		        PL(f->rejected_stale, "write", "writes"));
+		if (f->reads_refused)
+			fprintf(out, ", and %s stale %s", G(f->reads_refused),
+			        PL(f->reads_refused, "read", "reads"));
+		fprintf(out, ")\n");
 	}
 }
 
@@ -733,6 +795,19 @@ static void v_nums(void *ctx, const char *k, const double *v, int n)
 	json_object_object_add(ctx, k, a);
 }
 
+/* A fault's name as a JSON key: snake_case like every other key. */
+static const char *fault_key(int f)
+{
+	static char keys[FB_FAULTS][32];
+	if (!keys[f][0]) {
+		snprintf(keys[f], sizeof keys[f], "%s", fb_fault_names[f]);
+		for (char *c = keys[f]; *c; c++)
+			if (*c == '-')
+				*c = '_';
+	}
+	return keys[f];
+}
+
 static json_object *j_u(uint64_t v)
 {
 	return json_object_new_uint64(v);
@@ -798,7 +873,7 @@ static json_object *j_mode(const fb_results *res, fb_discipline d)
 	json_object_object_add(o, "indeterminate", j_u(m->indeterminate));
 	json_object *faults = json_object_new_object();
 	for (int f = 0; f < FB_FAULTS; f++)
-		json_object_object_add(faults, fb_fault_names[f], j_u(res->fault[f].taken));
+		json_object_object_add(faults, fault_key(f), j_u(res->fault[f].taken));
 	json_object_object_add(faults, "pause_hit_holder", j_u(res->pause_hit));
 	json_object_object_add(faults, "pause_over_ttl", j_u(res->fault[FB_FAULT_PAUSE].over_ttl));
 	json_object_object_add(faults, "takeovers_during_pause",
@@ -888,7 +963,7 @@ static json_object *j_run(const fb_results *res)
 		json_object_object_add(o, "over_ttl", j_u(fr->over_ttl));
 		json_object_object_add(o, "takeovers", j_u(fr->takeovers));
 		json_object_object_add(o, "stale_attempts", j_u(fr->stale_attempts));
-		json_object_object_add(fd, fb_fault_names[f], o);
+		json_object_object_add(fd, fault_key(f), o);
 	}
 	json_object_object_add(run, "faults", fd);
 	json_object_object_add(run, "service_clock_steps", j_u(res->service_steps));
@@ -1153,7 +1228,8 @@ void fb_report_sweep_line(FILE *out, const fb_config *row, const fb_results *res
 	        : f->stale_accepted || f->lost_updates || f->false_rejections ||
 	                        fb_witness_total(&res->lease)
 	                ? "VIOLATED"
-	                : "safe",
+	        : !stale_attempts(res) ? "vacuous"
+	                               : "safe",
 	        w->on ? G(w->lost_updates) : "-", u->on ? G(u->stale_accepted) : "-",
 	        agree ? "yes" : "NO");
 	fflush(out);
