@@ -105,6 +105,11 @@ json_object *fb_test_json(json_object *o, const char *path)
 
 void fb_test_start(fb_test_proc *p, const char *const *args)
 {
+	fb_test_start_within(p, args, 0);
+}
+
+void fb_test_start_within(fb_test_proc *p, const char *const *args, unsigned limit_s)
+{
 	memset(p, 0, sizeof *p);
 	p->dir = fb_test_tmpdir();
 	char out[300], err[300];
@@ -129,6 +134,8 @@ void fb_test_start(fb_test_proc *p, const char *const *args)
 		dup2(in, 0);
 		dup2(o, 1);
 		dup2(e, 2);
+		if (limit_s) /* a hang ends in SIGALRM, which nothing in it blocks */
+			alarm(limit_s);
 		execv(argv[0], (char *const *)argv);
 		_exit(127);
 	}

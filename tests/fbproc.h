@@ -37,6 +37,9 @@ typedef struct fb_test_proc {
 } fb_test_proc;
 
 void fb_test_start(fb_test_proc *p, const char *const *args);
+/* The same, killed by SIGALRM (code 128 + 14) if it runs past limit_s: a
+ * bound on a hang, generous, never a measure of speed. */
+void fb_test_start_within(fb_test_proc *p, const char *const *args, unsigned limit_s);
 int fb_test_finish(fb_test_proc *p);
 /* Start and finish in one. */
 int fb_test_run(fb_test_proc *p, const char *const *args);
