@@ -1,10 +1,11 @@
-/* The checker on hand-made histories, and under threads that publish out of order. */
+/* The checker on hand-made histories, and the feed under threads that log out of order. */
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
 
 #include "checker.h"
 #include "clock.h"
+#include "feed.h"
 #include "witness.h"
 #include "fbtest.h"
 
@@ -15,18 +16,39 @@ static fb_checker *checker(uint32_t keys, int64_t bal)
 	return c;
 }
 
+/* An accepted write of the fenced store: key, version, fence and balances. */
+static fb_check_rec rec(uint32_t key, uint16_t version, uint64_t fence, int64_t read,
+                        int64_t replaced, int64_t written)
+{
+	return (fb_check_rec){.fence = fence,
+	                      .read = read,
+	                      .replaced = replaced,
+	                      .written = written,
+	                      .key = key,
+	                      .version = version,
+	                      .writer = 1,
+	                      .d = FB_FENCED};
+}
+
+static fb_check_place put(fb_checker *c, uint32_t key, uint16_t version, uint64_t fence,
+                          int64_t read, int64_t replaced, int64_t written)
+{
+	fb_check_rec r = rec(key, version, fence, read, replaced, written);
+	return fb_checker_place(c, &r);
+}
+
 static void test_stale_write_and_lost_update_are_counted(void **state)
 {
 	(void)state;
 	fb_checker *c = checker(1, 100);
-	uint64_t stalls = 0;
 	fb_check_key k;
 	/* B (34) reads 100, writes 99; A (33) read 100 earlier, writes 99 over it */
-	fb_checker_commit(c, 0, 1, 34, 100, 100, 99, 0, &stalls);
-	fb_checker_commit(c, 0, 2, 33, 100, 99, 99, 0, &stalls);
+	put(c, 0, 1, 34, 100, 100, 99);
+	put(c, 0, 2, 33, 100, 99, 99);
 	fb_checker_key(c, 0, &k);
 	check_eq(k.checked, 2, "records walked");
 	check_eq(k.stale_accepted, 1, "33 after 34 is a stale write accepted");
+	check_eq(fb_checker_stale(c), 1, "... and the live count says so");
 	check_eq(k.lost_amount, 1, "A's write from 100 over 99 erased one debit");
 	check_eq(k.chain_breaks, 0, "each write replaced what the previous one left");
 	check_eq(k.max_fence, 34, "highest fence accepted");
@@ -38,10 +60,9 @@ static void test_equal_fence_is_stale(void **state)
 {
 	(void)state;
 	fb_checker *c = checker(1, 10);
-	uint64_t stalls = 0;
 	fb_check_key k;
-	fb_checker_commit(c, 0, 1, 40, 10, 10, 5, 0, &stalls);
-	fb_checker_commit(c, 0, 2, 40, 5, 5, 0, 0, &stalls);
+	put(c, 0, 1, 40, 10, 10, 5);
+	put(c, 0, 2, 40, 5, 5, 0);
 	fb_checker_key(c, 0, &k);
 	check_eq(k.stale_accepted, 1, "a second write with fence 40 is stale (> not >=)");
 	check_eq(k.lost_amount, 0, "but it lost nothing: it read what it replaced");
@@ -52,13 +73,12 @@ static void test_walk_waits_for_an_unpublished_version(void **state)
 {
 	(void)state;
 	fb_checker *c = checker(2, 50);
-	uint64_t stalls = 0;
 	fb_check_key k;
-	fb_checker_commit(c, 1, 2, 8, 49, 49, 48, 0, &stalls);
+	check_eq(put(c, 1, 2, 8, 49, 49, 48), FB_CHECK_TAKEN, "version 2 waits in the ring");
 	fb_checker_key(c, 1, &k);
 	check_eq(k.checked, 0, "version 2 cannot be walked before version 1 arrives");
 	check_eq(k.next_version, 1, "the walk waits at version 1");
-	fb_checker_commit(c, 1, 1, 7, 50, 50, 49, 0, &stalls);
+	put(c, 1, 1, 7, 50, 50, 49);
 	fb_checker_key(c, 1, &k);
 	check_eq(k.checked, 2, "version 1's arrival lets the walk take both");
 	check_eq(k.stale_accepted, 0, "7 then 8: in order");
@@ -71,58 +91,34 @@ static void test_a_history_out_of_step_with_the_store_is_a_chain_break(void **st
 {
 	(void)state;
 	fb_checker *c = checker(1, 100);
-	uint64_t stalls = 0;
 	fb_check_key k;
-	fb_checker_commit(c, 0, 1, 1, 100, 100, 99, 0, &stalls);
-	fb_checker_commit(c, 0, 2, 2, 97, 97, 96, 0, &stalls); /* the store said it replaced 97 */
+	put(c, 0, 1, 1, 100, 100, 99);
+	put(c, 0, 2, 2, 97, 97, 96); /* the store said it replaced 97 */
 	fb_checker_key(c, 0, &k);
 	check_eq(k.chain_breaks, 1, "a write that replaced a balance nobody left");
 	fb_checker_destroy(c);
 }
 
-/* Threads take versions from a counter standing in for the store, publish
- * out of order, and lap the ring many times. */
-enum { THREADS = 6, PER_THREAD = 20000 };
-
-typedef struct lap {
-	fb_checker *c;
-	_Atomic uint64_t next; /* the store's commit counter */
-} lap;
-
-static void *lapper(void *p)
-{
-	lap *l = p;
-	uint64_t stalls = 0;
-	for (int i = 0; i < PER_THREAD; i++) {
-		uint64_t v = atomic_fetch_add(&l->next, 1) + 1;
-		/* fence = version: strictly increasing in commit order;
-		 * balance chain: version v replaces 1000000 - (v - 1) */
-		int64_t replaced = 1000000 - (int64_t)(v - 1);
-		fb_checker_commit(l->c, 0, (uint16_t)v, v, replaced, replaced, replaced - 1, 0,
-		                  &stalls);
-	}
-	return NULL;
-}
-
-static void test_threads_lapping_a_small_ring_count_each_record_once(void **state)
+/* A record beyond its key's ring is handed back, not lost and not counted:
+ * offered again once the walk is closer, it is walked in its place. */
+static void test_a_record_beyond_the_ring_is_handed_back(void **state)
 {
 	(void)state;
-	/* 2^16 keys give the smallest ring, 4 records a key */
-	lap l = {.c = checker(1u << 16, 1000000)};
-	pthread_t th[THREADS];
-	for (int i = 0; i < THREADS; i++)
-		pthread_create(&th[i], NULL, lapper, &l);
-	for (int i = 0; i < THREADS; i++)
-		pthread_join(th[i], NULL);
-	fb_checker_drain(l.c);
+	fb_checker *c; /* 2^16 keys: a ring of 4 */
+	check_eq(fb_checker_create(1u << 16, 8, 0, &c), FB_OK, "checker");
+	for (uint16_t v = 2; v <= 4; v++)
+		check_eq(put(c, 0, v, v, -(v - 1), -(v - 1), -v), FB_CHECK_TAKEN,
+		         "an early one waits");
+	check_eq(put(c, 0, 5, 5, -4, -4, -5), FB_CHECK_LATER, "5 is beyond a ring of 4");
 	fb_check_key k;
-	fb_checker_key(l.c, 0, &k);
-	check_eq(k.checked, THREADS * PER_THREAD, "every record walked exactly once");
-	check_eq(k.stale_accepted, 0, "fences followed commit order");
-	check_eq(k.chain_breaks, 0, "the balance chain held across ring laps");
-	check_eq(k.lost_amount, 0, "nothing lost");
-	check_eq(k.balance, 1000000 - THREADS * PER_THREAD, "final balance");
-	fb_checker_destroy(l.c);
+	fb_checker_key(c, 0, &k);
+	check_eq(k.checked + k.duplicates, 0, "nothing walked or counted yet");
+	put(c, 0, 1, 1, 0, 0, -1);
+	check_eq(put(c, 0, 5, 5, -4, -4, -5), FB_CHECK_TAKEN, "offered again, 5 is walked");
+	fb_checker_key(c, 0, &k);
+	check_eq(k.checked, 5, "all five, in order");
+	check_eq(k.chain_breaks + k.duplicates + k.stale_accepted, 0, "a clean history");
+	fb_checker_destroy(c);
 }
 
 static void test_too_many_writers_for_16_bit_versions_is_refused(void **state)
@@ -130,13 +126,19 @@ static void test_too_many_writers_for_16_bit_versions_is_refused(void **state)
 	(void)state;
 	fb_checker *c = NULL;
 	check_eq(fb_checker_create(1, 65535, 0, &c), FB_EINVAL,
-	         "65535 uncommitted writes could lap the walk's 16-bit version");
+	         "65535 writes not yet walked could lap the walk's 16-bit version");
 	check_eq(fb_checker_create(1, 65536 - 4 - FB_CHECKER_BEHIND, 0, &c), FB_OK,
 	         "a ring of 4 and the versions kept behind the walk still fit");
 	fb_checker_destroy(c);
-	check_eq(fb_checker_create(1, fb_checker_in_flight(16384), 0, &c), FB_OK,
-	         "the most threads a run takes fit");
+	uint32_t cap, ahead;
+	check_eq(fb_feed_plan(16385, fb_checker_in_flight(16384), &cap, &ahead), FB_OK,
+	         "the most threads a run takes get logs");
+	check(cap >= 1, "of at least one record");
+	check_eq(fb_checker_create(1, ahead, 0, &c), FB_OK, "... and a checker beside them");
 	fb_checker_destroy(c);
+	check_eq(fb_feed_plan(2, fb_checker_in_flight(1), &cap, &ahead), FB_OK, "one worker");
+	check(cap >= 4096, "gets a long log (%u records)", cap);
+	check(ahead >= 2 * cap, "and the checker's window covers it (%u)", ahead);
 }
 
 /* Two accepted writes that share a version (a check-and-apply split in two
@@ -147,25 +149,23 @@ static void test_a_shared_version_is_a_duplicate_not_a_wait(void **state)
 {
 	(void)state;
 	fb_checker *c = checker(1, 100);
-	uint64_t stalls = 0;
 	fb_check_key k;
-	check(fb_checker_commit(c, 0, 1, 5, 100, 100, 99, 0, &stalls), "version 1");
-	check(fb_checker_commit(c, 0, 1, 6, 100, 100, 99, 0, &stalls),
-	      "version 1 again: taken, not waited for");
+	put(c, 0, 1, 5, 100, 100, 99);
+	check_eq(put(c, 0, 1, 6, 100, 100, 99), FB_CHECK_TAKEN,
+	         "version 1 again: taken, not waited for");
 	fb_checker_key(c, 0, &k);
 	check_eq(k.duplicates, 1, "behind the walk: a duplicate");
 	check_eq(k.checked, 1, "walked once");
-	check(fb_checker_commit(c, 0, 3, 8, 98, 98, 97, 0, &stalls), "version 3, early");
-	check(fb_checker_commit(c, 0, 3, 9, 98, 98, 97, 0, &stalls), "version 3 again");
+	put(c, 0, 3, 8, 98, 98, 97);
+	put(c, 0, 3, 9, 98, 98, 97);
 	fb_checker_key(c, 0, &k);
 	check_eq(k.duplicates, 2, "parked twice: a duplicate");
-	check(fb_checker_commit(c, 0, 2, 7, 99, 99, 98, 0, &stalls), "version 2");
+	put(c, 0, 2, 7, 99, 99, 98);
 	fb_checker_key(c, 0, &k);
 	check_eq(k.checked, 3, "2, then the parked 3");
-	check(fb_checker_commit(c, 0, 3, 10, 98, 98, 97, 0, &stalls), "version 3 a third time");
+	put(c, 0, 3, 10, 98, 98, 97);
 	fb_checker_key(c, 0, &k);
 	check_eq(k.duplicates, 3, "after the walk took the parked one: a duplicate");
-	check_eq(stalls, 0, "no commit waited");
 	check_eq(k.next_version, 4, "the walk waits at 4, not for a version that never comes");
 	int64_t bal[1] = {97};
 	uint64_t last[1] = {8};
@@ -180,22 +180,174 @@ static void test_a_shared_version_is_a_duplicate_not_a_wait(void **state)
 	fb_checker_destroy(c);
 }
 
-/* Threads commit versions from a counter, and some versions are handed to
- * two threads (the split check-and-apply): every duplicate is counted, once,
- * and every other record walked, whatever the interleaving. */
+/* A debit of 1 for the i-th write of a key that started at 0, fence i. */
+static void debit_one(fb_checker *c, uint64_t i)
+{
+	int64_t before = -(int64_t)(i - 1);
+	check_eq(put(c, 0, (uint16_t)i, i, before, before, before - 1), FB_CHECK_TAKEN,
+	         "write taken");
+}
+
+/* In-order records step the walk without the ring, so a ring slot filled by
+ * an early record once keeps its contents while 2^16 versions go by; when
+ * that version number comes round, the walk must not take it again. */
+static void test_a_parked_record_is_walked_once_across_a_version_wrap(void **state)
+{
+	(void)state;
+	fb_checker *c = checker(1, 0);
+	fb_check_key k;
+	debit_one(c, 2); /* early: parked in the ring */
+	debit_one(c, 1); /* in order: steps the walk, then takes 2 */
+	fb_checker_key(c, 0, &k);
+	check_eq(k.checked, 2, "the parked record walked behind the in-order one");
+	for (uint64_t i = 3; i <= 65537; i++)
+		debit_one(c, i);
+	fb_checker_key(c, 0, &k);
+	check_eq(k.checked, 65537, "every in-order write walked");
+	check_eq(k.next_version, 2, "the walk waits at version 2 again (65538 mod 2^16)");
+	debit_one(c, 65539); /* early again: the walk looks at slot 2 */
+	fb_checker_key(c, 0, &k);
+	check_eq(k.checked, 65537, "the old record of version 2 was not walked a second time");
+	check_eq(k.stale_accepted, 0, "... nor counted as a stale write");
+	check_eq(k.chain_breaks, 0, "... nor as a break in the chain");
+	debit_one(c, 65538);
+	fb_checker_key(c, 0, &k);
+	check_eq(k.checked, 65539, "the real version 65538, then the parked 65539");
+	check_eq(k.balance, -65539, "balance after every debit");
+	check_eq(k.stale_accepted + (uint64_t)k.chain_breaks + (uint64_t)k.lost_amount, 0,
+	         "a clean history");
+	fb_checker_destroy(c);
+}
+
+/* The story: a stale write a watch names keeps the newer write it went
+ * behind (the record that carried the highest fence before it), whoever
+ * wrote in between; a watch for another write keeps nothing. */
+static void test_a_watched_stale_write_keeps_the_newer_write(void **state)
+{
+	(void)state;
+	fb_checker *c = checker(2, 100);
+	fb_check_watch a = {.key = 1, .fence = 5}, other = {.key = 1, .fence = 6};
+	atomic_init(&a.armed, 1);
+	atomic_init(&other.armed, 1);
+	fb_check_watch *ws[] = {&a, &other};
+	fb_checker_watch(c, ws, 2);
+	fb_check_rec b = rec(1, 1, 9, 100, 100, 99);
+	b.writer = 2, b.acquired_at = 1000, b.wrote_at = 1500, b.outcome[FB_FENCED] = 1;
+	fb_checker_place(c, &b);
+	fb_check_rec mid = rec(1, 2, 7, 99, 99, 98); /* stale too, not watched */
+	mid.writer = 3;
+	fb_checker_place(c, &mid);
+	fb_check_rec s = rec(1, 3, 5, 100, 98, 99);
+	s.wrote_at = 2000;
+	fb_checker_place(c, &s);
+	check(a.seen[FB_FENCED], "the watched stale write was seen");
+	check_eq(a.newer[FB_FENCED].writer, 2, "the newer write is fence 9's, by writer 2");
+	check_eq(a.newer[FB_FENCED].fence, 9, "... with its fence");
+	check_eq(a.newer[FB_FENCED].acquired_at, 1000, "... its lease's start");
+	check_eq(a.newer[FB_FENCED].wrote_at, 1500, "... and its write's time");
+	check_eq(a.stale[FB_FENCED].wrote_at, 2000, "the stale write itself is kept");
+	check(!a.seen[FB_UNFENCED], "only in the store that took it");
+	check(!other.seen[FB_FENCED], "a watch for another write keeps nothing");
+	fb_check_story first;
+	fb_checker_first_stale(c, &first);
+	check(first.found && first.stale.writer == 3 && first.newer.writer == 2,
+	      "the first stale write walked (writer 3), behind writer 2's");
+	fb_checker_destroy(c);
+}
+
+/* ---- the feed ---- */
+
+/* Producers take versions from a counter standing in for the store and log
+ * them, out of order across logs, across many keys; the feed's thread and
+ * the producers that find their logs full merge them. Small logs and
+ * rings: most records wait somewhere. Every record is walked exactly once,
+ * and nothing waits forever (records of one log follow acceptance). */
+enum { THREADS = 6, PER_THREAD = 40000, LAP_KEYS = 3 };
+
+typedef struct lap {
+	fb_feed *feed;
+	_Atomic uint64_t next[LAP_KEYS]; /* each key's commit counter */
+	_Atomic uint32_t id;
+	uint64_t stalls[THREADS];
+} lap;
+
+static void *lapper(void *p)
+{
+	lap *l = p;
+	uint32_t me = atomic_fetch_add(&l->id, 1);
+	fb_feed_log *log = fb_feed_log_of(l->feed, me);
+	uint64_t x = 0x9e3779b97f4a7c15u * (me + 1);
+	for (int i = 0; i < PER_THREAD; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		uint32_t key = (uint32_t)(x % LAP_KEYS);
+		uint64_t v = atomic_fetch_add(&l->next[key], 1) + 1;
+		/* fence = version: strictly increasing in commit order;
+		 * balance chain: version v replaces 1000000 - (v - 1) */
+		int64_t replaced = 1000000 - (int64_t)(v - 1);
+		if (!fb_feed_slot(log) && !fb_feed_room(log, true, &l->stalls[me]))
+			fail_msg("a wait for room was given up");
+		*fb_feed_slot(log) = rec(key, (uint16_t)v, v, replaced, replaced, replaced - 1);
+		fb_feed_put(log);
+		if (x % 3 == 0)
+			fb_feed_publish(log);
+	}
+	fb_feed_publish(log);
+	return NULL;
+}
+
+static void test_logs_merged_out_of_order_walk_each_record_once(void **state)
+{
+	(void)state;
+	fb_checker *c; /* 2^16 keys: a ring of 4 */
+	check_eq(fb_checker_create(1u << 16, THREADS * 8 + 64, 1000000, &c), FB_OK, "checker");
+	fb_checker *cs[FB_DISCIPLINES] = {[FB_FENCED] = c};
+	lap l = {0};
+	check_eq(fb_feed_create(THREADS, 8, cs, false, &l.feed), FB_OK, "a feed of 8-record logs");
+	check_eq(fb_feed_start(l.feed), FB_OK, "its thread");
+	pthread_t th[THREADS];
+	for (int i = 0; i < THREADS; i++)
+		pthread_create(&th[i], NULL, lapper, &l);
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(th[i], NULL);
+	fb_feed_stop(l.feed);
+	uint64_t total = 0, stalls = 0;
+	for (uint32_t key = 0; key < LAP_KEYS; key++) {
+		fb_check_key k;
+		fb_checker_key(c, key, &k);
+		uint64_t n = atomic_load(&l.next[key]);
+		check_eq(k.checked, n, "key's every record walked exactly once");
+		check_eq(k.stale_accepted + k.chain_breaks + k.duplicates, 0,
+		         "fences and balances followed commit order");
+		check_eq(k.balance, 1000000 - (int64_t)n, "final balance");
+		total += k.checked;
+	}
+	for (int i = 0; i < THREADS; i++)
+		stalls += l.stalls[i];
+	check_eq(total, THREADS * PER_THREAD, "all of them");
+	check(stalls > 0, "small logs made producers wait for room (%llu times)",
+	      (unsigned long long)stalls);
+	fb_feed_destroy(l.feed);
+	fb_checker_destroy(c);
+}
+
+/* Producers log versions from a counter, and some versions are handed to
+ * two of them (the split check-and-apply): every duplicate is counted,
+ * once, and every other record walked, whatever the interleaving. */
 enum { DUP_THREADS = 4, DUP_PER_THREAD = 30000 };
 
 typedef struct dupper {
-	fb_checker *c;
+	fb_feed *feed;
 	_Atomic uint64_t next;
 	_Atomic uint64_t dups; /* versions handed out twice */
-	uint64_t seed;
+	_Atomic uint32_t id;
 } dupper;
 
 static void *dup_writer(void *p)
 {
 	dupper *d = p;
-	uint64_t x = atomic_fetch_add(&d->dups, 0) + (uint64_t)(uintptr_t)&x, stalls = 0;
+	uint32_t me = atomic_fetch_add(&d->id, 1);
+	fb_feed_log *log = fb_feed_log_of(d->feed, me);
+	uint64_t x = 0x2545f4914f6cdd1du * (me + 1), stalls = 0;
 	for (int i = 0; i < DUP_PER_THREAD; i++) {
 		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
 		uint64_t v;
@@ -208,8 +360,11 @@ static void *dup_writer(void *p)
 			v = atomic_fetch_add(&d->next, 1) + 1;
 		}
 		int64_t replaced = -(int64_t)(v - 1);
-		fb_checker_commit(d->c, 0, (uint16_t)v, v, replaced, replaced, replaced - 1, 0,
-		                  &stalls);
+		if (!fb_feed_slot(log) && !fb_feed_room(log, true, &stalls))
+			fail_msg("a wait for room was given up");
+		*fb_feed_slot(log) = rec(0, (uint16_t)v, v, replaced, replaced, replaced - 1);
+		fb_feed_put(log);
+		fb_feed_publish(log);
 	}
 	return NULL;
 }
@@ -218,28 +373,35 @@ static void test_threads_sharing_versions_count_every_duplicate_once(void **stat
 {
 	(void)state;
 	for (int round = 0; round < 3; round++) {
-		/* a small ring (many keys) so that parked records are common */
-		dupper d = {.c = NULL};
-		check_eq(fb_checker_create(1u << 15, fb_checker_in_flight(DUP_THREADS), 0, &d.c),
-		         FB_OK, "checker");
+		uint32_t cap, ahead;
+		check_eq(fb_feed_plan(DUP_THREADS, fb_checker_in_flight(DUP_THREADS), &cap, &ahead),
+		         FB_OK, "plan");
+		fb_checker *c; /* a small ring (many keys): parked records are common */
+		check_eq(fb_checker_create(1u << 15, ahead, 0, &c), FB_OK, "checker");
+		fb_checker *cs[FB_DISCIPLINES] = {[FB_FENCED] = c};
+		dupper d = {0};
+		check_eq(fb_feed_create(DUP_THREADS, cap < 64 ? cap : 64, cs, false, &d.feed),
+		         FB_OK, "feed");
+		check_eq(fb_feed_start(d.feed), FB_OK, "its thread");
 		pthread_t th[DUP_THREADS];
 		for (int i = 0; i < DUP_THREADS; i++)
 			pthread_create(&th[i], NULL, dup_writer, &d);
 		for (int i = 0; i < DUP_THREADS; i++)
 			pthread_join(th[i], NULL);
-		fb_checker_drain(d.c);
+		fb_feed_stop(d.feed);
 		fb_check_key k;
-		fb_checker_key(d.c, 0, &k);
+		fb_checker_key(c, 0, &k);
 		uint64_t n = atomic_load(&d.next), dups = atomic_load(&d.dups);
 		check(dups > 100, "the writers shared versions (%llu times)",
 		      (unsigned long long)dups);
 		check_eq(k.duplicates, dups, "every shared version counted once");
 		check_eq(k.checked, n, "every version walked once");
-		fb_checker_destroy(d.c);
+		fb_feed_destroy(d.feed);
+		fb_checker_destroy(c);
 	}
 }
 
-/* A clock that moves a millisecond each time it is read: the wait below
+/* A clock that moves a millisecond each time it is read: the bound below
  * sees time pass without anything sleeping. */
 typedef struct ticking {
 	fb_clock base;
@@ -252,35 +414,69 @@ static uint64_t tick_now(const fb_clock *c)
 	return k->t += MS;
 }
 
-/* A commit waiting for a version that never comes gives up at its bound, or
- * at once when told to abort, and says so. */
-static void test_a_wait_for_a_missing_version_is_bounded(void **state)
+typedef struct stuck_seen {
+	int calls;
+	uint32_t key;
+	int d;
+	_Atomic int abort;
+} stuck_seen;
+
+static void on_stuck(void *ctx, uint32_t key, int d)
+{
+	stuck_seen *s = ctx;
+	s->calls++;
+	s->key = key;
+	s->d = d;
+	atomic_store(&s->abort, 1);
+}
+
+/* A log held by a version that never comes: the bound names the key and
+ * store once the walk has stood still for max_wait, and then a producer
+ * waiting for room gives up at once. */
+static void test_a_log_held_by_a_missing_version_is_bounded(void **state)
 {
 	(void)state;
-	fb_checker *c;
-	check_eq(fb_checker_create(1, 1, 100, &c), FB_OK, "checker creation");
+	fb_checker *c; /* 2^16 keys: a ring of 4 */
+	check_eq(fb_checker_create(1u << 16, 16, 100, &c), FB_OK, "checker");
+	fb_checker *cs[FB_DISCIPLINES] = {[FB_WRITE_FENCED] = c};
+	fb_feed *f;
+	check_eq(fb_feed_create(1, 4, cs, false, &f), FB_OK, "a feed of one 4-record log");
 	ticking clk = {{"ticking", tick_now}, 0};
-	_Atomic int abort_flag = 0;
-	fb_checker_bound(c, &abort_flag, &clk.base, 5 * MS);
+	stuck_seen seen = {0};
+	fb_feed_bound(f, &seen.abort, &clk.base, 5 * MS, on_stuck, &seen);
+	fb_feed_log *log = fb_feed_log_of(f, 0);
 	uint64_t stalls = 0;
-	/* version 1 never arrives: the later ones fill the ring, then wait */
-	uint16_t gave_up = 0;
-	for (uint32_t v = 2; v < 65536 && !gave_up; v++)
-		if (!fb_checker_commit(c, 0, (uint16_t)v, v, 100, 100, 100, 0, &stalls))
-			gave_up = (uint16_t)v;
-	check(gave_up > 2, "commits that fit the ring are taken (gave up at %u)", gave_up);
-	check_eq(stalls, 1, "the first that did not fit waited, once");
-	check(clk.t >= 5 * MS && clk.t < 10 * MS, "... for its bound, not longer: %llu ns",
+	uint16_t v = 2; /* version 1 never arrives */
+	int full = 0;
+	while (!seen.calls && full < 100) {
+		fb_check_rec *slot = fb_feed_slot(log);
+		if (!slot) { /* a pass parks what the ring holds, then the log stays full */
+			full++;
+			fb_feed_room(log, false, &stalls);
+			continue;
+		}
+		*slot = rec(7, v, v, 100, 100, 100);
+		slot->d = FB_WRITE_FENCED;
+		v++;
+		fb_feed_put(log);
+		fb_feed_publish(log);
+	}
+	check_eq(seen.calls, 1, "the bound was reached");
+	check(!fb_feed_room(log, false, &stalls), "no room while version 1 is missing");
+	check_eq(v, 2 + 3 + 4, "the ring took three early versions, the log four more");
+	check_eq(seen.key, 7, "on the held key");
+	check_eq(seen.d, FB_WRITE_FENCED, "of the held store");
+	check(clk.t > 5 * MS && clk.t <= 8 * MS, "after its bound, not much later: %llu ns",
 	      (unsigned long long)clk.t);
-	atomic_store(&abort_flag, 1);
-	uint64_t t = clk.t;
-	check(!fb_checker_commit(c, 0, gave_up, 1, 100, 100, 100, 0, &stalls),
-	      "an abort gives the wait up");
-	check(clk.t - t <= 2 * MS, "at once");
-	fb_check_key ck;
-	fb_checker_key(c, 0, &ck);
-	check_eq(ck.checked, 0, "nothing walked past the missing version");
-	check_eq(ck.duplicates, 0, "and a version still to come is no duplicate");
+	check(!fb_feed_room(log, true, &stalls), "an abort gives a wait for room up at once");
+	for (int i = 0; i < 10; i++)
+		fb_feed_room(log, false, &stalls);
+	check_eq(seen.calls, 1, "said once");
+	fb_check_key k;
+	fb_checker_key(c, 7, &k);
+	check_eq(k.checked, 0, "nothing walked past the missing version");
+	check_eq(k.duplicates, 0, "and a version still to come is no duplicate");
+	fb_feed_destroy(f);
 	fb_checker_destroy(c);
 }
 
@@ -312,93 +508,83 @@ static void test_the_wait_bound_counts_from_the_walks_last_move(void **state)
 	      "a walk that stood still past the bound gives up");
 }
 
-/* A commit parked for room is woken by the step that makes it, and is then
- * walked: the futex wait neither loses a wake-up nor gives up early. */
-typedef struct parked_commit {
-	fb_checker *c;
-	uint16_t version;
+/* A producer waiting for room is woken by the pass that makes it, and its
+ * record is then walked: the futex wait neither loses a wake-up nor gives
+ * up early. */
+typedef struct waiter {
+	fb_feed_log *log;
 	bool ok;
 	uint64_t stalls;
-} parked_commit;
+} waiter;
 
-static void *commit_far_ahead(void *p)
+static void *log_far_ahead(void *p)
 {
-	parked_commit *pc = p;
-	int64_t b = -(int64_t)(pc->version - 1);
-	pc->ok = fb_checker_commit(pc->c, 0, pc->version, pc->version, b, b, b - 1, 0, &pc->stalls);
+	waiter *w = p;
+	for (uint16_t v = 2; v <= 9 && w->ok; v++) { /* 5..9 find the ring full */
+		if (!fb_feed_slot(w->log) && !fb_feed_room(w->log, true, &w->stalls))
+			w->ok = false;
+		else {
+			int64_t b = -(int64_t)(v - 1);
+			*fb_feed_slot(w->log) = rec(0, v, v, b, b, b - 1);
+			fb_feed_put(w->log);
+			fb_feed_publish(w->log);
+		}
+	}
 	return NULL;
 }
 
-static void test_a_commit_parked_for_room_is_woken_and_walked(void **state)
+static void test_a_producer_waiting_for_room_is_woken_and_walked(void **state)
 {
 	(void)state;
 	for (int round = 0; round < 20; round++) {
 		fb_checker *c; /* many keys: a ring of 4 */
-		check_eq(fb_checker_create(1u << 16, 3, 0, &c), FB_OK, "checker");
+		check_eq(fb_checker_create(1u << 16, 16, 0, &c), FB_OK, "checker");
+		fb_checker *cs[FB_DISCIPLINES] = {[FB_FENCED] = c};
+		fb_feed *f;
+		check_eq(fb_feed_create(2, 2, cs, false, &f), FB_OK, "two logs of 2");
 		_Atomic int never = 0;
-		fb_checker_bound(c, &never, fb_clock_monotonic(), UINT64_C(60000) * MS);
-		parked_commit pc = {c, 5, false, 0};
-		uint64_t stalls = 0;
-		for (uint16_t v = 2; v <= 4; v++) { /* 2..4 parked; version 1 missing */
-			int64_t b = -(int64_t)(v - 1);
-			check(fb_checker_commit(c, 0, v, v, b, b, b - 1, 0, &stalls), "park %u", v);
-		}
+		fb_feed_bound(f, &never, fb_clock_monotonic(), UINT64_C(60000) * MS, NULL, NULL);
+		check_eq(fb_feed_start(f), FB_OK, "its thread");
+		waiter w = {fb_feed_log_of(f, 1), true, 0};
 		pthread_t th;
-		pthread_create(&th, NULL, commit_far_ahead, &pc); /* 5: no room until 1 */
-		while (!fb_checker_waiting(c, 0))
-			sched_yield(); /* until it is parked on the futex (or about to be) */
-		check_eq(fb_checker_commit(c, 0, 1, 1, 0, 0, -1, 0, &stalls), 1, "version 1");
+		pthread_create(&th, NULL, log_far_ahead, &w); /* version 1 missing */
+		while (!atomic_load(&w.log->waiting))
+			sched_yield(); /* until it waits on the futex (or is about to) */
+		fb_feed_log *mine = fb_feed_log_of(f, 0);
+		*fb_feed_slot(mine) = rec(0, 1, 1, 0, 0, -1);
+		fb_feed_put(mine);
+		fb_feed_publish(mine);
 		pthread_join(th, NULL);
-		check(pc.ok, "the parked commit went through once there was room");
-		check_eq(pc.stalls, 1, "it waited");
+		fb_feed_stop(f);
+		check(w.ok, "the waiting producer went on once there was room");
+		check(w.stalls >= 1, "it waited");
 		fb_check_key k;
 		fb_checker_key(c, 0, &k);
-		check_eq(k.checked, 5, "all five walked");
+		check_eq(k.checked, 9, "all nine walked");
 		check_eq(k.chain_breaks + k.duplicates + k.stale_accepted, 0, "a clean history");
-		check_eq(stalls, 0, "the others never waited");
+		fb_feed_destroy(f);
 		fb_checker_destroy(c);
 	}
 }
 
-/* A debit of 1 for the i-th write of a key that started at 0, fence i. */
-static void debit_one(fb_checker *c, uint64_t i, uint64_t *stalls)
-{
-	int64_t before = -(int64_t)(i - 1);
-	check(fb_checker_commit(c, 0, (uint16_t)i, i, before, before, before - 1, i - 1, stalls),
-	      "write %llu committed", (unsigned long long)i);
-}
-
-/* In-order commits step the walk without the ring, so a ring slot filled by
- * an early record once keeps its contents while 2^16 versions go by; when
- * that version number comes round, the walk must not take it again. */
-static void test_a_parked_record_is_walked_once_across_a_version_wrap(void **state)
+/* A store nobody checks: its records pass through the feed, dropped. */
+static void test_records_of_an_unchecked_store_never_hold_a_log(void **state)
 {
 	(void)state;
-	fb_checker *c = checker(1, 0);
+	fb_checker *cs[FB_DISCIPLINES] = {0};
+	fb_feed *f;
+	check_eq(fb_feed_create(1, 2, cs, false, &f), FB_OK, "feed");
+	fb_feed_log *log = fb_feed_log_of(f, 0);
 	uint64_t stalls = 0;
-	fb_check_key k;
-	debit_one(c, 2, &stalls); /* early: parked in the ring */
-	debit_one(c, 1, &stalls); /* in order: steps the walk, then takes 2 */
-	fb_checker_key(c, 0, &k);
-	check_eq(k.checked, 2, "the parked record walked behind the in-order one");
-	for (uint64_t i = 3; i <= 65537; i++)
-		debit_one(c, i, &stalls);
-	fb_checker_key(c, 0, &k);
-	check_eq(k.checked, 65537, "every in-order write walked");
-	check_eq(k.next_version, 2, "the walk waits at version 2 again (65538 mod 2^16)");
-	debit_one(c, 65539, &stalls); /* early again: the walk looks at slot 2 */
-	fb_checker_key(c, 0, &k);
-	check_eq(k.checked, 65537, "the old record of version 2 was not walked a second time");
-	check_eq(k.stale_accepted, 0, "... nor counted as a stale write");
-	check_eq(k.chain_breaks, 0, "... nor as a break in the chain");
-	debit_one(c, 65538, &stalls);
-	fb_checker_key(c, 0, &k);
-	check_eq(k.checked, 65539, "the real version 65538, then the parked 65539");
-	check_eq(k.balance, -65539, "balance after every debit");
-	check_eq(k.stale_accepted + (uint64_t)k.chain_breaks + (uint64_t)k.lost_amount, 0,
-	         "a clean history");
-	check_eq(stalls, 0, "no writer waited for the ring");
-	fb_checker_destroy(c);
+	for (int i = 0; i < 10; i++) {
+		if (!fb_feed_slot(log))
+			check(fb_feed_room(log, false, &stalls), "room after a pass");
+		*fb_feed_slot(log) = rec(0, (uint16_t)(100 + i), 1, 0, 0, 0);
+		fb_feed_put(log);
+		fb_feed_publish(log);
+	}
+	check_eq(stalls, 0, "no wait");
+	fb_feed_destroy(f);
 }
 
 /* The witness: each contradiction counted once, a clean history none. */
@@ -523,14 +709,17 @@ int main(void)
 	        cmocka_unit_test(test_equal_fence_is_stale),
 	        cmocka_unit_test(test_walk_waits_for_an_unpublished_version),
 	        cmocka_unit_test(test_a_history_out_of_step_with_the_store_is_a_chain_break),
-	        cmocka_unit_test(test_threads_lapping_a_small_ring_count_each_record_once),
+	        cmocka_unit_test(test_a_record_beyond_the_ring_is_handed_back),
 	        cmocka_unit_test(test_too_many_writers_for_16_bit_versions_is_refused),
 	        cmocka_unit_test(test_a_shared_version_is_a_duplicate_not_a_wait),
-	        cmocka_unit_test(test_threads_sharing_versions_count_every_duplicate_once),
-	        cmocka_unit_test(test_the_wait_bound_counts_from_the_walks_last_move),
-	        cmocka_unit_test(test_a_commit_parked_for_room_is_woken_and_walked),
-	        cmocka_unit_test(test_a_wait_for_a_missing_version_is_bounded),
 	        cmocka_unit_test(test_a_parked_record_is_walked_once_across_a_version_wrap),
+	        cmocka_unit_test(test_a_watched_stale_write_keeps_the_newer_write),
+	        cmocka_unit_test(test_logs_merged_out_of_order_walk_each_record_once),
+	        cmocka_unit_test(test_threads_sharing_versions_count_every_duplicate_once),
+	        cmocka_unit_test(test_a_log_held_by_a_missing_version_is_bounded),
+	        cmocka_unit_test(test_the_wait_bound_counts_from_the_walks_last_move),
+	        cmocka_unit_test(test_a_producer_waiting_for_room_is_woken_and_walked),
+	        cmocka_unit_test(test_records_of_an_unchecked_store_never_hold_a_log),
 	        cmocka_unit_test(test_witness_counts_each_contradiction_once),
 	        cmocka_unit_test(test_a_witness_memo_never_changes_a_verdict),
 	        cmocka_unit_test(test_witness_catches_every_fence_regression_by_construction),

@@ -121,7 +121,10 @@ static const opt opts[] = {
         {"pause", 0, "D[-D]", K_RANGE, OFF(pause_min_ns), OFF(pause_max_ns), 0, 0, NULL, 0, "pause",
          1e6, true, "pause length or range (default 1.5-3 x TTL)", NEED_FAULT(FB_FAULT_PAUSE), 0},
         {"skew-rate", 0, "R", K_RATE, OFF(skew_rate), 0, 0, 1000000, NULL, 0, "skew_rate", 0, true,
-         "clock faults per second (default 10)", NEED_FAULT(FB_FAULT_SKEW), 0},
+         "clock faults per second (default 20); they step the lease service's wall clock "
+         "(--lease-clock realtime, the default with skew) or, with --check-lease local, each "
+         "client's own",
+         NEED_FAULT(FB_FAULT_SKEW), 0},
         {"skew", 0, "D", K_DURATION, OFF(skew_ns), 0, 0, 0, NULL, 0, "skew_ms", 1e6, true,
          "size of a clock step (default 2 x TTL)", NEED_FAULT(FB_FAULT_SKEW), 0},
         {"skew-drift", 0, "F", K_RATE, OFF(skew_drift), 0, 0, 1, NULL, 0, "skew_drift", 0, true,
@@ -181,7 +184,10 @@ static const opt opts[] = {
          "the lease service's clock: monotonic (default) or realtime (a wall clock that steps)", 0,
          0},
         {"work", 0, "D[-D]", K_RANGE, OFF(work_min_ns), OFF(work_max_ns), 0, 0, NULL, 0, "work",
-         1e6, true, "time a holder works between its read and its write (default 0)", 0, 0},
+         1e6, true,
+         "time a holder works between its read and its write (default 0; 0.05-0.5 x TTL when "
+         "--faults is skew alone: a clock step catches only a holder at work)",
+         0, 0},
         {"plan", 0, "FILE", K_STRING, OFF(plan_path), 0, 0, 0, NULL, 0, "plan", 0, false,
          "replay the fault plan in FILE instead of drawing faults", 0, 0},
         {"plan-out", 0, "FILE", K_STRING, OFF(plan_out_path), 0, 0, 0, NULL, 0, NULL, 0, false,
@@ -246,7 +252,7 @@ void fb_config_defaults(fb_config *cfg)
 	        .faults = 1u << FB_FAULT_PAUSE,
 	        .fault_at = FB_AT_MIX,
 	        .pause_rate = 50,
-	        .skew_rate = 10,
+	        .skew_rate = 20,
 	        .skew_drift = 0.5,
 	        .delay_rate = 20,
 	        .crash_rate = 2,
@@ -937,6 +943,33 @@ static void settle(fb_config *cfg)
 		cfg->sample = 1;
 }
 
+/*
+ * Each fault alone bites with its defaults. A clock step matters only to
+ * whoever reads the clock: skew acts on the in-process lease service's wall
+ * clock (a Redis host's clock that NTP steps forward expires its leases
+ * early) unless --lease-clock or --check-lease local says otherwise; with a
+ * remote lease service, whose clock is its own, on each client's clock as
+ * its local lease check reads it. A step catches a holder only while it is
+ * at work under its lease: skew alone gives holders 0.05-0.5 x TTL of work,
+ * the newer holder sometimes finishing first.
+ */
+static void settle_faults(fb_config *cfg, const bool *given)
+{
+	if (!fb_config_fault(cfg, FB_FAULT_SKEW))
+		return;
+	bool remote = fb_lease_engine(cfg->lease_url)->remote;
+	if (!given_name(given, "lease-clock") && !given_name(given, "check-lease")) {
+		if (remote)
+			cfg->check_lease = FB_CHECK_LOCAL;
+		else
+			cfg->lease_clock = FB_LEASE_CLOCK_REALTIME;
+	}
+	if (cfg->faults == 1u << FB_FAULT_SKEW && !given_name(given, "work") && !cfg->plan_path) {
+		cfg->work_min_ns = cfg->ttl_ns / 20;
+		cfg->work_max_ns = cfg->ttl_ns / 2;
+	}
+}
+
 /* Combinations no run can honour. 0, or -1 with the line said. */
 static int check_combinations(const fb_config *cfg)
 {
@@ -1002,6 +1035,7 @@ fb_parse fb_config_parse(fb_config *cfg, int argc, char **argv)
 	if (check_scope(cfg, given))
 		return FB_PARSE_USAGE;
 	settle(cfg);
+	settle_faults(cfg, given);
 	return check_combinations(cfg) ? FB_PARSE_USAGE : FB_PARSE_RUN;
 }
 

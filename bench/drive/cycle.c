@@ -89,10 +89,9 @@ void fb_env_failed(fb_env *e, const char *what, const char *why)
 	                                            memory_order_relaxed))
 		snprintf(e->failure, sizeof e->failure, "%s: %s", what, why);
 	fb_env_stop(e);
-	/* commits parked for room in a checker's ring look at the flag now */
-	for (int d = 0; d < FB_DISCIPLINES; d++)
-		if (e->checker[d])
-			fb_checker_wake(e->checker[d]);
+	/* writers waiting for room in their logs look at the flag now */
+	if (e->feed)
+		fb_feed_wake(e->feed);
 }
 
 void fb_env_stop(fb_env *e)
@@ -112,6 +111,7 @@ void fb_worker_init(fb_worker *w, fb_env *e, uint16_t id)
 	w->port.traps = e->traps;
 	w->port.log = e->log;
 	w->port.stop = &e->stop;
+	w->log = e->feed ? fb_feed_log_of(e->feed, id - 1u) : NULL;
 	fb_clock_skewed_init(&w->local, e->fast, 1.0, 0);
 	fb_hist_init(&w->acquire);
 	fb_hist_init(&w->write);
@@ -261,6 +261,7 @@ static HOT fb_step acquired(fb_worker *w)
 	w->delay = w->stale_newer = 0;
 	w->erased = 0;
 	memset(w->outcome, 0, sizeof w->outcome);
+	memset(w->outcome0, 0, sizeof w->outcome0);
 	uint8_t next = FB_PC_READ;
 	if (cfg->op != FB_OP_RMW) { /* a debit reads nothing: every store "served" */
 		for (int d = 0; d < FB_DISCIPLINES; d++) {
@@ -353,6 +354,7 @@ static HOT fb_step op_read(fb_worker *w)
 	w->served[d] = io == FB_IO_OK;
 	if (!w->served[d]) {
 		fb_counter_add(&w->m[d].reads_refused, 1);
+		w->highest[d] = w->rd[d].highest;
 		refused(w, d, true, w->rd[d].highest);
 		w->stale = true;
 	}
@@ -371,7 +373,7 @@ static HOT void next_write(fb_worker *w)
 		fb_discipline d = rotated(e, w->first, w->i);
 		if (w->served[d])
 			return;
-		w->outcome[d] = FB_OUT_READ_REFUSED;
+		w->outcome[d] = w->outcome0[d] = FB_OUT_READ_REFUSED;
 	}
 	w->pc = FB_PC_RELEASE;
 }
@@ -540,6 +542,7 @@ static HOT bool write_one(fb_worker *w, fb_discipline d, int64_t value, uint64_t
 	fb_io io = rmw ? e->sops->write(w->sconn, d, w->key, value, w->l.fence, &w->rd[d], res)
 	               : e->sops->debit(w->sconn, d, w->key, value, w->l.fence, res);
 	eop_end(e, w, FB_EOP_WRITE, e0);
+	w->highest[d] = res->highest;
 	if (io == FB_IO_ERROR) {
 		/* sent, never answered: it may or may not have landed; the
 		 * store's history knows, we do not */
@@ -555,6 +558,7 @@ static HOT bool write_one(fb_worker *w, fb_discipline d, int64_t value, uint64_t
 		if (!copy || w->outcome[d] != FB_OUT_ACCEPTED)
 			refused(w, d, false, res->highest);
 		w->outcome[d] = FB_OUT_REJECTED;
+		w->outcome0[d] = copy ? w->outcome0[d] : FB_OUT_REJECTED;
 		w->stale = true;
 		return true;
 	}
@@ -568,10 +572,21 @@ static HOT bool write_one(fb_worker *w, fb_discipline d, int64_t value, uint64_t
 		w->erased = read - res->before;
 		w->stale = true;
 	}
-	if (e->checking)
+	if (!copy)
+		w->outcome0[d] = w->outcome[d];
+	if (e->checking) /* its cycle's outcomes are added as it is logged */
 		w->todo[w->ntodo++] =
-		        (fb_pending_commit){d,    res->version, w->key,       w->l.fence,
-		                            read, res->before,  res->balance, res->highest};
+		        (fb_check_rec){.fence = w->l.fence,
+		                       .read = read,
+		                       .replaced = res->before,
+		                       .written = res->balance,
+		                       .wrote_at = now,
+		                       .acquired_at = w->l.expires_at - e->cfg->ttl_ns,
+		                       .key = w->key,
+		                       .version = res->version,
+		                       .writer = w->id,
+		                       .d = (uint8_t)d,
+		                       .resent = copy};
 	return true;
 }
 
@@ -622,47 +637,56 @@ static HOT fb_step op_write(fb_worker *w)
 
 /* ---- the release, the commits ---- */
 
-/*
- * Claim the first-corruption slot (once per run) and note the newer lease
- * the stale write went behind: the lease slot still names its holder if it
- * has not moved on.
- */
-static fb_first_corruption *claim_first(fb_env *e, void *lconn, uint32_t key, uint64_t newer)
+/* Claim a story slot, once per run. */
+static bool claim(_Atomic int *claimed)
 {
 	int no = 0;
-	if (atomic_load_explicit(&e->first_claimed, memory_order_relaxed) ||
-	    !atomic_compare_exchange_strong_explicit(&e->first_claimed, &no, 1,
-	                                             memory_order_relaxed, memory_order_relaxed))
-		return NULL;
-	fb_first_corruption *fc = &e->first;
-	fc->found = true;
-	fc->key = key;
-	fc->fault = -1;
-	fc->newer_fence = newer;
+	return !atomic_load_explicit(claimed, memory_order_relaxed) &&
+	       atomic_compare_exchange_strong_explicit(claimed, &no, 1, memory_order_relaxed,
+	                                               memory_order_relaxed);
+}
+
+/* Ask the checkers to keep the stale write (key, fence) and the newer write
+ * it went behind. Before the write is logged: the consumer that walks it
+ * sees the claim. */
+static void watch(fb_check_watch *wt, uint32_t key, uint64_t fence)
+{
+	wt->key = key;
+	wt->fence = fence;
+	atomic_store_explicit(&wt->armed, 1, memory_order_release); /* key and fence first */
+}
+
+/* Without a checker: the lease slot still names the newer holder if it has
+ * not moved on. */
+static void peek_newer(fb_env *e, void *lconn, fb_first_corruption *fc)
+{
 	fb_lease now;
-	if (e->lops->peek(lconn, key, &now) == FB_IO_OK && now.fence == newer) {
+	if (!e->checking && e->lops->peek(lconn, fc->key, &now) == FB_IO_OK &&
+	    now.fence == fc->newer_fence) {
 		fc->newer_owner = now.owner;
 		fc->newer_acquired_at = now.expires_at - e->cfg->ttl_ns;
 	}
-	fc->wrote_at = fb_clock_now(e->clock);
-	return fc;
 }
 
-/* A worker's stale write was accepted: if it is the run's first, keep the
- * story of its cycle. */
-static void note_first(fb_worker *w)
+/* This cycle as the story's stale write: who, what, the fault, what each
+ * store did. */
+static void tell(fb_worker *w, fb_first_corruption *fc)
 {
 	fb_env *e = w->env;
-	fb_first_corruption *fc = claim_first(e, w->lconn, w->key, w->stale_newer);
-	if (!fc)
-		return;
 	fb_fault_port *p = &w->port;
-	fc->writer = w->id;
-	fc->fence = w->l.fence;
-	fc->expires_at = w->l.expires_at;
-	fc->acquired_at = w->l.expires_at - e->cfg->ttl_ns;
+	*fc = (fb_first_corruption){.found = true,
+	                            .key = w->key,
+	                            .writer = w->id,
+	                            .fault = -1,
+	                            .fence = w->l.fence,
+	                            .expires_at = w->l.expires_at,
+	                            .acquired_at = w->l.expires_at - e->cfg->ttl_ns,
+	                            .wrote_at = fb_clock_now(e->clock),
+	                            .newer_fence = w->stale_newer,
+	                            .erased = w->erased,
+	                            .t0 = e->first.t0};
 	memcpy(fc->outcome, w->outcome, sizeof fc->outcome);
-	fc->erased = w->erased;
+	memcpy(fc->highest, w->highest, sizeof fc->highest);
 	for (int i = 0; i < e->nactive; i++)
 		fc->order[i] = (uint8_t)rotated(e, w->first, i);
 	uint32_t faulted = atomic_load_explicit(&p->faulted, memory_order_relaxed);
@@ -675,6 +699,33 @@ static void note_first(fb_worker *w)
 		fc->fault_at = atomic_load_explicit(&p->last_at, memory_order_relaxed);
 		fc->fault_ns = atomic_load_explicit(&p->last_ns, memory_order_relaxed);
 		fc->fault_where = atomic_load_explicit(&p->last_where, memory_order_relaxed);
+	}
+	peek_newer(e, w->lconn, fc);
+}
+
+/* The article's shape: the unfenced store took the stale write, the fenced
+ * one refused it (its write, or the read before it). */
+static bool article_shaped(const fb_worker *w)
+{
+	uint8_t f = w->outcome[FB_FENCED];
+	return w->outcome[FB_UNFENCED] == FB_OUT_STALE &&
+	       (f == FB_OUT_REJECTED || f == FB_OUT_READ_REFUSED);
+}
+
+/* A store accepted this cycle's write although it was stale: if it is the
+ * run's first (or the first of the article's shape), keep its story. */
+static void note_first(fb_worker *w)
+{
+	fb_env *e = w->env;
+	if (e->cfg->no_check)
+		return;
+	if (claim(&e->first_claimed)) {
+		tell(w, &e->first);
+		watch(&e->watch_first, w->key, w->l.fence);
+	}
+	if (article_shaped(w) && claim(&e->shape_claimed)) {
+		tell(w, &e->shaped);
+		watch(&e->watch_shaped, w->key, w->l.fence);
 	}
 }
 
@@ -729,7 +780,8 @@ static HOT fb_step op_release(fb_worker *w)
 		atomic_fetch_or_explicit(&p->faulted, 1u << FB_FAULT_SERVER_PAUSE,
 		                         memory_order_relaxed);
 	if (e->jumping && atomic_load_explicit(&e->node_jumps, memory_order_relaxed) != w->jumps)
-		atomic_fetch_or_explicit(&p->faulted, 1u << FB_FAULT_NODE_JUMP, memory_order_relaxed);
+		atomic_fetch_or_explicit(&p->faulted, 1u << FB_FAULT_NODE_JUMP,
+		                         memory_order_relaxed);
 	fb_port_phase(p, FB_PHASE_IDLE);
 	count_faulted(w);
 	w->i = 0;
@@ -739,35 +791,41 @@ static HOT fb_step op_release(fb_worker *w)
 	return go(w, FB_PC_COMMIT);
 }
 
-bool fb_cycle_commit(fb_env *e, const fb_pending_commit *c, uint64_t *stalls)
+bool fb_cycle_commit(fb_env *e, fb_feed_log *log, const fb_check_rec *c, uint64_t *stalls)
 {
-	fb_checker *ck = e->checker[c->d];
-	if (!e->blocking)
-		return fb_checker_try_commit(ck, c->key, c->version, c->fence, c->read, c->replaced,
-		                             c->written, c->highest);
-	if (fb_checker_commit(ck, c->key, c->version, c->fence, c->read, c->replaced, c->written,
-	                      c->highest, stalls))
-		return true;
-	/* a wait for a version that never came ends the run rather than the
-	 * process's patience */
-	char why[300];
-	snprintf(why, sizeof why,
-	         "key %u of the %s store: the history's walk stood still for longer than any "
-	         "writer may hold it, waiting for a write that never came (another process writing "
-	         "to this store? give each process of a shared run a --client-id)",
-	         c->key, fb_discipline_name(c->d));
-	fb_env_failed(e, "checker", why);
+	if (!fb_feed_slot(log) && !fb_feed_room(log, e->blocking, stalls))
+		return false; /* the simulator tries later; a wait given up: the run failed */
+	*fb_feed_slot(log) = *c;
+	fb_feed_put(log);
+	fb_feed_publish(log);
 	return true;
 }
 
+/* The cycle's accepted writes to its log, with what the cycle did at every
+ * store; published together. A full log waits for room (threads: held by
+ * a walk, bounded) or yields (the simulator tries again later). */
 static HOT fb_step op_commit(fb_worker *w)
 {
-	if (w->i >= w->ntodo)
-		return go(w, FB_PC_END);
-	if (!fb_cycle_commit(w->env, &w->todo[w->i], &w->stalls))
-		return (fb_step){FB_YIELD, 0}; /* the ring is full: the simulator tries later */
-	w->i++;
-	return (fb_step){FB_GO, 0};
+	fb_env *e = w->env;
+	fb_feed_log *log = w->log;
+	while (w->i < w->ntodo) {
+		fb_check_rec *slot = fb_feed_slot(log);
+		if (!slot) {
+			if (fb_feed_room(log, e->blocking, &w->stalls))
+				continue;
+			if (!e->blocking)
+				return (fb_step){FB_YIELD, 0};
+			break; /* the wait was given up: the run has failed */
+		}
+		*slot = w->todo[w->i++];
+		/* a resent write's first copy: what that copy did at each store */
+		memcpy(slot->outcome, w->resend && !slot->resent ? w->outcome0 : w->outcome,
+		       sizeof slot->outcome);
+		fb_feed_put(log);
+	}
+	if (w->ntodo)
+		fb_feed_publish(log);
+	return go(w, FB_PC_END);
 }
 
 static HOT fb_step op_end(fb_worker *w)
@@ -918,7 +976,31 @@ out:
 
 /* ---- delayed writes landing ---- */
 
-bool fb_cycle_deliver(fb_env *e, const fb_delayed_write *dw, fb_pending_commit *out)
+/* A delayed write landed stale, the run's first corruption: its story. */
+static void tell_delivery(fb_env *e, const fb_delayed_write *dw, const fb_store_result *res,
+                          int64_t read, uint64_t landed)
+{
+	fb_discipline d = (fb_discipline)dw->mode;
+	fb_first_corruption *fc = &e->first;
+	*fc = (fb_first_corruption){.found = true,
+	                            .key = dw->key,
+	                            .writer = dw->worker,
+	                            .fault = FB_FAULT_DELAY,
+	                            .fence = dw->fence,
+	                            .wrote_at = landed,
+	                            .fault_at = dw->issued,
+	                            .fault_ns = landed > dw->issued ? landed - dw->issued : 0,
+	                            .newer_fence = res->highest,
+	                            .erased = read - res->before,
+	                            .t0 = e->first.t0};
+	fc->outcome[d] = FB_OUT_STALE;
+	fc->highest[d] = res->highest;
+	fc->order[0] = (uint8_t)d;
+	peek_newer(e, e->net_lconn, fc);
+	watch(&e->watch_first, dw->key, dw->fence);
+}
+
+bool fb_cycle_deliver(fb_env *e, const fb_delayed_write *dw, fb_check_rec *out)
 {
 	fb_discipline d = (fb_discipline)dw->mode;
 	fb_store_result res = {0};
@@ -950,26 +1032,25 @@ bool fb_cycle_deliver(fb_env *e, const fb_delayed_write *dw, fb_pending_commit *
 		return false;
 	}
 	fb_counter_add(&e->net[d].accepted, 1);
+	uint64_t landed = fb_clock_now(e->clock);
+	int64_t read = dw->debit ? res.before : dw->read;
 	if (res.stale) {
 		fb_counter_add(&e->net[d].store_stale, 1);
-		fb_first_corruption *fc =
-		        e->cfg->no_check ? NULL
-		                         : claim_first(e, e->net_lconn, dw->key, res.highest);
-		if (fc) {
-			fc->writer = dw->worker;
-			fc->fence = dw->fence;
-			fc->fault = FB_FAULT_DELAY;
-			fc->fault_at = dw->issued;
-			fc->fault_ns = fc->wrote_at > dw->issued ? fc->wrote_at - dw->issued : 0;
-			fc->outcome[d] = FB_OUT_STALE;
-			fc->order[0] = (uint8_t)d;
-			fc->erased = (dw->debit ? res.before : dw->read) - res.before;
-		}
+		if (!e->cfg->no_check && claim(&e->first_claimed))
+			tell_delivery(e, dw, &res, read, landed);
 	}
 	if (!e->checking)
 		return false;
-	*out = (fb_pending_commit){
-	        d,          res.version, dw->key,    dw->fence, dw->debit ? res.before : dw->read,
-	        res.before, res.balance, res.highest};
+	*out = (fb_check_rec){.fence = dw->fence,
+	                      .read = read,
+	                      .replaced = res.before,
+	                      .written = res.balance,
+	                      .wrote_at = landed,
+	                      .key = dw->key,
+	                      .version = res.version,
+	                      .writer = dw->worker,
+	                      .d = (uint8_t)d,
+	                      .delayed = 1};
+	out->outcome[d] = res.stale ? FB_OUT_STALE : FB_OUT_ACCEPTED;
 	return true;
 }

@@ -25,6 +25,7 @@
 #include "backend.h"
 #include "checker.h"
 #include "delay.h"
+#include "feed.h"
 #include "hist.h"
 #include "inject.h"
 #include "options.h"
@@ -75,16 +76,6 @@ typedef struct fb_mode_counters {
 	fb_counter indeterminate;    /* sent, and the engine never answered */
 } fb_mode_counters;
 
-/* An accepted write on its way to the checker. */
-typedef struct fb_pending_commit {
-	fb_discipline d;
-	uint16_t version;
-	uint32_t key;
-	uint64_t fence;
-	int64_t read, replaced, written;
-	uint64_t highest; /* the store's highest fence before it */
-} fb_pending_commit;
-
 /* Where a worker that crashed left its lease, for the taker to time itself. */
 typedef struct fb_crash_slot {
 	alignas(FB_CACHE_LINE) _Atomic uint64_t fence; /* 0: none pending */
@@ -132,8 +123,11 @@ typedef struct fb_worker {
 	int64_t bal[FB_DISCIPLINES];
 	bool served[FB_DISCIPLINES];
 	uint8_t outcome[FB_DISCIPLINES];
-	fb_pending_commit todo[2 * FB_DISCIPLINES];
+	uint8_t outcome0[FB_DISCIPLINES];      /* ... after a resent write's first copy */
+	uint64_t highest[FB_DISCIPLINES];      /* the fence each store had seen, as it answered */
+	fb_check_rec todo[2 * FB_DISCIPLINES]; /* accepted writes, for the checker */
 	uint8_t ntodo;
+	fb_feed_log *log; /* ... and its way there */
 	uint64_t stalls;
 	fb_prng rng;
 	fb_witness_memo wmemo;
@@ -160,17 +154,19 @@ struct fb_env {
 	void *pause_lconn;           /* the injector's, for server pauses and node jumps */
 	_Atomic uint64_t server_pauses;
 	_Atomic uint64_t node_jumps; /* a node's clock jumped (Redlock under libfaketime) */
-	bool remote;     /* round trips: every engine call is timed */
-	bool checking;   /* the history checker sees every write */
-	bool witnessing; /* the lease witness hears every acquire */
-	bool blocking;   /* a commit may wait for room (threads); else it yields (sim) */
-	bool skip;       /* --on-held skip */
-	bool crashes;    /* crash faults can strike: takeovers are timed */
-	bool stepping;   /* a wall-clock lease service a skew fault can step */
+	bool remote;                 /* round trips: every engine call is timed */
+	bool checking;               /* the history checker sees every write */
+	bool witnessing;             /* the lease witness hears every acquire */
+	bool blocking; /* a commit may wait for room (threads); else it yields (sim) */
+	bool skip;     /* --on-held skip */
+	bool crashes;  /* crash faults can strike: takeovers are timed */
+	bool stepping; /* a wall-clock lease service a skew fault can step */
 	bool server_pausing;
-	bool jumping; /* node-jump is on, and the lease service can take it */
+	bool jumping;         /* node-jump is on, and the lease service can take it */
 	uint64_t lease_slack; /* how far two readings of the lease clock may disagree */
 	fb_checker *checker[FB_DISCIPLINES];
+	fb_feed *feed;        /* the workers' logs to the checkers, one more for the deliveries */
+	fb_feed_log *net_log; /* ... the deliveries' */
 	fb_witness *witness;
 	fb_pause_trap *traps;
 	fb_crash_slot *crashes_at;
@@ -197,6 +193,11 @@ struct fb_env {
 	 * written by their claimers only */
 	_Atomic int first_claimed, false_claimed;
 	fb_first_corruption first;
+	/* the story's stale write (the first, and the first of the article's
+	 * shape), as the checkers saw it: their newer writes */
+	_Atomic int shape_claimed;
+	fb_first_corruption shaped;
+	fb_check_watch watch_first, watch_shaped;
 	fb_false_rejection false_rej;
 	fb_counter plan_slipped;
 };
@@ -246,12 +247,13 @@ void fb_cycle_woke(fb_worker *w);
 
 /* A delayed write lands: what the store does with it, counted. An accepted
  * one to be walked goes to *out (true) for the caller to commit. */
-bool fb_cycle_deliver(fb_env *env, const fb_delayed_write *dw, fb_pending_commit *out);
+bool fb_cycle_deliver(fb_env *env, const fb_delayed_write *dw, fb_check_rec *out);
 
-/* Commit one accepted write to its checker, waiting for room when the
- * environment is blocking; false if the ring is full and it may not wait
- * (try again later), or the wait was given up (the run fails). */
-bool fb_cycle_commit(fb_env *env, const fb_pending_commit *c, uint64_t *stalls);
+/* Log one accepted write for its checker (log: the producer's), waiting
+ * for room when the environment is blocking; false if the log is full and
+ * it may not wait (try again later), or the wait was given up (the run
+ * fails). Published at once. */
+bool fb_cycle_commit(fb_env *env, fb_feed_log *log, const fb_check_rec *c, uint64_t *stalls);
 
 /* What the injector (or the simulator's fault events) is told: the faults'
  * rates and sizes, the service clock to step, the plan; `clock` is the

@@ -51,6 +51,8 @@ fb_engine_config fb_env_engine_config(const fb_config *cfg, const fb_clock *cloc
 
 void fb_env_close(fb_env *e)
 {
+	fb_feed_destroy(e->feed); /* first: its thread walks the checkers */
+	e->feed = NULL;
 	for (int d = 0; d < FB_DISCIPLINES; d++)
 		fb_checker_destroy(e->checker[d]);
 	if (e->workers)
@@ -127,7 +129,8 @@ static fb_err open_engines(fb_env *e, const fb_env_driver *drv, fb_results *res)
 	/* a node jump needs a node set up for it; without one the run goes on
 	 * without the fault, and says so */
 	if (!r && fb_config_fault(cfg, FB_FAULT_NODE_JUMP)) {
-		e->jumping = e->lops->node_jump && e->lops->node_jump(e->pause_lconn, 0) == FB_IO_OK;
+		e->jumping =
+		        e->lops->node_jump && e->lops->node_jump(e->pause_lconn, 0) == FB_IO_OK;
 		if (!e->jumping)
 			fprintf(stderr, "fencebench: --faults: node-jump skipped: %s\n",
 			        e->lops->node_jump ? e->lops->error(e->pause_lconn)
@@ -157,25 +160,47 @@ static fb_err open_engines(fb_env *e, const fb_env_driver *drv, fb_results *res)
 	return FB_OK;
 }
 
-/* The checkers and the witness: one checker a discipline, each bounded by
- * the longest a writer may hold its key's walk. */
-static fb_err open_checks(fb_env *e)
+/* The feed's bound was reached: a walk stood still for longer than any
+ * writer may hold it. */
+static void walk_stuck(void *ctx, uint32_t key, int d)
+{
+	char why[300];
+	snprintf(why, sizeof why,
+	         "key %u of the %s store: the history's walk stood still for longer than any "
+	         "writer may hold it, waiting for a write that never came (another process writing "
+	         "to this store? give each process of a shared run a --client-id)",
+	         key, fb_discipline_name((fb_discipline)d));
+	fb_env_failed(ctx, "checker", why);
+}
+
+/* The checkers and the witness: one checker a discipline, fed through one
+ * log a worker and one for the deliveries, the feed bounded by the longest
+ * a writer may hold its key's walk. */
+static fb_err open_checks(fb_env *e, bool blocking)
 {
 	const fb_config *cfg = e->cfg;
 	if (fb_witness_create(cfg->keys, cfg->ttl_ns, e->lease_slack, &e->witness) != FB_OK)
 		return FB_ENOMEM;
-	for (int d = 0; d < FB_DISCIPLINES; d++) {
-		if (!(cfg->modes & (1u << d)))
-			continue;
-		e->active[e->nactive++] = (fb_discipline)d;
-		if (!e->checking)
-			continue;
-		if (fb_checker_create(cfg->keys, fb_checker_in_flight(cfg->threads),
-		                      cfg->initial_balance, &e->checker[d]))
+	for (int d = 0; d < FB_DISCIPLINES; d++)
+		if (cfg->modes & (1u << d))
+			e->active[e->nactive++] = (fb_discipline)d;
+	if (!e->checking)
+		return FB_OK;
+	uint32_t cap, ahead;
+	if (fb_feed_plan(cfg->threads + 1, fb_checker_in_flight(cfg->threads), &cap, &ahead))
+		return FB_ENOMEM;
+	fb_check_watch *watches[] = {&e->watch_first, &e->watch_shaped};
+	for (int i = 0; i < e->nactive; i++) {
+		fb_discipline d = e->active[i];
+		if (fb_checker_create(cfg->keys, ahead, cfg->initial_balance, &e->checker[d]))
 			return FB_ENOMEM;
-		/* longer than any fault can hold a version back */
-		fb_checker_bound(e->checker[d], &e->failed, e->fast, longest_wait(cfg));
+		fb_checker_watch(e->checker[d], watches, 2);
 	}
+	if (fb_feed_create(cfg->threads + 1, cap, e->checker, blocking, &e->feed))
+		return FB_ENOMEM;
+	/* longer than any fault can hold a version back */
+	fb_feed_bound(e->feed, &e->failed, e->fast, longest_wait(cfg), walk_stuck, e);
+	e->net_log = fb_feed_log_of(e->feed, cfg->threads);
 	return FB_OK;
 }
 
@@ -259,7 +284,7 @@ fb_err fb_env_open(fb_env *e, const fb_config *cfg, const fb_env_driver *drv, fb
 	e->server_pausing = fb_config_fault(cfg, FB_FAULT_SERVER_PAUSE);
 	/* a remote service expires keys on its millisecond grid; an engine that
 	 * dates leases on the caller's clock names its own bound */
-	e->lease_slack = !e->lops->remote          ? 50000
+	e->lease_slack = !e->lops->remote            ? 50000
 	                 : e->lops->witness_slack_ns ? e->lops->witness_slack_ns
 	                                             : 2000000;
 	atomic_init(&e->counting, cfg->warmup_ns == 0);
@@ -272,7 +297,7 @@ fb_err fb_env_open(fb_env *e, const fb_config *cfg, const fb_env_driver *drv, fb
 	e->traps = aligned_alloc(FB_CACHE_LINE, (size_t)cfg->keys * sizeof *e->traps);
 	e->crashes_at = aligned_alloc(FB_CACHE_LINE, (size_t)cfg->keys * sizeof *e->crashes_at);
 	if (!e->workers || !res->per_thread_ops || !res->dead || !res->keys || !e->traps ||
-	    !e->crashes_at || open_checks(e) || open_zipf(e))
+	    !e->crashes_at || open_checks(e, drv->blocking) || open_zipf(e))
 		return oom(e);
 	memset(e->workers, 0, wbytes);
 	for (uint32_t k = 0; k < cfg->keys; k++) {
@@ -292,6 +317,12 @@ fb_err fb_env_open(fb_env *e, const fb_config *cfg, const fb_env_driver *drv, fb
 	e->nworkers = cfg->threads;
 	for (uint32_t i = 0; i < cfg->threads; i++)
 		fb_worker_init(&e->workers[i], e, (uint16_t)(i + 1));
+	/* the threaded driver's checkers walk on a thread of their own */
+	if (e->feed && drv->blocking && fb_feed_start(e->feed)) {
+		fprintf(stderr, "fencebench: cannot start the checker's thread\n");
+		fb_env_close(e);
+		return FB_ESYS;
+	}
 	return FB_OK;
 }
 
@@ -459,8 +490,35 @@ static void check_modes(fb_env *e, fb_results *res)
 	free(last);
 }
 
+/* The newer write the story's stale write went behind, as the checker of
+ * the store that took it walked it: the unfenced one's first, where the
+ * article has it. */
+static void newer_from(fb_first_corruption *fc, const fb_check_watch *wt)
+{
+	static const fb_discipline pref[] = {FB_UNFENCED, FB_WRITE_FENCED, FB_FENCED};
+	for (size_t i = 0; fc->found && i < sizeof pref / sizeof pref[0]; i++) {
+		fb_discipline d = pref[i];
+		if (!wt->seen[d])
+			continue;
+		const fb_check_rec *b = &wt->newer[d];
+		fc->newer_written = true;
+		fc->newer_store = (uint8_t)d;
+		fc->newer_owner = b->writer;
+		fc->newer_fence = b->fence;
+		fc->newer_delayed = b->delayed;
+		fc->resent = wt->stale[d].resent;
+		fc->newer_acquired_at = b->acquired_at;
+		fc->newer_wrote_at = b->wrote_at;
+		memcpy(fc->newer_outcome, b->outcome, sizeof fc->newer_outcome);
+		fc->wrote_at = wt->stale[d].wrote_at; /* the stale write's own time */
+		return;
+	}
+}
+
 void fb_env_results(fb_env *e, fb_results *res)
 {
+	if (e->feed) /* every producer has stopped: the rest of the walk */
+		fb_feed_stop(e->feed);
 	res->cfg = e->cfg;
 	res->clock_name = e->clock->name;
 	/* A worker that died in the last TTL may still hold its lease: that
@@ -490,6 +548,9 @@ void fb_env_results(fb_env *e, fb_results *res)
 			m->stale_accepted = m->store_stale;
 		}
 	res->first = e->first;
+	res->shaped = e->shaped;
+	newer_from(&res->first, &e->watch_first);
+	newer_from(&res->shaped, &e->watch_shaped);
 	res->false_rejection = e->false_rej; /* written by a thread joined since */
 	for (int k = 0; k < FB_WIT_KINDS; k++)
 		fb_witness_example_of(e->witness, (fb_witness_kind)k, &res->lease_example[k]);

@@ -42,10 +42,10 @@ static fb_err send_delayed(void *ctx, const fb_delayed_write *dw)
 static void deliver(void *ctx, const fb_delayed_write *dw)
 {
 	fb_env *e = &((threads *)ctx)->env;
-	fb_pending_commit c;
+	fb_check_rec c;
 	uint64_t stalls = 0;
 	if (fb_cycle_deliver(e, dw, &c))
-		fb_cycle_commit(e, &c, &stalls);
+		fb_cycle_commit(e, e->net_log, &c, &stalls);
 	fb_counter_add(&e->net_stalls, stalls);
 }
 

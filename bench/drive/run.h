@@ -72,21 +72,32 @@ enum fb_outcome {
 	FB_OUT_READ_REFUSED, /* the read was refused, so no write */
 };
 
-/* The first stale write a store accepted, as a short timeline. Times are on
- * the lease service's clock; t0 is the run's start on it. */
+/* A stale write a store accepted, as a short timeline: the first of the
+ * run, or the first of the article's shape (the unfenced store took it,
+ * the fenced one refused it). Times are on the lease service's clock; t0
+ * is the run's start on it. */
 typedef struct fb_first_corruption {
 	bool found;
 	uint32_t key;
 	uint16_t writer;
 	int fault; /* the fb_fault that hit the writer's cycle, or -1 */
 	uint32_t fault_where;
-	uint16_t newer_owner; /* 0: the newer lease's holder had moved on */
 	uint64_t fence, acquired_at, expires_at, wrote_at;
 	uint64_t fault_at, fault_ns;
-	uint64_t newer_fence, newer_acquired_at;
 	int64_t erased; /* debits the unfenced store lost to it */
 	uint8_t outcome[FB_DISCIPLINES];
-	uint8_t order[FB_DISCIPLINES]; /* the disciplines in the order the cycle wrote them */
+	uint64_t highest[FB_DISCIPLINES]; /* the fence each store had seen as it answered */
+	uint8_t order[FB_DISCIPLINES];    /* the disciplines in the order the cycle wrote them */
+	/* the newer holder it went behind: from the checker that walked the
+	 * stale write (the write that carried the store's highest fence) */
+	uint64_t newer_fence;
+	uint16_t newer_owner; /* 0: not known */
+	bool newer_written;   /* its write, as the checker walked it: the rest are known */
+	bool newer_delayed;   /* ... delivered late by the network */
+	bool resent;          /* the stale write is the writer's own resent copy */
+	uint8_t newer_store;  /* the store whose history named it */
+	uint64_t newer_acquired_at, newer_wrote_at;
+	uint8_t newer_outcome[FB_DISCIPLINES];
 	uint64_t t0;
 } fb_first_corruption;
 
@@ -126,8 +137,9 @@ typedef struct fb_results {
 	char failure[400];   /* an engine that stopped answering: which, and why */
 	fb_mode_result mode[FB_DISCIPLINES];
 	fb_key_result *keys;
-	fb_first_corruption first;
-	fb_witness_counts lease;                        /* the lease witness's violations */
+	fb_first_corruption first;  /* the run's first corruption */
+	fb_first_corruption shaped; /* the first of the article's shape (may be the same) */
+	fb_witness_counts lease;    /* the lease witness's violations */
 	fb_witness_example lease_example[FB_WIT_KINDS]; /* the first of each */
 	fb_false_rejection false_rejection;             /* the first */
 	double floor_ops_s; /* the matching floor pipeline's throughput, 0: not measured */

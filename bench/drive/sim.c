@@ -70,7 +70,7 @@ typedef struct sim {
 	flight *fl;
 	uint32_t nfl, capfl;
 	uint64_t flseq;
-	fb_pending_commit *late; /* landed writes whose commit waits for room */
+	fb_check_rec *late; /* landed writes whose commit waits for room */
 	uint32_t nlate, caplate;
 	fb_fault_gen gen;
 	fb_fault_port **ports;
@@ -349,14 +349,14 @@ static fb_err send_delayed(void *ctx, const fb_delayed_write *dw)
 }
 
 /* A landed write's commit, kept until its key's ring has room. */
-static void commit_late(sim *s, const fb_pending_commit *c)
+static void commit_late(sim *s, const fb_check_rec *c)
 {
 	uint64_t stalls = 0;
-	if (!s->nlate && fb_cycle_commit(&s->env, c, &stalls))
+	if (!s->nlate && fb_cycle_commit(&s->env, s->env.net_log, c, &stalls))
 		return;
 	if (s->nlate == s->caplate) {
 		uint32_t cap = s->caplate ? 2 * s->caplate : 16;
-		fb_pending_commit *nl = realloc(s->late, (size_t)cap * sizeof *nl);
+		fb_check_rec *nl = realloc(s->late, (size_t)cap * sizeof *nl);
 		if (!nl) {
 			s->err = FB_ENOMEM;
 			return;
@@ -380,7 +380,7 @@ static void deliver_due(sim *s, bool all)
 		h_raw(s, " ", 1);
 		h_str(s, fb_discipline_name((fb_discipline)dw->mode));
 		h_end(s);
-		fb_pending_commit c;
+		fb_check_rec c;
 		if (fb_cycle_deliver(&s->env, dw, &c))
 			commit_late(s, &c);
 		k++;
@@ -392,7 +392,7 @@ static void deliver_due(sim *s, bool all)
 	uint32_t m = 0;
 	for (uint32_t j = 0; j < s->nlate; j++) {
 		uint64_t stalls = 0;
-		if (m || !fb_cycle_commit(&s->env, &s->late[j], &stalls))
+		if (m || !fb_cycle_commit(&s->env, s->env.net_log, &s->late[j], &stalls))
 			s->late[m++] = s->late[j]; /* keep the order: one waits, all after it do */
 	}
 	s->nlate = m;

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "report.h"
 #include "output.h"
+#include "story.h"
 
 #include <errno.h>
 #include <json-c/json.h>
@@ -133,8 +134,17 @@ static bool header_faults(FILE *out, const fb_config *cfg)
 		any = true;
 	}
 	if (fb_config_fault(cfg, FB_FAULT_SKEW)) {
-		fprintf(out, "skew %g/s x %s (drift %g)  ", cfg->skew_rate, D(cfg->skew_ns),
-		        cfg->skew_drift);
+		/* what the steps act on: the clock this run reads */
+		if (cfg->lease_clock == FB_LEASE_CLOCK_REALTIME)
+			fprintf(out, "skew %g/s: the lease service's wall clock steps %s forward  ",
+			        cfg->skew_rate, D(cfg->skew_ns));
+		else if (cfg->check_lease == FB_CHECK_LOCAL)
+			fprintf(out,
+			        "skew %g/s: a client's own clock runs slow (x%g) or steps %s back, "
+			        "and its lease check believes it  ",
+			        cfg->skew_rate, 1 - cfg->skew_drift, D(cfg->skew_ns));
+		else
+			fprintf(out, "skew %g/s on no clock this run reads  ", cfg->skew_rate);
 		any = true;
 	}
 	if (fb_config_fault(cfg, FB_FAULT_DELAY)) {
@@ -184,6 +194,8 @@ void fb_report_header(FILE *out, const fb_config *cfg)
 	fprintf(out, "%u %s  ttl %s  ", cfg->keys, PL(cfg->keys, "key", "keys"), D(cfg->ttl_ns));
 	if (!header_faults(out, cfg))
 		fprintf(out, "no faults  ");
+	if (cfg->work_max_ns)
+		fprintf(out, "work %s-%s  ", D(cfg->work_min_ns), D(cfg->work_max_ns));
 	if (cfg->check_lease != FB_CHECK_NONE)
 		fprintf(out, "check %s  ", fb_check_lease_names[cfg->check_lease]);
 	if (cfg->lease_clock != FB_LEASE_CLOCK_MONOTONIC)
@@ -403,67 +415,6 @@ static void print_faults(FILE *out, const fb_results *res)
 		fprintf(out,
 		        "plan: %s faults slipped (one at a time), %s not recorded (log full)\n",
 		        G(res->plan_slipped), G(res->plan_dropped));
-}
-
-static double ms_since(const fb_first_corruption *fc, uint64_t t)
-{
-	return t >= fc->t0 ? (double)(t - fc->t0) / 1e6 : -(double)(fc->t0 - t) / 1e6;
-}
-
-/* The first corruption as a timeline: who held what when, the fault, the
- * takeover, the stale write and what each store made of it. */
-static void print_first(FILE *out, const fb_results *res)
-{
-	const fb_first_corruption *fc = &res->first;
-	static const char *const what[] = {"-", "accepted", "ACCEPTED (stale)", "REJECTED",
-	                                   "read refused"};
-	if (!fc->found)
-		return;
-	fprintf(out, "first corruption, key %u:\n", fc->key);
-	if (fc->expires_at) {
-		fprintf(out, "  %10.3f ms  w%u acquires fence %llu (lease until %.3f ms)\n",
-		        ms_since(fc, fc->acquired_at), fc->writer, (unsigned long long)fc->fence,
-		        ms_since(fc, fc->expires_at));
-	}
-	if (fc->fault == FB_FAULT_PAUSE && fc->fault_ns)
-		fprintf(out, "  %10.3f ms  w%u paused %s (injected, %s)\n",
-		        ms_since(fc, fc->fault_at), fc->writer, D(fc->fault_ns),
-		        fc->fault_where == FB_AT_TRAPPED ? "caught by a takeover trap"
-		                                         : fb_fault_at_names[fc->fault_where]);
-	else if (fc->fault == FB_FAULT_DELAY)
-		fprintf(out,
-		        "  %10.3f ms  w%u sends its write with fence %llu; the network holds it "
-		        "%s\n",
-		        ms_since(fc, fc->fault_at), fc->writer, (unsigned long long)fc->fence,
-		        D(fc->fault_ns));
-	else if (fc->fault >= 0)
-		fprintf(out, "  %10s     w%u's cycle was hit by a %s fault\n", "", fc->writer,
-		        fb_fault_names[fc->fault]);
-	if (fc->expires_at)
-		fprintf(out, "  %10.3f ms  lease %llu expires\n", ms_since(fc, fc->expires_at),
-		        (unsigned long long)fc->fence);
-	if (fc->newer_owner)
-		fprintf(out, "  %10.3f ms  w%u acquires fence %llu and writes: accepted\n",
-		        ms_since(fc, fc->newer_acquired_at), fc->newer_owner,
-		        (unsigned long long)fc->newer_fence);
-	else
-		fprintf(out,
-		        "  %10s     fence %llu is acquired and written (its holder has moved on)\n",
-		        "", (unsigned long long)fc->newer_fence);
-	fprintf(out, "  %10.3f ms  %s%u%s with fence %llu:", ms_since(fc, fc->wrote_at),
-	        fc->fault == FB_FAULT_DELAY ? "the network delivers w" : "w", fc->writer,
-	        fc->fault == FB_FAULT_DELAY ? "'s write" : " writes",
-	        (unsigned long long)fc->fence);
-	/* in the order the cycle wrote them: a write before the pause was in time */
-	for (int i = 0; i < FB_DISCIPLINES; i++) {
-		int d = fc->order[i];
-		if (res->mode[d].on && fc->outcome[d])
-			fprintf(out, "%s %s %s", i ? "," : "", fb_discipline_name((fb_discipline)d),
-			        what[fc->outcome[d]]);
-	}
-	if (fc->erased > 0)
-		fprintf(out, ", erasing %s %s", G(fc->erased), PL(fc->erased, "debit", "debits"));
-	fprintf(out, "\n");
 }
 
 /* The lease witness's verdict, each kind of violation by name with its first
@@ -701,6 +652,29 @@ static void say_unfenced(FILE *out, const fb_results *res, bool vacuous)
 		        vacuous ? " (vacuous: no stale write attempted)" : "");
 }
 
+/* Why no stale write was attempted, and what would make the faults bite. */
+static const char *vacuous_why(const fb_config *cfg)
+{
+	uint32_t biting = cfg->faults & ~(1u << FB_FAULT_CRASH);
+	if (cfg->plan_path)
+		return "the plan's faults outlasted no lease a newer holder wrote under";
+	if (!cfg->faults || (cfg->faults == 1u << FB_FAULT_PAUSE && cfg->pause_rate == 0))
+		return "no fault was injected (--faults, --pause-rate)";
+	if (!biting)
+		return "a crashed worker never writes again: crash alone cannot make a stale "
+		       "write, "
+		       "it tests the takeover (add pause or delay to --faults)";
+	if (biting == 1u << FB_FAULT_SKEW && cfg->lease_clock == FB_LEASE_CLOCK_MONOTONIC &&
+	    cfg->check_lease != FB_CHECK_LOCAL)
+		return "skew stepped no clock this run reads (--lease-clock realtime, or "
+		       "--check-lease local)";
+	if (biting == 1u << FB_FAULT_SKEW && !cfg->work_max_ns)
+		return "a clock step caught no holder at work (--work gives holders time under the "
+		       "lease)";
+	return "no fault outlasted a lease that a newer holder then wrote under (longer faults: "
+	       "--pause, --delay; or more of them)";
+}
+
 /* The one-line verdict, locktorture style: outcome, every number that
  * decided it, what failed, and every parameter (as the command that
  * replays it). */
@@ -739,6 +713,8 @@ static int print_verdict_line(FILE *out, const fb_results *res, bool vacuous)
 	}
 	if (code)
 		fb_report_reasons(out, res);
+	else if (vacuous && !res->failure[0] && !cfg->no_check && !res->check_deferred)
+		fprintf(out, " %s;", vacuous_why(cfg));
 	fprintf(out, " replay: %s\n", replay);
 	return code;
 }
@@ -756,7 +732,7 @@ int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
 	say_write_fenced(out, res);
 	print_false_rejection(out, res);
 	say_unfenced(out, res, vacuous);
-	print_first(out, res);
+	fb_story_print(out, res);
 	if (res->interrupted)
 		fprintf(out, "interrupted: these are the numbers measured until the signal\n");
 	return print_verdict_line(out, res, vacuous);
@@ -1043,6 +1019,7 @@ static json_object *j_document(const fb_report *rp, const fb_results *res, int e
 	json_object_object_add(doc, "elapsed_s", json_object_new_double(res->elapsed_s));
 	json_object_object_add(doc, "run", j_run(res));
 	json_object_object_add(doc, "modes", j_modes(res));
+	json_object_object_add(doc, "first_corruption", fb_story_json(res));
 	j_footer(doc, rp->cfg, exit_code);
 	return doc;
 }

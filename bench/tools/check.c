@@ -211,6 +211,30 @@ static void violations(char *buf, size_t len, const fb_history_verdict *v, bool 
 #undef ADD
 }
 
+/* Each history's first stale write, as far as a history can tell it: who
+ * wrote it, whose newer write it went behind, what it erased. */
+static void print_stories(check *c)
+{
+	static const fb_discipline order[] = {FB_UNFENCED, FB_WRITE_FENCED, FB_FENCED};
+	for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+		const fb_history_story *s = &c->v[order[i]].first;
+		if (!c->v[order[i]].on || !s->found)
+			continue;
+		fprintf(c->out,
+		        "first stale write in the %s history, key %u: w%u (client %u) wrote with "
+		        "fence %llu (version %llu) after w%u (client %u) had written fence %llu "
+		        "(version %llu)",
+		        fb_discipline_name(order[i]), s->key, s->worker, s->client,
+		        (unsigned long long)s->fence, (unsigned long long)s->version,
+		        s->newer_worker, s->newer_client, (unsigned long long)s->newer_fence,
+		        (unsigned long long)s->newer_version);
+		if (s->erased > 0)
+			fprintf(c->out, ", erasing %s %s", G(s->erased),
+			        s->erased == 1 ? "debit" : "debits");
+		fprintf(c->out, " (a history keeps no times)\n");
+	}
+}
+
 /* The verdict lines in the run's words. */
 static void print_verdicts(check *c)
 {
@@ -264,6 +288,7 @@ static void print_verdicts(check *c)
 			fprintf(out, "unfenced: no corruption observed%s\n",
 			        u->rows ? "" : " (vacuous: the history holds no write)");
 	}
+	print_stories(c);
 }
 
 /* ---- JSON ---- */
@@ -310,6 +335,21 @@ static json_object *j_verdict(check *c, const fb_history_verdict *v, int d,
 	}
 	json_object_object_add(o, "writes_per_client", pc);
 	json_object_object_add(o, "checker_agrees", json_object_new_boolean(v->agrees));
+	if (d >= 0 && v->first.found) {
+		const fb_history_story *st = &v->first;
+		json_object *f = json_object_new_object();
+		json_object_object_add(f, "key", j_u(st->key));
+		json_object_object_add(f, "version", j_u(st->version));
+		json_object_object_add(f, "fence", j_u(st->fence));
+		json_object_object_add(f, "client", j_u(st->client));
+		json_object_object_add(f, "worker", j_u(st->worker));
+		json_object_object_add(f, "newer_fence", j_u(st->newer_fence));
+		json_object_object_add(f, "newer_version", j_u(st->newer_version));
+		json_object_object_add(f, "newer_client", j_u(st->newer_client));
+		json_object_object_add(f, "newer_worker", j_u(st->newer_worker));
+		json_object_object_add(f, "erased_debits", j_i(st->erased > 0 ? st->erased : 0));
+		json_object_object_add(o, "first_stale", f);
+	}
 	if (!v->agrees)
 		json_object_object_add(o, "disagreement", json_object_new_string(v->disagreement));
 	if (d >= 0)

@@ -1,125 +1,99 @@
-#define _GNU_SOURCE
 #include "checker.h"
 #include "verdict.h"
 
-#include <limits.h>
-#include <linux/futex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
 
 /*
- * Walk state of a key, one 16-byte word: lo = next_version << 48 | max
- * fence, hi = balance after the last walked write. A thread walks record v
- * by CAS from (v, max, bal) to (v + 1, max', bal'); the winner alone adds
- * to the tallies, so each record counts exactly once.
+ * One thread at a time walks: the state is plain memory. Per key the walk
+ * (the version it waits for, the highest fence, the balance), its tallies,
+ * the record that carried the highest fence (the story's newer write), and
+ * a ring of early records, where version v waits in slot v mod ring; a tag
+ * per slot says which version is there (0: none).
  */
-#define WALK_FENCE_MASK FB_FENCE_MAX
-#define TAG_PUBLISHED   (UINT64_C(1) << 16)
-
-typedef struct rec {
-	_Atomic uint64_t tag; /* version | TAG_PUBLISHED once the fields are in */
-	_Atomic uint64_t fence;
-	_Atomic int64_t read, replaced, written;
-} rec;
+#define TAG_PRESENT (UINT32_C(1) << 16)
 
 typedef struct ckey {
-	alignas(FB_PAD_LINE) fb_atomic_u128 walk;
-	/* Records in the ring not yet walked. A write committed in order steps
-	 * the walk itself and never touches the ring; it looks here for
-	 * records that arrived early and wait behind it. */
-	_Atomic uint64_t parked;
-	/* Commits parked on `seq` (a futex) until the walk makes room in the
-	 * ring: a stepper that sees waiters bumps seq and wakes them. */
-	_Atomic uint32_t waiters, seq;
-	/* Accepted writes whose version the walk had already taken from
-	 * another write: two writers shared one commit version. */
-	_Atomic uint64_t dups;
-	/* Records walked = wraps * 2^16 + next_version - 1: the walk's own
-	 * 16-bit position counts them, and the winner of the step past version
-	 * 65535 counts the wrap (a locked add once in 65536, not every time). */
-	_Atomic uint64_t wraps, stale, breaks;
-	_Atomic int64_t lost_amount;
-	rec *ring;
+	/* the walk: what every record reads */
+	uint16_t next;
+	uint32_t parked;
+	uint64_t max_fence;
+	int64_t balance;
+	uint64_t walked;
+	/* what a violation writes */
+	uint64_t stale, breaks, dups;
+	int64_t lost_amount;
+	fb_check_rec top; /* the record that carried max_fence */
 } ckey;
 
 struct fb_checker {
 	ckey *k;
-	rec *rings;
+	fb_check_rec *rings;
+	uint32_t *tags;
 	uint32_t keys;
-	uint32_t ring; /* records per key, a power of two <= 2^14 */
-	/* ring + in_flight: no legitimate version is this far ahead of the
-	 * walk (mod 2^16), so one that is, is behind it: a duplicate */
+	uint32_t ring; /* records per key, a power of two */
+	/* ring + ahead: no legitimate version is this far ahead of the walk
+	 * (mod 2^16), so one that is, is behind it: a duplicate */
 	uint32_t window;
-	/* the first duplicate: 1 << 63 | key << 16 | version; 0: none */
-	_Atomic uint64_t first_dup;
-	/* a commit's wait: given up when *abort is set or after max_wait */
-	const _Atomic int *abort;
-	const fb_clock *clk;
-	uint64_t max_wait;
+	bool dup_found;
+	uint32_t dup_key;
+	uint16_t dup_version;
+	_Atomic uint64_t stale_total; /* written by the consumer, read by the progress line */
+	fb_check_story first;
+	fb_check_watch *watch[4];
+	int nwatch;
 };
 
-fb_err fb_checker_create(uint32_t keys, uint32_t in_flight, int64_t initial_balance,
-                         fb_checker **out)
+/* Written now, every page, so that the resident set does not grow through
+ * the run as early records find untouched pages (the soak's leak check).
+ * The volatile stores: a memset of fresh memory may become a calloc, which
+ * touches nothing. */
+static void touch(void *p, size_t bytes)
+{
+	memset(p, 0, bytes);
+	for (size_t b = 0; b < bytes; b += 4096)
+		((volatile char *)p)[b] = 0;
+}
+
+fb_err fb_checker_create(uint32_t keys, uint32_t ahead, int64_t initial_balance, fb_checker **out)
 {
 	if (!keys)
 		return FB_EINVAL;
-	/* 2^18 records in all (10 MiB) where keys allow, at most 2^14 and at
-	 * least 4 a key: a key among many sees few commits while one writer
-	 * sleeps. */
+	/* 2^16 early records in all (4.25 MiB) where keys allow, at most 2^14
+	 * and at least 4 a key: a key among many sees few writes while one
+	 * writer sleeps. Versions are 16-bit: a record waits in the ring only
+	 * within `ring` of the walk, and at most `ahead` more are not walked
+	 * yet, so a legitimate version is less than ring + ahead ahead of the
+	 * walk. Whatever lies beyond is behind it: keep FB_CHECKER_BEHIND of
+	 * the 2^16 for that judgement. */
 	uint32_t ring = 1u << 14;
-	while (ring > 4 && (uint64_t)ring * keys > (1u << 18))
+	while (ring > 4 && (uint64_t)ring * keys > (1u << 16))
 		ring >>= 1;
-	/*
-	 * Versions are 16-bit. A commit parks only within `ring` of the walk,
-	 * and at most in_flight more versions are held by writers not yet
-	 * committed, so a legitimate version is less than ring + in_flight
-	 * ahead of the walk. Whatever lies beyond is behind it: a second write
-	 * with a version the walk already took. Keep at least FB_BEHIND of the
-	 * 2^16 for that judgement.
-	 */
-	while (ring > 4 && (uint64_t)ring + in_flight + FB_CHECKER_BEHIND > (1u << 16))
+	while (ring > 4 && (uint64_t)ring + ahead + FB_CHECKER_BEHIND > (1u << 16))
 		ring >>= 1;
-	if ((uint64_t)ring + in_flight + FB_CHECKER_BEHIND > (1u << 16))
+	if ((uint64_t)ring + ahead + FB_CHECKER_BEHIND > (1u << 16))
 		return FB_EINVAL;
 	fb_checker *c = calloc(1, sizeof *c);
 	if (!c)
 		return FB_ENOMEM;
-	c->k = aligned_alloc(FB_PAD_LINE, (size_t)keys * sizeof *c->k);
-	c->rings = malloc((size_t)keys * ring * sizeof *c->rings);
-	if (!c->k || !c->rings) {
+	size_t n = (size_t)keys * ring;
+	c->k = calloc(keys, sizeof *c->k);
+	c->rings = malloc(n * sizeof *c->rings);
+	c->tags = malloc(n * sizeof *c->tags);
+	if (!c->k || !c->rings || !c->tags) {
 		fb_checker_destroy(c);
 		return FB_ENOMEM;
 	}
-	/* Written now, every page: only records that arrive early land in the
-	 * ring, so its pages would otherwise fault in one by one through the
-	 * run (a page fault inside a measured cycle, and a resident set that
-	 * grows for minutes: the soak's leak check saw it). The volatile
-	 * stores: the compiler may turn a memset of fresh memory into a calloc,
-	 * which touches nothing. */
-	size_t bytes = (size_t)keys * ring * sizeof *c->rings;
-	memset(c->rings, 0, bytes);
-	for (size_t b = 0; b < bytes; b += 4096)
-		((volatile char *)c->rings)[b] = 0;
+	touch(c->rings, n * sizeof *c->rings);
+	touch(c->tags, n * sizeof *c->tags);
 	c->keys = keys;
 	c->ring = ring;
-	c->window = ring + in_flight;
-	atomic_init(&c->first_dup, 0);
+	c->window = ring + ahead;
+	atomic_init(&c->stale_total, 0);
 	for (uint32_t i = 0; i < keys; i++) {
-		ckey *k = &c->k[i];
-		atomic_init(&k->walk, ((fb_u128){UINT64_C(1) << 48, (uint64_t)initial_balance}));
-		atomic_init(&k->parked, 0);
-		atomic_init(&k->waiters, 0);
-		atomic_init(&k->seq, 0);
-		atomic_init(&k->dups, 0);
-		atomic_init(&k->wraps, 0);
-		atomic_init(&k->stale, 0);
-		atomic_init(&k->breaks, 0);
-		atomic_init(&k->lost_amount, 0);
-		k->ring = &c->rings[(size_t)i * ring];
+		c->k[i].next = 1;
+		c->k[i].balance = initial_balance;
 	}
 	*out = c;
 	return FB_OK;
@@ -131,171 +105,112 @@ void fb_checker_destroy(fb_checker *c)
 		return;
 	free(c->k);
 	free(c->rings);
+	free(c->tags);
 	free(c);
 }
 
-static inline uint16_t walk_next(fb_u128 w)
+void fb_checker_watch(fb_checker *c, fb_check_watch *const *watches, int n)
 {
-	return (uint16_t)(w.lo >> 48);
+	c->nwatch = n < 4 ? n : 4;
+	for (int i = 0; i < c->nwatch; i++)
+		c->watch[i] = watches[i];
 }
 
-/* Whether `version` lies behind the walk: the walk took it already. */
-static inline bool behind(const fb_checker *c, uint16_t version, uint16_t next)
+/* A stale write: keep it, and the write it went behind, for the story. */
+static __attribute__((noinline)) void story(fb_checker *c, const ckey *k, const fb_check_rec *r)
 {
-	return (uint16_t)(version - next) >= c->window;
-}
-
-/* ---- parking: a futex per key ---- */
-
-static void futex_wait(_Atomic uint32_t *word, uint32_t seen, uint64_t ns)
-{
-	struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
-	/* EAGAIN (seq moved), EINTR, ETIMEDOUT: the caller looks again */
-	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
-}
-
-static void futex_wake(_Atomic uint32_t *word)
-{
-	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
-}
-
-/* After this thread stepped key k's walk: wake the commits parked for room.
- * seq_cst on `waiters`: pairs with the waiter's increment and its load of
- * the walk (either it sees this step, or this load sees it waiting). */
-static inline void wake_waiters(ckey *k)
-{
-	if (atomic_load_explicit(&k->waiters, memory_order_seq_cst)) {
-		atomic_fetch_add_explicit(&k->seq, 1, memory_order_release);
-		futex_wake(&k->seq);
-	}
-}
-
-/* A write with a version the walk already took: count it once, keep the
- * run's first as the example the verdict names. */
-static void duplicate(fb_checker *c, uint32_t key, uint16_t version)
-{
-	atomic_fetch_add_explicit(&c->k[key].dups, 1, memory_order_relaxed);
-	uint64_t none = 0;
-	atomic_compare_exchange_strong_explicit(&c->first_dup, &none,
-	                                        UINT64_C(1) << 63 | (uint64_t)key << 16 | version,
-	                                        memory_order_relaxed, memory_order_relaxed);
-}
-
-/* Walk key k as far as published records go. */
-static bool advance_from(fb_checker *c, uint32_t key, fb_u128 w);
-
-/* Where the walk goes from w by a record of fence and written. */
-static inline fb_u128 step(fb_u128 w, uint64_t fence, int64_t written)
-{
-	uint64_t max = w.lo & WALK_FENCE_MASK;
-	return (fb_u128){(uint64_t)(uint16_t)(walk_next(w) + 1) << 48 | (fence > max ? fence : max),
-	                 (uint64_t)written};
-}
-
-/* The tallies of one record, by the thread whose CAS stepped the walk past
- * it from w: each record counts exactly once. */
-static void tally(ckey *k, fb_u128 w, uint64_t fence, int64_t read, int64_t replaced)
-{
-	if (walk_next(w) == UINT16_MAX)
-		atomic_fetch_add_explicit(&k->wraps, 1, memory_order_relaxed);
-	if (fence <= (w.lo & WALK_FENCE_MASK))
-		atomic_fetch_add_explicit(&k->stale, 1, memory_order_relaxed);
-	if (replaced != (int64_t)w.hi)
-		atomic_fetch_add_explicit(&k->breaks, 1, memory_order_relaxed);
-	if (replaced != read)
-		atomic_fetch_add_explicit(&k->lost_amount, read - replaced, memory_order_relaxed);
-}
-
-/* Walk key k as far as published records go. */
-static void advance(fb_checker *c, uint32_t key)
-{
-	if (advance_from(c, key, atomic_load_explicit(&c->k[key].walk, memory_order_acquire)))
-		wake_waiters(&c->k[key]);
-}
-
-/*
- * Walk key k as far as published records go, starting from a guess of the
- * walk word (a wrong guess costs one failed CAS, which returns the truth).
- * True if it stepped the walk at all.
- *
- * A parked record is claimed before the walk steps past it: the one thread
- * that clears its tag owns it, reads it and steps. So no tag outlives its
- * record: in-order commits never write their slot, and a tag left behind
- * would match again when its 16-bit version comes round, 2^16 commits on
- * (a walker paused between stepping and clearing saw exactly that). While
- * claimed the walk cannot pass the record by any other record of its
- * version, unless one was a duplicate: a claim whose step finds the walk
- * gone past (the truth, from the failed CAS) is that duplicate, and is
- * counted, never tagged again. A claim on a stale guess of the walk (the
- * walk short of that version) is handed back.
- */
-static bool advance_from(fb_checker *c, uint32_t key, fb_u128 w)
-{
-	ckey *k = &c->k[key];
-	bool moved = false;
-	for (;;) {
-		uint16_t v = walk_next(w);
-		rec *r = &k->ring[v & (c->ring - 1)];
-		uint64_t tag = v | TAG_PUBLISHED;
-		/* seq_cst (the load, and the claim's CAS): pairs with a parker's
-		 * seq_cst tag CAS and walk load, so either this walker sees
-		 * the record or its parker sees this walker's step; acquire
-		 * makes the fields below the ones the parker wrote */
-		if (atomic_load_explicit(&r->tag, memory_order_seq_cst) != tag ||
-		    !atomic_compare_exchange_strong_explicit(&r->tag, &tag, 0, memory_order_seq_cst,
-		                                             memory_order_seq_cst))
-			return moved; /* not there yet, or another walker has it */
-		uint64_t fence = atomic_load_explicit(&r->fence, memory_order_relaxed);
-		int64_t read = atomic_load_explicit(&r->read, memory_order_relaxed);
-		int64_t replaced = atomic_load_explicit(&r->replaced, memory_order_relaxed);
-		int64_t written = atomic_load_explicit(&r->written, memory_order_relaxed);
-		bool stepped = false;
-		while (walk_next(w) == v) {
-			fb_u128 next = step(w, fence, written);
-			if (atomic_compare_exchange_weak_explicit(&k->walk, &w, next,
-			                                          memory_order_seq_cst,
-			                                          memory_order_seq_cst)) {
-				tally(k, w, fence, read, replaced);
-				atomic_fetch_sub_explicit(&k->parked, 1, memory_order_relaxed);
-				w = next;
-				stepped = moved = true;
-				break;
-			}
-		}
-		if (stepped)
+	if (!c->first.found)
+		c->first = (fb_check_story){true, *r, k->top};
+	for (int i = 0; i < c->nwatch; i++) {
+		fb_check_watch *w = c->watch[i];
+		/* acquire: pairs with the claimer's release of key and fence */
+		if (!atomic_load_explicit(&w->armed, memory_order_acquire) || w->key != r->key ||
+		    w->fence != r->fence || w->seen[r->d])
 			continue;
-		if (behind(c, v, walk_next(w))) {
-			/* the walk took version v from another write */
-			atomic_fetch_sub_explicit(&k->parked, 1, memory_order_relaxed);
-			duplicate(c, key, v);
-			return moved;
+		w->seen[r->d] = true;
+		w->stale[r->d] = *r;
+		w->newer[r->d] = k->top;
+	}
+}
+
+/* The record the walk waits for: its tallies, and the walk past it. */
+static inline __attribute__((always_inline)) void walk(fb_checker *c, ckey *k,
+                                                       const fb_check_rec *r)
+{
+	if (__builtin_expect(r->fence <= k->max_fence, 0)) {
+		k->stale++;
+		/* relaxed: a count for the progress line; the join orders the rest */
+		atomic_store_explicit(&c->stale_total,
+		                      atomic_load_explicit(&c->stale_total, memory_order_relaxed) +
+		                              1,
+		                      memory_order_relaxed);
+		story(c, k, r);
+	} else {
+		k->max_fence = r->fence;
+		k->top = *r;
+	}
+	if (__builtin_expect(r->replaced != k->balance, 0))
+		k->breaks++;
+	if (__builtin_expect(r->replaced != r->read, 0))
+		k->lost_amount += r->read - r->replaced;
+	k->balance = r->written;
+	k->walked++;
+	k->next++;
+}
+
+/* Two writes with one version: count it, name the run's first. */
+static void duplicate(fb_checker *c, ckey *k, uint32_t key, uint16_t version)
+{
+	k->dups++;
+	if (c->dup_found)
+		return;
+	c->dup_found = true;
+	c->dup_key = key;
+	c->dup_version = version;
+}
+
+fb_check_place fb_checker_place(fb_checker *c, const fb_check_rec *r)
+{
+	ckey *k = &c->k[r->key];
+	uint16_t ahead = (uint16_t)(r->version - k->next);
+	if (__builtin_expect(ahead == 0, 1)) {
+		walk(c, k, r);
+		if (__builtin_expect(!k->parked, 1))
+			return FB_CHECK_TAKEN;
+		/* then whatever waited right behind it */
+		size_t base = (size_t)r->key * c->ring;
+		while (k->parked) {
+			uint32_t slot = k->next & (c->ring - 1);
+			if (c->tags[base + slot] != (k->next | TAG_PRESENT))
+				break;
+			c->tags[base + slot] = 0;
+			k->parked--;
+			walk(c, k, &c->rings[base + slot]);
 		}
-		/* w was stale: the record waits for the walk, tagged again */
-		atomic_store_explicit(&r->tag, v | TAG_PUBLISHED, memory_order_seq_cst);
-		return moved;
+		return FB_CHECK_TAKEN;
 	}
-}
-
-void fb_checker_bound(fb_checker *c, const _Atomic int *abort, const fb_clock *clk,
-                      uint64_t max_wait_ns)
-{
-	c->abort = abort;
-	c->clk = clk;
-	c->max_wait = max_wait_ns;
-}
-
-uint32_t fb_checker_waiting(fb_checker *c, uint32_t key)
-{
-	return atomic_load_explicit(&c->k[key].waiters, memory_order_relaxed);
-}
-
-void fb_checker_wake(fb_checker *c)
-{
-	for (uint32_t i = 0; i < c->keys; i++) {
-		atomic_fetch_add_explicit(&c->k[i].seq, 1, memory_order_release);
-		if (atomic_load_explicit(&c->k[i].waiters, memory_order_seq_cst))
-			futex_wake(&c->k[i].seq);
+	if (ahead >= c->window) { /* behind the walk: it took this version already */
+		duplicate(c, k, r->key, r->version);
+		return FB_CHECK_TAKEN;
 	}
+	if (ahead >= c->ring)
+		return FB_CHECK_LATER;
+	/* The slot's last record, ring versions back, was walked: the walk is
+	 * past it. A tag of this version means it is here twice. */
+	size_t at = (size_t)r->key * c->ring + (r->version & (c->ring - 1));
+	if (c->tags[at] == (r->version | TAG_PRESENT)) {
+		duplicate(c, k, r->key, r->version);
+		return FB_CHECK_TAKEN;
+	}
+	c->rings[at] = *r;
+	c->tags[at] = r->version | TAG_PRESENT;
+	k->parked++;
+	return FB_CHECK_TAKEN;
+}
+
+uint16_t fb_checker_next(const fb_checker *c, uint32_t key)
+{
+	return c->k[key].next;
 }
 
 bool fb_checker_wait_expired(fb_checker_wait *wt, uint16_t walk, uint64_t now, uint64_t max_wait)
@@ -311,216 +226,44 @@ bool fb_checker_wait_expired(fb_checker_wait *wt, uint16_t walk, uint64_t now, u
 	return now - wt->since > max_wait;
 }
 
-/* The fast path of a commit: the walk waits right at this version. */
-static inline bool commit_in_order(fb_checker *c, uint32_t key, uint16_t version, uint64_t fence,
-                                   int64_t read, int64_t replaced, int64_t written,
-                                   uint64_t prev_max, fb_u128 *w)
+void fb_checker_first_stale(const fb_checker *c, fb_check_story *out)
 {
-	ckey *k = &c->k[key];
-	/*
-	 * The previous write left the balance this one replaced and, where it
-	 * carried the store's highest fence (write-fenced, unfenced), that
-	 * fence: guess that word and step it with this record, sparing the
-	 * load and the ring. A wrong guess costs the failed CAS, which returns
-	 * the truth (a fenced read registers a higher token: there it misses).
-	 */
-	*w = (fb_u128){(uint64_t)version << 48 | (prev_max & FB_FENCE_MAX), (uint64_t)replaced};
-	while (walk_next(*w) == version) {
-		fb_u128 next = step(*w, fence, written);
-		/* seq_cst, and the load of parked after it: a record parked
-		 * meanwhile is seen here, or its writer's walk sees this step */
-		if (atomic_compare_exchange_weak_explicit(&k->walk, w, next, memory_order_seq_cst,
-		                                          memory_order_seq_cst)) {
-			tally(k, *w, fence, read, replaced);
-			if (atomic_load_explicit(&k->parked, memory_order_seq_cst))
-				advance_from(c, key, next);
-			wake_waiters(k);
-			return true;
-		}
-	}
-	return false;
+	*out = c->first;
 }
 
-/*
- * Park an early record in the ring, where version v reuses the slot of
- * v - ring (the walk is past that one: the caller made sure). The slot is
- * taken by CAS from empty: a record of the same version there already is
- * a duplicate. Then, if the walk meanwhile went past v by another record of
- * v, the record is one too: taken back and counted, unless a walker
- * claimed it first (its step then finds the same and counts it).
- */
-static void park(fb_checker *c, uint32_t key, uint16_t version, uint64_t fence, int64_t read,
-                 int64_t replaced, int64_t written)
+void fb_checker_key(const fb_checker *c, uint32_t key, fb_check_key *out)
 {
-	ckey *k = &c->k[key];
-	rec *r = &k->ring[version & (c->ring - 1)];
-	uint64_t mine = version | TAG_PUBLISHED;
-	for (;;) {
-		uint64_t tag = atomic_load_explicit(&r->tag, memory_order_seq_cst);
-		if (tag == mine) { /* the same version parked twice */
-			duplicate(c, key, version);
-			return;
-		}
-		if (!tag)
-			break;
-		/* A record of another lap that nobody will walk: a duplicate
-		 * the protocol above should never leave; take it and count it. */
-		if (atomic_compare_exchange_strong_explicit(&r->tag, &tag, 0, memory_order_seq_cst,
-		                                            memory_order_seq_cst)) {
-			atomic_fetch_sub_explicit(&k->parked, 1, memory_order_relaxed);
-			duplicate(c, key, (uint16_t)(tag & 0xffff));
-		}
-	}
-	atomic_store_explicit(&r->fence, fence, memory_order_relaxed);
-	atomic_store_explicit(&r->read, read, memory_order_relaxed);
-	atomic_store_explicit(&r->replaced, replaced, memory_order_relaxed);
-	atomic_store_explicit(&r->written, written, memory_order_relaxed);
-	uint64_t empty = 0;
-	/* seq_cst (release at least): publishes the four fields with the tag.
-	 * Only a parker fills an empty slot, and only one of this version can
-	 * win it: a loser of the same version is its duplicate. */
-	if (!atomic_compare_exchange_strong_explicit(&r->tag, &empty, mine, memory_order_seq_cst,
-	                                             memory_order_seq_cst)) {
-		if (empty == mine)
-			duplicate(c, key, version);
-		else
-			park(c, key, version, fence, read, replaced, written);
-		return;
-	}
-	atomic_fetch_add_explicit(&k->parked, 1, memory_order_seq_cst);
-	/* seq_cst: pairs with the in-order path's CAS and its load of parked */
-	fb_u128 w = atomic_load_explicit(&k->walk, memory_order_seq_cst);
-	if (behind(c, version, walk_next(w))) {
-		uint64_t t = mine;
-		if (atomic_compare_exchange_strong_explicit(&r->tag, &t, 0, memory_order_seq_cst,
-		                                            memory_order_seq_cst)) {
-			atomic_fetch_sub_explicit(&k->parked, 1, memory_order_relaxed);
-			duplicate(c, key, version);
-		}
-		return;
-	}
-	if (advance_from(c, key, w))
-		wake_waiters(k);
+	const ckey *k = &c->k[key];
+	*out = (fb_check_key){.checked = k->walked,
+	                      .stale_accepted = k->stale,
+	                      .lost_amount = k->lost_amount,
+	                      .chain_breaks = k->breaks,
+	                      .duplicates = k->dups,
+	                      .max_fence = k->max_fence,
+	                      .balance = k->balance,
+	                      .next_version = k->next};
 }
 
-bool fb_checker_try_commit(fb_checker *c, uint32_t key, uint16_t version, uint64_t fence,
-                           int64_t read, int64_t replaced, int64_t written, uint64_t prev_max)
+uint64_t fb_checker_stale(const fb_checker *c)
 {
-	fb_u128 w;
-	if (commit_in_order(c, key, version, fence, read, replaced, written, prev_max, &w))
-		return true;
-	/* w is the walk as the failed CAS found it */
-	if (behind(c, version, walk_next(w))) {
-		duplicate(c, key, version);
-		return true;
-	}
-	if ((uint16_t)(version - walk_next(w)) >= c->ring) {
-		advance(c, key); /* help: the ring may hold what lets the walk on */
-		w = atomic_load_explicit(&c->k[key].walk, memory_order_acquire);
-		if (walk_next(w) == version)
-			return fb_checker_try_commit(c, key, version, fence, read, replaced,
-			                             written, prev_max);
-		if (behind(c, version, walk_next(w))) {
-			duplicate(c, key, version);
-			return true;
-		}
-		if ((uint16_t)(version - walk_next(w)) >= c->ring)
-			return false; /* the ring is full: earlier versions are still to come */
-	}
-	park(c, key, version, fence, read, replaced, written);
-	return true;
-}
-
-bool fb_checker_commit(fb_checker *c, uint32_t key, uint16_t version, uint64_t fence, int64_t read,
-                       int64_t replaced, int64_t written, uint64_t prev_max, uint64_t *stalls)
-{
-	fb_u128 w;
-	if (commit_in_order(c, key, version, fence, read, replaced, written, prev_max, &w))
-		return true; /* the common case, without a call */
-	if (fb_checker_try_commit(c, key, version, fence, read, replaced, written, prev_max))
-		return true;
-	/*
-	 * The ring is full: a writer holds an earlier version (paused, or its
-	 * reply in flight). Park on the key's futex until a step makes room.
-	 * The bound counts from the walk's last move, not from the start of
-	 * the wait: a chain of paused holders, each releasing the walk to the
-	 * next, is progress, and only one hold at a time can stand in front.
-	 */
-	ckey *k = &c->k[key];
-	fb_checker_wait wt = {0};
-	(*stalls)++;
-	/* seq_cst: pairs with the stepper's load of waiters (wake_waiters) */
-	atomic_fetch_add_explicit(&k->waiters, 1, memory_order_seq_cst);
-	bool done = false;
-	for (;;) {
-		uint32_t seen = atomic_load_explicit(&k->seq, memory_order_acquire);
-		if (fb_checker_try_commit(c, key, version, fence, read, replaced, written,
-		                          prev_max)) {
-			done = true;
-			break;
-		}
-		uint16_t walk = walk_next(atomic_load_explicit(&k->walk, memory_order_seq_cst));
-		uint64_t now = c->clk ? fb_clock_now(c->clk) : 0;
-		if ((c->abort && atomic_load_explicit(c->abort, memory_order_relaxed)) ||
-		    (c->clk && fb_checker_wait_expired(&wt, walk, now, c->max_wait)))
-			break; /* a version that never comes: the caller says why */
-		/* a timeout only to look at the abort flag and the bound again */
-		uint64_t nap = FB_CHECKER_NAP_NS;
-		if (c->clk && wt.waiting && c->max_wait - (now - wt.since) < nap)
-			nap = c->max_wait - (now - wt.since) + 1;
-		futex_wait(&k->seq, seen, nap);
-	}
-	atomic_fetch_sub_explicit(&k->waiters, 1, memory_order_relaxed);
-	return done;
-}
-
-void fb_checker_drain(fb_checker *c)
-{
-	for (uint32_t i = 0; i < c->keys; i++)
-		advance(c, i);
-}
-
-void fb_checker_key(fb_checker *c, uint32_t key, fb_check_key *out)
-{
-	ckey *k = &c->k[key];
-	fb_u128 w = atomic_load_explicit(&k->walk, memory_order_acquire);
-	/* exact once the walkers are done (the wrap is counted after its step) */
-	out->checked =
-	        (atomic_load_explicit(&k->wraps, memory_order_relaxed) << 16) + walk_next(w) - 1;
-	out->stale_accepted = atomic_load_explicit(&k->stale, memory_order_relaxed);
-	out->lost_amount = atomic_load_explicit(&k->lost_amount, memory_order_relaxed);
-	out->chain_breaks = atomic_load_explicit(&k->breaks, memory_order_relaxed);
-	out->duplicates = atomic_load_explicit(&k->dups, memory_order_relaxed);
-	out->max_fence = w.lo & WALK_FENCE_MASK;
-	out->balance = (int64_t)w.hi;
-	out->next_version = walk_next(w);
-}
-
-uint64_t fb_checker_stale(fb_checker *c)
-{
-	uint64_t n = 0;
-	for (uint32_t i = 0; i < c->keys; i++)
-		n += atomic_load_explicit(&c->k[i].stale, memory_order_relaxed);
-	return n;
+	return atomic_load_explicit(&((fb_checker *)c)->stale_total, memory_order_relaxed);
 }
 
 /* The first reason the history and the store disagree (fb_disagree). */
 #define disagree(v, ...)                                                                           \
 	fb_disagree(&(v)->agrees, (v)->disagreement, sizeof(v)->disagreement, __VA_ARGS__)
 
-void fb_checker_verdict(fb_checker *c, bool fenced, const int64_t *balance,
+void fb_checker_verdict(const fb_checker *c, bool fenced, const int64_t *balance,
                         const uint64_t *last_fence, int64_t initial_balance, int64_t amount,
                         uint64_t accepted, uint64_t store_stale, fb_check_verdict *v,
                         fb_check_key_fn per_key, void *ctx)
 {
 	*v = (fb_check_verdict){.agrees = true};
-	fb_checker_drain(c);
 	/* A shared version first: the chain break and the count that follow
 	 * from it are its consequences. */
-	uint64_t first = atomic_load_explicit(&c->first_dup, memory_order_relaxed);
-	if (first) {
-		v->dup_key = (uint32_t)(first >> 16 & 0xffffffff);
-		v->dup_version = (uint16_t)first;
+	if (c->dup_found) {
+		v->dup_key = c->dup_key;
+		v->dup_version = c->dup_version;
 		disagree(
 		        v,
 		        "key %u: two accepted writes share version %u (the store's check-and-apply "

@@ -2,8 +2,8 @@
  * The checker: an independent witness of every accepted write, one per
  * storage discipline. It never calls the store's comparison code. The store
  * gives each accepted write its place in the key's commit order (the
- * version); the writer hands the checker (version, fence, balance read,
- * balance replaced, balance written), and the checker walks each key's
+ * version); the writer logs what it wrote (version, fence, balance read,
+ * balance replaced, balance written) and the checker walks each key's
  * history in that order:
  *
  *   - a write whose fence is <= the highest fence accepted before it is a
@@ -11,11 +11,14 @@
  *   - a write computed from a balance other than the one it replaced erased
  *     (read - replaced) / amount debits (lost updates, from the history);
  *   - a write whose "replaced" balance is not the previous write's result
- *     means the history itself is broken (chain breaks).
+ *     means the history itself is broken (chain breaks);
+ *   - a version the walk took already is a duplicate: two writers shared
+ *     one commit version (a check-and-apply split in two steps).
  *
- * History is a ring per key, bounded, so memory does not grow with the run.
- * Any thread may advance a key's walk (one 16-byte CAS per record), so a
- * paused thread never stalls the checking of records already published.
+ * The checker is one thread's at a time: records reach it through the feed
+ * (feed.h), whose consumer holds the feed's lock. A record ahead of the
+ * walk waits in its key's ring (bounded: memory does not grow with the
+ * run); one beyond the ring is handed back and offered again later.
  */
 #ifndef FB_CHECKER_H
 #define FB_CHECKER_H
@@ -28,6 +31,27 @@
 #include "store.h"
 
 typedef struct fb_checker fb_checker;
+
+/* One accepted write as its writer logs it: one cache line. */
+typedef struct fb_check_rec {
+	uint64_t fence;
+	int64_t read;         /* the balance the write was computed from */
+	int64_t replaced;     /* the balance the store replaced */
+	int64_t written;      /* the balance the store holds after it */
+	uint64_t wrote_at;    /* when it was sent, on the lease service's clock */
+	uint64_t acquired_at; /* when its writer's lease was acquired, ditto */
+	uint32_t key;
+	uint16_t version; /* the store's commit order, mod 2^16 */
+	uint16_t writer;  /* the worker (1-based) */
+	uint8_t d;        /* fb_discipline */
+	/* what its cycle's write did at each store (the driver's fb_outcome) */
+	uint8_t outcome[FB_DISCIPLINES];
+	uint8_t delayed; /* the network held it: it landed late */
+	uint8_t resent;  /* the second copy of a write whose acknowledgement was lost */
+	uint8_t pad[2];
+} fb_check_rec;
+
+_Static_assert(sizeof(fb_check_rec) == 64, "a record is one cache line");
 
 typedef struct fb_check_key {
 	uint64_t checked;        /* accepted writes walked */
@@ -45,64 +69,36 @@ typedef struct fb_check_key {
  * already (a duplicate) from one still to come. */
 #define FB_CHECKER_BEHIND 4096
 
-/* How long a parked commit sleeps before it looks at its bound again (a
- * step of the walk, or fb_checker_wake, wakes it sooner). */
-#define FB_CHECKER_NAP_NS (UINT64_C(50) * 1000000)
-
-/* The most accepted writes of one key that can be held by their writers,
- * not yet committed, at once: a worker holds at most two (a write and its
- * resent copy, committed after its release), the delay line one. */
+/* The most accepted writes of one key per discipline that can be held by
+ * their writers, not yet logged, at once: a worker holds at most two (a
+ * write and its resent copy, logged after its release), the delay line
+ * one. */
 static inline uint32_t fb_checker_in_flight(uint32_t threads)
 {
 	return 2 * threads + 1;
 }
 
-/* in_flight: fb_checker_in_flight of the run's writers. Versions are 16-bit,
- * so ring + in_flight + FB_CHECKER_BEHIND must fit in 2^16 (the ring
- * shrinks to 4 records to make room; FB_EINVAL beyond). */
-fb_err fb_checker_create(uint32_t keys, uint32_t in_flight, int64_t initial_balance,
-                         fb_checker **out);
+/*
+ * ahead: how many accepted writes of a key can exist, not yet walked,
+ * beyond those waiting in its ring (in the feed's logs, and in flight).
+ * Versions are 16-bit, so ring + ahead + FB_CHECKER_BEHIND must fit in
+ * 2^16: the ring shrinks to 4 records to make room; FB_EINVAL beyond.
+ */
+fb_err fb_checker_create(uint32_t keys, uint32_t ahead, int64_t initial_balance, fb_checker **out);
 void fb_checker_destroy(fb_checker *c);
 
-/*
- * Record an accepted write and walk what can be walked. Called by the writer
- * after the store accepted it (and after releasing the lease). A version
- * the walk has already taken (behind it, or parked twice) is a duplicate:
- * two writers shared one commit version, counted at once and named by the
- * verdict, never waited for. If the key's ring is full (a paused writer
- * holds back the walk) the commit parks on a futex until a step makes
- * room; *stalls counts such waits. False: the wait was given up
- * (fb_checker_bound) and the record dropped. prev_max: the highest fence
- * the store reported before this write (result.highest), a guess that
- * spares a load; any value is correct, a good one is faster.
- */
-bool fb_checker_commit(fb_checker *c, uint32_t key, uint16_t version, uint64_t fence, int64_t read,
-                       int64_t replaced, int64_t written, uint64_t prev_max, uint64_t *stalls);
+typedef enum fb_check_place {
+	FB_CHECK_TAKEN, /* walked, waiting in the ring, or counted as a duplicate */
+	FB_CHECK_LATER, /* too far ahead of the walk for the ring: offer it again */
+} fb_check_place;
 
-/* The same without waiting: false if the ring is full (nothing recorded;
- * try again once the walk has moved), true otherwise. For a driver that
- * cannot block (the simulator). */
-bool fb_checker_try_commit(fb_checker *c, uint32_t key, uint16_t version, uint64_t fence,
-                           int64_t read, int64_t replaced, int64_t written, uint64_t prev_max);
+/* Take one record (its key < keys): walk what can be walked. */
+fb_check_place fb_checker_place(fb_checker *c, const fb_check_rec *r);
 
-/*
- * Bound a commit's wait for the walk. A version that never arrives (another
- * writer on the same store, a write whose reply was lost) would hold every
- * later commit of its key forever: such a wait gives up, and commit returns
- * false, once *abort is non-zero or when the walk has not moved for
- * max_wait_ns on clk (one writer's longest hold: a chain of holders, each
- * freeing the walk up to the next, is progress). Unbounded by default.
- */
-void fb_checker_bound(fb_checker *c, const _Atomic int *abort, const fb_clock *clk,
-                      uint64_t max_wait_ns);
+/* The version key's walk waits for. */
+uint16_t fb_checker_next(const fb_checker *c, uint32_t key);
 
-/* How many commits are parked on key's ring now, waiting for room. */
-uint32_t fb_checker_waiting(fb_checker *c, uint32_t key);
-
-/* Wake every parked commit to look at its abort flag now. */
-void fb_checker_wake(fb_checker *c);
-
-/* A commit's wait, as the bound judges it. */
+/* A commit's wait, as a bound judges it. */
 typedef struct fb_checker_wait {
 	bool waiting;
 	uint16_t walk;  /* the walk's position when last seen moving */
@@ -113,11 +109,35 @@ typedef struct fb_checker_wait {
  * has stood still for more than max_wait at `now`. Any move restarts it. */
 bool fb_checker_wait_expired(fb_checker_wait *wt, uint16_t walk, uint64_t now, uint64_t max_wait);
 
-/* Walk everything published. Call after every writer has stopped. */
-void fb_checker_drain(fb_checker *c);
+/*
+ * The story of a stale write, for the first corruption's timeline: the
+ * write, and the record that carried the highest fence before it (the
+ * newer holder's write it went behind). A watch names the write to keep:
+ * armed by its claimer (release) before the write is logged, so the
+ * consumer that walks it sees the claim.
+ */
+typedef struct fb_check_watch {
+	_Atomic int armed;
+	uint32_t key;
+	uint64_t fence;
+	/* the consumer's, per discipline where that write was accepted stale */
+	bool seen[FB_DISCIPLINES];
+	fb_check_rec stale[FB_DISCIPLINES], newer[FB_DISCIPLINES];
+} fb_check_watch;
 
-/* A key's tallies (exact once drained). */
-void fb_checker_key(fb_checker *c, uint32_t key, fb_check_key *out);
+/* Stale writes matching any of the n watches are kept in them (n <= 4). */
+void fb_checker_watch(fb_checker *c, fb_check_watch *const *watches, int n);
+
+/* The first stale write walked, whatever its key, and the newer write it
+ * went behind (found false: none). */
+typedef struct fb_check_story {
+	bool found;
+	fb_check_rec stale, newer;
+} fb_check_story;
+void fb_checker_first_stale(const fb_checker *c, fb_check_story *out);
+
+/* A key's tallies (exact once the consumer is done). */
+void fb_checker_key(const fb_checker *c, uint32_t key, fb_check_key *out);
 
 /* The checker's verdict on one store, after every writer stopped. */
 typedef struct fb_check_verdict {
@@ -136,21 +156,21 @@ typedef void (*fb_check_key_fn)(void *ctx, uint32_t key, const fb_check_key *ck,
                                 int64_t ledger, uint64_t last_fence);
 
 /*
- * Walk to the end and compare the history with the store it watched: per
- * key the ledger (the final balance against the accepted debits) with the
- * history's lost amount, the history's last balance with the store's and,
- * for the fenced disciplines, its last fence (balance[k] and last_fence[k]:
- * the store's, read after the run); overall the writes walked
- * with the `accepted` the store reported, the stale ones with the store's
- * own `store_stale`, and no chain break. Reads the store, never calls its
- * comparison code.
+ * Compare the history walked with the store it watched: per key the ledger
+ * (the final balance against the accepted debits) with the history's lost
+ * amount, the history's last balance with the store's and, for the fenced
+ * disciplines, its last fence (balance[k] and last_fence[k]: the store's,
+ * read after the run); overall the writes walked with the `accepted` the
+ * store reported, the stale ones with the store's own `store_stale`, and
+ * no chain break. Reads the store, never calls its comparison code. Call
+ * once the feed is drained.
  */
-void fb_checker_verdict(fb_checker *c, bool fenced, const int64_t *balance,
+void fb_checker_verdict(const fb_checker *c, bool fenced, const int64_t *balance,
                         const uint64_t *last_fence, int64_t initial_balance, int64_t amount,
                         uint64_t accepted, uint64_t store_stale, fb_check_verdict *v,
                         fb_check_key_fn per_key, void *ctx);
 
-/* Sum of stale_accepted over keys, readable while the run goes on. */
-uint64_t fb_checker_stale(fb_checker *c);
+/* Stale writes walked so far, readable while the run goes on. */
+uint64_t fb_checker_stale(const fb_checker *c);
 
 #endif

@@ -5,14 +5,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A key's walk: what the rows so far left. 48 bytes, so a million keys in
- * three disciplines stay under 150 MB. */
+/* A key's walk: what the rows so far left. 64 bytes, so a million keys in
+ * three disciplines stay under 200 MB. */
 typedef struct hkey {
 	uint64_t rows, stale;
 	uint64_t last_version; /* 0 before the first row */
 	uint64_t max_fence;    /* 0 before the first row: a fence 0 is stale */
 	int64_t balance;       /* the last row's after, the initial balance before */
 	int64_t lost_amount;
+	uint64_t top_version; /* the row that carried max_fence: for the story */
+	uint32_t top_client;
+	uint16_t top_worker;
 } hkey;
 
 typedef struct hmode {
@@ -210,6 +213,19 @@ fb_err fb_history_feed(fb_history *h, const fb_history_row *r)
 	if (stale) {
 		k->stale++;
 		v->stale_accepted++;
+		if (!v->first.found)
+			v->first =
+			        (fb_history_story){true,
+			                           r->key,
+			                           r->version,
+			                           r->fence,
+			                           r->client,
+			                           r->worker,
+			                           k->max_fence,
+			                           k->top_version,
+			                           k->top_client,
+			                           k->top_worker,
+			                           wsub(wadd(r->after, h->meta.amount), r->before)};
 	}
 	if (r->store_stale)
 		v->store_stale++;
@@ -232,8 +248,12 @@ fb_err fb_history_feed(fb_history *h, const fb_history_row *r)
 			        (unsigned long long)r->fence, r->client,
 			        (unsigned long long)k->max_fence);
 	}
-	if (r->fence > k->max_fence)
+	if (r->fence > k->max_fence) {
 		k->max_fence = r->fence;
+		k->top_version = r->version;
+		k->top_client = r->client;
+		k->top_worker = (uint16_t)r->worker;
+	}
 	if (r->fence > v->max_fence)
 		v->max_fence = r->fence;
 

@@ -40,6 +40,19 @@
 
 typedef struct fb_history fb_history;
 
+/* The first stale write of a discipline's history: who wrote it, and whose
+ * write (the one that carried the key's highest fence before it) it went
+ * behind. The history has no times: identities, fences and order. */
+typedef struct fb_history_story {
+	bool found;
+	uint32_t key;
+	uint64_t version, fence;
+	uint32_t client, worker;
+	uint64_t newer_fence, newer_version;
+	uint32_t newer_client, newer_worker;
+	int64_t erased; /* debits it wrote over */
+} fb_history_story;
+
 /* One discipline's numbers (or the total's), exact after finish. */
 typedef struct fb_history_verdict {
 	bool on;                  /* a discipline of the run's meta */
@@ -60,6 +73,7 @@ typedef struct fb_history_verdict {
 	bool stale_agrees;        /* the checker and the store flagged the same rows */
 	bool agrees;              /* the history and the store agree on everything */
 	char disagreement[200];   /* the first difference, when they do not */
+	fb_history_story first;   /* its first stale write */
 } fb_history_verdict;
 
 /* One key's numbers, for callers that report per key (at finish). */

@@ -1,0 +1,339 @@
+#define _GNU_SOURCE
+#include "feed.h"
+
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The most records a log holds: 1 MiB. */
+#define CAP_MAX 16384
+
+/* The feed thread's nap between passes: it halves while logs come back a
+ * quarter full, doubles while they come back nearly empty. */
+#define NAP_MIN (20 * 1000)
+#define NAP_MAX (2 * 1000 * 1000)
+#define NAP_0   (200 * 1000)
+
+/* A producer waiting for room looks at the abort flag at least this often. */
+#define ROOM_NAP (10 * 1000 * 1000)
+
+struct fb_feed {
+	fb_feed_log *logs;
+	fb_check_rec *rings;
+	uint32_t n, cap;
+	fb_checker *checker[4]; /* by discipline; NULL: not checked (and the 4th) */
+	bool signals;
+	_Atomic int busy; /* the consumer's lock */
+	/* the bound */
+	const _Atomic int *abort;
+	const fb_clock *clk;
+	uint64_t max_wait;
+	void (*stuck)(void *ctx, uint32_t key, int d);
+	void *stuck_ctx;
+	bool stuck_said;
+	/* the thread */
+	pthread_t tid;
+	bool running;
+	_Atomic int stop;
+	uint64_t nap;
+	uint64_t fullest; /* the most records one log held at the last pass */
+};
+
+fb_err fb_feed_plan(uint32_t producers, uint32_t in_flight, uint32_t *cap, uint32_t *ahead)
+{
+	/* Half of what the versions leave for records not yet walked goes to
+	 * the logs, the rest to the checkers' rings. */
+	uint64_t budget = (1u << 16) - FB_CHECKER_BEHIND;
+	if (!producers || (uint64_t)in_flight + producers + 4 > budget)
+		return FB_EINVAL;
+	uint64_t c = (budget - in_flight) / 2 / producers;
+	if (c > CAP_MAX)
+		c = CAP_MAX;
+	if (c < 1)
+		c = 1;
+	*cap = (uint32_t)c;
+	*ahead = (uint32_t)(c * producers + in_flight);
+	return FB_OK;
+}
+
+fb_err fb_feed_create(uint32_t producers, uint32_t cap, fb_checker *const *checkers, bool signals,
+                      fb_feed **out)
+{
+	if (!producers || !cap)
+		return FB_EINVAL;
+	fb_feed *f = calloc(1, sizeof *f);
+	if (!f)
+		return FB_ENOMEM;
+	f->logs = aligned_alloc(FB_PAD_LINE, (size_t)producers * sizeof *f->logs);
+	f->rings = aligned_alloc(FB_CACHE_LINE, (size_t)producers * cap * sizeof *f->rings);
+	if (!f->logs || !f->rings) {
+		fb_feed_destroy(f);
+		return FB_ENOMEM;
+	}
+	/* every page now: the resident set stays flat through the run */
+	size_t bytes = (size_t)producers * cap * sizeof *f->rings;
+	for (size_t b = 0; b < bytes; b += 4096)
+		((volatile char *)f->rings)[b] = 0;
+	f->n = producers;
+	f->cap = cap;
+	for (int d = 0; d < FB_DISCIPLINES; d++)
+		f->checker[d] = checkers[d];
+	f->signals = signals;
+	f->nap = NAP_0;
+	atomic_init(&f->busy, 0);
+	atomic_init(&f->stop, 0);
+	for (uint32_t i = 0; i < producers; i++) {
+		fb_feed_log *l = &f->logs[i];
+		*l = (fb_feed_log){
+		        .limit = cap, .cap = cap, .ring = &f->rings[(size_t)i * cap], .feed = f};
+		atomic_init(&l->published, 0);
+		atomic_init(&l->tail, 0);
+		atomic_init(&l->waiting, 0);
+		atomic_init(&l->seq, 0);
+	}
+	*out = f;
+	return FB_OK;
+}
+
+void fb_feed_destroy(fb_feed *f)
+{
+	if (!f)
+		return;
+	fb_feed_stop(f);
+	free(f->logs);
+	free(f->rings);
+	free(f);
+}
+
+void fb_feed_bound(fb_feed *f, const _Atomic int *abort, const fb_clock *clk, uint64_t max_wait_ns,
+                   void (*stuck)(void *ctx, uint32_t key, int d), void *ctx)
+{
+	f->abort = abort;
+	f->clk = clk;
+	f->max_wait = max_wait_ns;
+	f->stuck = stuck;
+	f->stuck_ctx = ctx;
+}
+
+fb_feed_log *fb_feed_log_of(fb_feed *f, uint32_t producer)
+{
+	return &f->logs[producer];
+}
+
+/* ---- the consumer ---- */
+
+static void futex_wait(_Atomic uint32_t *word, uint32_t seen, uint64_t ns)
+{
+	struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+	/* EAGAIN (seq moved), EINTR, ETIMEDOUT: the caller looks again */
+	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+}
+
+static void futex_wake(_Atomic uint32_t *word)
+{
+	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+static void wake(fb_feed_log *l)
+{
+	atomic_fetch_add_explicit(&l->seq, 1, memory_order_release);
+	futex_wake(&l->seq);
+}
+
+/* A log's head is held back by key's walk: judge the hold by the bound. */
+static void held(fb_feed *f, fb_feed_log *l, const fb_check_rec *r)
+{
+	if (!f->clk || f->stuck_said)
+		return;
+	uint16_t walk = fb_checker_next(f->checker[r->d], r->key);
+	if (!fb_checker_wait_expired(&l->wait, walk, fb_clock_now(f->clk), f->max_wait))
+		return;
+	f->stuck_said = true;
+	if (f->stuck)
+		f->stuck(f->stuck_ctx, r->key, r->d);
+}
+
+/* Take what one log has published, as far as the walks let it. */
+static uint64_t drain_log(fb_feed *f, fb_feed_log *l)
+{
+	/* acquire: pairs with the producer's release of the count */
+	uint64_t pub = atomic_load_explicit(&l->published, memory_order_acquire);
+	uint64_t t = l->taken;
+	uint32_t slot = l->cslot, cap = f->cap;
+	bool blocked = false;
+	while (t < pub) {
+		const fb_check_rec *r = &l->ring[slot];
+		fb_checker *c = f->checker[r->d & 3];
+		if (c && __builtin_expect(fb_checker_place(c, r) == FB_CHECK_LATER, 0)) {
+			held(f, l, r);
+			blocked = true;
+			break;
+		}
+		t++;
+		if (++slot == cap)
+			slot = 0;
+	}
+	l->cslot = slot;
+	if (!blocked)
+		l->wait.waiting = false;
+	uint64_t n = t - l->taken;
+	if (n) {
+		l->taken = t;
+		/* release: the slots are read; the producer may fill them */
+		atomic_store_explicit(&l->tail, t, memory_order_release);
+	}
+	return n;
+}
+
+/* One pass over every log; the caller holds the lock. */
+static uint64_t pass_locked(fb_feed *f)
+{
+	uint64_t n = 0, fullest = 0;
+	for (uint32_t i = 0; i < f->n; i++) {
+		fb_feed_log *l = &f->logs[i];
+		uint64_t before =
+		        atomic_load_explicit(&l->published, memory_order_relaxed) - l->taken;
+		if (before > fullest)
+			fullest = before;
+		n += drain_log(f, l);
+	}
+	f->fullest = fullest;
+	if (!n)
+		return 0;
+	/* seq_cst: the tails stored before the waiting flags are read; pairs
+	 * with a waiter's seq_cst flag and its load of the tail */
+	atomic_thread_fence(memory_order_seq_cst);
+	for (uint32_t i = 0; i < f->n; i++)
+		if (atomic_load_explicit(&f->logs[i].waiting, memory_order_relaxed))
+			wake(&f->logs[i]);
+	return n;
+}
+
+static bool trylock(fb_feed *f)
+{
+	return !atomic_load_explicit(&f->busy, memory_order_relaxed) &&
+	       !atomic_exchange_explicit(&f->busy, 1, memory_order_acquire);
+}
+
+static void unlock(fb_feed *f)
+{
+	atomic_store_explicit(&f->busy, 0, memory_order_release);
+}
+
+bool fb_feed_pass(fb_feed *f, uint64_t *n)
+{
+	*n = 0;
+	if (!trylock(f))
+		return false;
+	*n = pass_locked(f);
+	unlock(f);
+	return true;
+}
+
+/* A producer's pass: no pause may fall while it holds the lock. */
+static void help(fb_feed *f)
+{
+	if (atomic_load_explicit(&f->busy, memory_order_relaxed))
+		return; /* another consumer is at it */
+	sigset_t pause, old;
+	if (f->signals) {
+		sigemptyset(&pause);
+		sigaddset(&pause, SIGUSR1);
+		pthread_sigmask(SIG_BLOCK, &pause, &old);
+	}
+	uint64_t n;
+	fb_feed_pass(f, &n);
+	if (f->signals)
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+bool fb_feed_room(fb_feed_log *l, bool wait, uint64_t *stalls)
+{
+	fb_feed *f = l->feed;
+	bool counted = false;
+	fb_feed_publish(l); /* a record held back could be the one the walk waits for */
+	for (;;) {
+		help(f);
+		if (fb_feed_slot(l))
+			return true;
+		if (!wait || (f->abort && atomic_load_explicit(f->abort, memory_order_relaxed)))
+			return false;
+		if (!counted) {
+			(*stalls)++;
+			counted = true;
+		}
+		uint32_t seen = atomic_load_explicit(&l->seq, memory_order_acquire);
+		/* seq_cst: the flag before the tail is read again; pairs with the
+		 * consumer's fence between its tail stores and the flags */
+		atomic_store_explicit(&l->waiting, 1, memory_order_seq_cst);
+		atomic_thread_fence(memory_order_seq_cst);
+		if (!fb_feed_slot(l))
+			futex_wait(&l->seq, seen, ROOM_NAP);
+		atomic_store_explicit(&l->waiting, 0, memory_order_relaxed);
+	}
+}
+
+void fb_feed_wake(fb_feed *f)
+{
+	for (uint32_t i = 0; i < f->n; i++)
+		wake(&f->logs[i]);
+}
+
+/* ---- the thread ---- */
+
+static void *feed_main(void *arg)
+{
+	fb_feed *f = arg;
+	while (!atomic_load_explicit(&f->stop, memory_order_acquire)) {
+		uint64_t n;
+		if (fb_feed_pass(f, &n)) {
+			/* keep the fullest log near a quarter full at each pass */
+			if (f->fullest > f->cap / 4 && f->nap > NAP_MIN)
+				f->nap /= 2;
+			else if (f->fullest < f->cap / 16 && f->nap < NAP_MAX)
+				f->nap *= 2;
+		}
+		fb_sleep_unless(&f->stop, f->nap);
+	}
+	return NULL;
+}
+
+fb_err fb_feed_start(fb_feed *f)
+{
+	/* the pause is for workers: this thread never takes it */
+	sigset_t pause, old;
+	sigemptyset(&pause);
+	sigaddset(&pause, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &pause, &old);
+	int rc = pthread_create(&f->tid, NULL, feed_main, f);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc)
+		return FB_ESYS;
+	f->running = true;
+	return FB_OK;
+}
+
+void fb_feed_stop(fb_feed *f)
+{
+	if (f->running) {
+		atomic_store_explicit(&f->stop, 1, memory_order_release);
+		fb_sleep_wake(&f->stop);
+		pthread_join(f->tid, NULL);
+		f->running = false;
+	}
+	/* The producers are done: nobody else holds the lock, and a record
+	 * still held now waits for a write that never came (its reply was
+	 * lost with its engine): the verdict counts it, the bound need not. */
+	f->clk = NULL;
+	while (trylock(f)) {
+		uint64_t n = pass_locked(f);
+		unlock(f);
+		if (!n)
+			break;
+	}
+}

@@ -1,0 +1,120 @@
+/*
+ * The feed: how accepted writes reach the checkers without a locked
+ * instruction on the writer's path. Each producer (a worker, the delay
+ * line) appends its records to a log of its own with plain stores and
+ * publishes them with one release store a cycle. One consumer at a time,
+ * under the feed's lock, merges the logs into the checkers: the feed's
+ * thread, napping between passes as the logs fill, or a producer that
+ * found its log full and helps. A record too far ahead of its key's walk
+ * stays at the head of its log until the walk comes closer; its log then
+ * fills, and its producer waits for room, like a writer held up by a
+ * paused one. Such a wait is bounded: a walk that stands still longer
+ * than any writer may hold it ends the run.
+ *
+ * Records of one producer are logged in the order the store accepted them,
+ * and a key's versions follow acceptance: so a record held at the head of
+ * a log waits only for records accepted before it, which are logged, or
+ * will be, ahead of anything that waits for it. No cycle of waits.
+ */
+#ifndef FB_FEED_H
+#define FB_FEED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "checker.h"
+#include "clock.h"
+#include "common.h"
+
+typedef struct fb_feed fb_feed;
+
+typedef struct fb_feed_log {
+	/* the producer's own */
+	alignas(FB_PAD_LINE) uint64_t head; /* records put */
+	uint64_t limit;                     /* put may go this far: the tail seen + cap */
+	uint32_t slot;                      /* head mod cap */
+	uint32_t cap;
+	fb_check_rec *ring;
+	fb_feed *feed;
+	/* producer to consumer */
+	alignas(FB_PAD_LINE) _Atomic uint64_t published;
+	/* consumer to producer */
+	alignas(FB_PAD_LINE) _Atomic uint64_t tail;
+	_Atomic uint32_t waiting, seq; /* a producer waiting for room, its futex */
+	/* the consumer's, under the feed's lock */
+	uint64_t taken;
+	uint32_t cslot;
+	fb_checker_wait wait; /* its head held back by a walk: since when */
+} fb_feed_log;
+
+/*
+ * How big the logs may be for a run of `producers` writing `keys` keys,
+ * with `in_flight` writes of a key held unlogged (fb_checker_in_flight):
+ * every record not yet walked must fit in the checker's 16-bit window.
+ * *cap: records a log; *ahead: for fb_checker_create. FB_EINVAL: no room.
+ */
+fb_err fb_feed_plan(uint32_t producers, uint32_t in_flight, uint32_t *cap, uint32_t *ahead);
+
+/* checkers[d]: the checker of discipline d, NULL for none (its records are
+ * dropped). signals: block SIGUSR1 (the pause) while a producer helps, so
+ * that a pause cannot fall while it holds the feed's lock. */
+fb_err fb_feed_create(uint32_t producers, uint32_t cap, fb_checker *const *checkers, bool signals,
+                      fb_feed **out);
+void fb_feed_destroy(fb_feed *f);
+
+/* The stuck bound: a log whose head waits for a walk that has not moved
+ * for max_wait_ns on clk calls stuck(ctx, key, d) once. Producers waiting
+ * for room give up once *abort is set. Before fb_feed_start. */
+void fb_feed_bound(fb_feed *f, const _Atomic int *abort, const fb_clock *clk, uint64_t max_wait_ns,
+                   void (*stuck)(void *ctx, uint32_t key, int d), void *ctx);
+
+fb_feed_log *fb_feed_log_of(fb_feed *f, uint32_t producer);
+
+/* The feed's thread. FB_ESYS: it could not be started. */
+fb_err fb_feed_start(fb_feed *f);
+
+/* Every producer has stopped: walk all that can be walked, stop the thread. */
+void fb_feed_stop(fb_feed *f);
+
+/* One consumer's pass over every log (the feed's lock is taken; false: it
+ * was held by another). *n: records taken. */
+bool fb_feed_pass(fb_feed *f, uint64_t *n);
+
+/* Wake every producer waiting for room, to look at the abort flag. */
+void fb_feed_wake(fb_feed *f);
+
+/* Room for one record at the head of l, or NULL: the log is full. */
+static inline fb_check_rec *fb_feed_slot(fb_feed_log *l)
+{
+	if (l->head == l->limit) {
+		/* acquire: the consumer is done with the slots it released */
+		l->limit = atomic_load_explicit(&l->tail, memory_order_acquire) + l->cap;
+		if (l->head == l->limit)
+			return NULL;
+	}
+	return &l->ring[l->slot];
+}
+
+/* The slot fb_feed_slot gave is filled: it is the log's next record. */
+static inline void fb_feed_put(fb_feed_log *l)
+{
+	l->head++;
+	if (++l->slot == l->cap)
+		l->slot = 0;
+}
+
+/* The records put so far are the consumer's. */
+static inline void fb_feed_publish(fb_feed_log *l)
+{
+	/* release: the records' fields before the count that shows them */
+	atomic_store_explicit(&l->published, l->head, memory_order_release);
+}
+
+/*
+ * l is full: publish what was put, help the consumer (a pass, if the lock
+ * is free) and, if wait, wait until there is room. True: there is room now. False: still full and
+ * !wait, or the wait was given up (*abort). *stalls counts the waits.
+ */
+bool fb_feed_room(fb_feed_log *l, bool wait, uint64_t *stalls);
+
+#endif
