@@ -108,6 +108,10 @@ ALL_OBJ := $(patsubst %.c,$(B)/%.o,$(CORE_SRC) $(BENCH_SRC) bench/cli/main.c $(T
 
 .PHONY: all test run install uninstall clean bench man soak seeds
 .DELETE_ON_ERROR:
+# The objects are kept: the tests' are intermediate files of the pattern
+# rule that links them, which make would otherwise delete after the build
+# with a line of `rm ...` at the end of `make run` and `make test`.
+.SECONDARY: $(ALL_OBJ)
 
 ifneq ($(DEPS_OK),yes)
 # Missing build dependencies: install them (apt-get as root) or print the
