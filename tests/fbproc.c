@@ -2,6 +2,7 @@
 #include "fbproc.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <stdio.h>
@@ -197,4 +198,23 @@ int64_t fb_test_num(json_object *doc, const char *path)
 	json_object *v = fb_test_json(doc, path);
 	check(v, "the JSON lacks %s", path);
 	return json_object_get_int64(v);
+}
+
+void fb_test_skipped(unsigned n, const char *packages, const char *why)
+{
+	const char *file = getenv("FB_SKIPS");
+	if (!file || !*file)
+		return;
+	FILE *f = fopen(file, "a");
+	if (!f) {
+		fprintf(stderr, "cannot append to FB_SKIPS '%s': %s\n", file, strerror(errno));
+		return;
+	}
+	/* one record a line: no tab or newline inside a field */
+	fprintf(f, "%u\t%s\t", n, packages && *packages ? packages : "-");
+	for (const char *c = why; *c; c++)
+		fputc(*c == '\t' || *c == '\n' ? ' ' : *c, f);
+	fputc('\n', f);
+	if (fclose(f))
+		fprintf(stderr, "cannot append to FB_SKIPS '%s': %s\n", file, strerror(errno));
 }

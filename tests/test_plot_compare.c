@@ -147,7 +147,7 @@ static bool gnuplot_installed(void)
 		if (!gnuplot_installed()) {                                                        \
 			fprintf(stderr, "gnuplot is not installed: skipped (apt-get install "      \
 			                "gnuplot-nox to run it)\n");                               \
-			skip();                                                                    \
+			fb_skip("gnuplot-nox", "gnuplot is not installed");                        \
 		}                                                                                  \
 	} while (0)
 
