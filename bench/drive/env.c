@@ -127,7 +127,8 @@ static fb_err open_engines(fb_env *e, const fb_env_driver *drv, fb_results *res)
 	/* a node jump needs a node set up for it; without one the run goes on
 	 * without the fault, and says so */
 	if (!r && fb_config_fault(cfg, FB_FAULT_NODE_JUMP)) {
-		e->jumping = e->lops->node_jump && e->lops->node_jump(e->pause_lconn, 0) == FB_IO_OK;
+		e->jumping =
+		        e->lops->node_jump && e->lops->node_jump(e->pause_lconn, 0) == FB_IO_OK;
 		if (!e->jumping)
 			fprintf(stderr, "fencebench: --faults: node-jump skipped: %s\n",
 			        e->lops->node_jump ? e->lops->error(e->pause_lconn)
@@ -259,7 +260,7 @@ fb_err fb_env_open(fb_env *e, const fb_config *cfg, const fb_env_driver *drv, fb
 	e->server_pausing = fb_config_fault(cfg, FB_FAULT_SERVER_PAUSE);
 	/* a remote service expires keys on its millisecond grid; an engine that
 	 * dates leases on the caller's clock names its own bound */
-	e->lease_slack = !e->lops->remote          ? 50000
+	e->lease_slack = !e->lops->remote            ? 50000
 	                 : e->lops->witness_slack_ns ? e->lops->witness_slack_ns
 	                                             : 2000000;
 	atomic_init(&e->counting, cfg->warmup_ns == 0);
@@ -319,10 +320,17 @@ void fb_env_sample(fb_env *e, uint64_t t0, fb_sample *s)
 			s->store_stale[d] += fb_counter_get(&w->m[d].store_stale);
 		}
 	}
+	s->checked = e->checking;
 	for (int d = 0; d < FB_DISCIPLINES; d++) {
 		s->accepted[d] += fb_counter_get(&e->net[d].accepted);
 		s->rejected[d] += fb_counter_get(&e->net[d].rejected);
 		s->store_stale[d] += fb_counter_get(&e->net[d].store_stale);
+		s->stale[d] = s->store_stale[d];
+		if (e->checking && e->checker[d]) {
+			int64_t amount;
+			fb_checker_so_far(e->checker[d], &s->stale[d], &amount);
+			s->lost[d] = amount / e->cfg->amount;
+		}
 	}
 }
 

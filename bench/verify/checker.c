@@ -496,12 +496,14 @@ void fb_checker_key(fb_checker *c, uint32_t key, fb_check_key *out)
 	out->next_version = walk_next(w);
 }
 
-uint64_t fb_checker_stale(fb_checker *c)
+void fb_checker_so_far(fb_checker *c, uint64_t *stale, int64_t *lost_amount)
 {
-	uint64_t n = 0;
-	for (uint32_t i = 0; i < c->keys; i++)
-		n += atomic_load_explicit(&c->k[i].stale, memory_order_relaxed);
-	return n;
+	*stale = 0;
+	*lost_amount = 0;
+	for (uint32_t i = 0; i < c->keys; i++) {
+		*stale += atomic_load_explicit(&c->k[i].stale, memory_order_relaxed);
+		*lost_amount += atomic_load_explicit(&c->k[i].lost_amount, memory_order_relaxed);
+	}
 }
 
 /* The first reason the history and the store disagree (fb_disagree). */

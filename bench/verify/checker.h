@@ -150,7 +150,10 @@ void fb_checker_verdict(fb_checker *c, bool fenced, const int64_t *balance,
                         uint64_t accepted, uint64_t store_stale, fb_check_verdict *v,
                         fb_check_key_fn per_key, void *ctx);
 
-/* Sum of stale_accepted over keys, readable while the run goes on. */
-uint64_t fb_checker_stale(fb_checker *c);
+/* What the walks found so far, summed over keys, readable while the run
+ * goes on (the time series): the stale writes accepted, and the amount the
+ * walked writes erased (the sum of read - replaced: / amount, the updates
+ * lost, net: a stale write that raised a balance counts against it). */
+void fb_checker_so_far(fb_checker *c, uint64_t *stale, int64_t *lost_amount);
 
 #endif
