@@ -39,7 +39,9 @@ if [ "$skipped" -gt 0 ]; then
 	           printf "  %3d %s: %s%s\n", n[order[i]], f[1], f[3], f[2] == "-" ? "" : " (" f[2] ")" } }' \
 		"$skips"
 fi
-line="binaries: $((ran - failed)) passed, $failed failed, $skipped tests skipped"
+tests=tests
+[ "$skipped" = 1 ] && tests=test
+line="binaries: $((ran - failed)) passed, $failed failed, $skipped $tests skipped"
 if [ -n "$pkgs" ]; then
 	line="$line: apt-get install -y $pkgs to run them"
 	others=$(awk -F'\t' '$3 == "-" { n += $2 } END { print n + 0 }' "$skips")
