@@ -108,6 +108,10 @@ ALL_OBJ := $(patsubst %.c,$(B)/%.o,$(CORE_SRC) $(BENCH_SRC) bench/cli/main.c $(T
 
 .PHONY: all test run install uninstall clean bench man soak seeds
 .DELETE_ON_ERROR:
+# The objects are kept: the tests' are intermediate files of the pattern
+# rule that links them, which make would otherwise delete after the build
+# with a line of `rm ...` at the end of `make run` and `make test`.
+.SECONDARY: $(ALL_OBJ)
 
 ifneq ($(DEPS_OK),yes)
 # Missing build dependencies: install them (apt-get as root) or print the
@@ -148,8 +152,12 @@ $(B)/tests/%: $(B)/tests/%.o $(B)/tests/fbproc.o $(B)/tests/fbengine.o $(B)/test
 $(COREBENCH): $(B)/tests/corebench.o $(LIB)
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_JSON) $(LIBS_ENGINES) $(LIBS_MALLOC) $(LDLIBS_ALL)
 
-# Every test binary runs even after a failure; the target fails if any did.
+# What the tests use (servers, gnuplot, libfaketime) is installed first as
+# root, else its apt-get line printed. Every test binary runs even after a
+# failure; the target fails if any did. The last line counts the skipped
+# tests and names the packages that would run them.
 test: all
+	@./scripts/deps.sh test
 	@FB_BIN=$(abspath $(BIN)) FB_TESTS=$(abspath tests) $(if $(SANITIZE),FB_SANITIZED=1) \
 	  ./scripts/run-tests.sh $(TESTS)
 

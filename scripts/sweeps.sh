@@ -4,7 +4,8 @@
 #   scripts/sweeps.sh reference [DIR]   this machine's reference sweeps (default
 #                                       results/reference, committed): threads 1..64
 #                                       by fence source, 16 threads by pause rate,
-#                                       2 and 8 threads by key distribution
+#                                       2 and 8 threads by key distribution, and one
+#                                       run of 64 threads for 10 s (its time series)
 #   scripts/sweeps.sh many-core [DIR]   the many-core sweep (default build/many-core):
 #                                       1..16 threads, per-key against global, uniform
 #                                       against zipf, faults off; about 70 s
@@ -31,7 +32,7 @@ mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# sweep NAME OPTION...: one sweep into $out/NAME.{txt,json} and its charts
+# sweep NAME OPTION...: one sweep (or run) into $out/NAME.{txt,json} and its charts
 sweep() {
 	name=$1
 	shift
@@ -48,6 +49,7 @@ if [ "$what" = reference ]; then
 	sweep pause-rate -t 16 --pause-rate 0,10,50,100,200 -d "$d"
 	sweep dist -t 2,8 --fence global,per-key --dist uniform,zipf:1.2,partitioned \
 		--pause-rate 0 -d "${SWEEP_D:-1s}"
+	sweep run -t 64 -d 10s
 else
 	nproc=$(getconf _NPROCESSORS_ONLN)
 	sweep many-core -t 1,2,4,8,12,16 --fence per-key,global --dist uniform,zipf:1.2 \

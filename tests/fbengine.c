@@ -160,21 +160,19 @@ void fb_test_fenced_safe_unfenced_corrupted(json_object *doc, const char *out)
 }
 
 int fb_test_start_with_store(fb_server_kind kind, fb_server *svc, fb_server *store,
-                             const char *what)
+                             const char *what, size_t tests)
 {
 	fb_server *both[2] = {svc, store};
 	fb_server_kind kinds[2] = {kind, FB_SERVER_REDIS};
+	if (!fb_servers_installed(what, kinds, 2, tests))
+		return 0;
 	for (int i = 0; i < 2; i++) {
-		int r = fb_server_start(kinds[i], both[i]);
-		if (r == 1)
+		if (fb_server_start(kinds[i], both[i]) == 1)
 			continue;
 		if (i)
 			fb_server_stop(svc);
-		if (r == 0)
-			fb_server_skipped(what, both[i]);
-		else
-			fprintf(stderr, "%s: cannot start a server: %s\n", what, both[i]->why);
-		return r;
+		fprintf(stderr, "%s: cannot start a server: %s\n", what, both[i]->why);
+		return -1;
 	}
 	return 1;
 }

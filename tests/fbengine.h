@@ -59,9 +59,9 @@ void fb_test_fenced_safe_unfenced_corrupted(json_object *doc, const char *out);
 
 /* Start the lease service (kind, into svc) and a redis-server as the store
  * (into store): 1 both running; 0 one is not installed (a SKIPPED line was
- * printed, what: the tests skipped); -1 one failed (said on stderr). On 0
- * and -1 nothing is left running. */
+ * printed and the `tests` tests of what counted as skipped); -1 one failed
+ * (said on stderr). On 0 and -1 nothing is left running. */
 int fb_test_start_with_store(fb_server_kind kind, fb_server *svc, fb_server *store,
-                             const char *what);
+                             const char *what, size_t tests);
 
 #endif

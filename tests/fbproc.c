@@ -2,7 +2,9 @@
 #include "fbproc.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +34,13 @@ char *fb_test_slurp(int fd)
 	buf[len] = 0;
 	close(fd);
 	return buf;
+}
+
+void fb_test_child_signals(void)
+{
+	signal(SIGINT, SIG_DFL);
+	signal(SIGQUIT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
 }
 
 char *fb_test_tmpdir(void)
@@ -136,6 +145,7 @@ void fb_test_start_within(fb_test_proc *p, const char *const *args, unsigned lim
 		dup2(e, 2);
 		if (limit_s) /* a hang ends in SIGALRM, which nothing in it blocks */
 			alarm(limit_s);
+		fb_test_child_signals();
 		execv(argv[0], (char *const *)argv);
 		_exit(127);
 	}
@@ -197,4 +207,23 @@ int64_t fb_test_num(json_object *doc, const char *path)
 	json_object *v = fb_test_json(doc, path);
 	check(v, "the JSON lacks %s", path);
 	return json_object_get_int64(v);
+}
+
+void fb_test_skipped(unsigned n, const char *packages, const char *why)
+{
+	const char *file = getenv("FB_SKIPS");
+	if (!file || !*file)
+		return;
+	FILE *f = fopen(file, "a");
+	if (!f) {
+		fprintf(stderr, "cannot append to FB_SKIPS '%s': %s\n", file, strerror(errno));
+		return;
+	}
+	/* one record a line: no tab or newline inside a field */
+	fprintf(f, "%u\t%s\t", n, packages && *packages ? packages : "-");
+	for (const char *c = why; *c; c++)
+		fputc(*c == '\t' || *c == '\n' ? ' ' : *c, f);
+	fputc('\n', f);
+	if (fclose(f))
+		fprintf(stderr, "cannot append to FB_SKIPS '%s': %s\n", file, strerror(errno));
 }

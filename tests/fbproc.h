@@ -14,6 +14,11 @@ const char *fb_test_bin(void);
 /* Everything left on fd, NUL-terminated; closes fd. Free it. */
 char *fb_test_slurp(int fd);
 
+/* In a child about to exec the binary: SIGINT and SIGTERM as a terminal
+ * would deliver them, even where the suite was started in the background
+ * (a shell's `&` starts it with SIGINT ignored, and an exec keeps that). */
+void fb_test_child_signals(void);
+
 /* A fresh directory under /tmp (free the name), its listing (names one a
  * line in sorted order, . and .. left out), the first file ending in suffix, removal of it
  * and its plain files. */

@@ -27,4 +27,20 @@
 
 #define MS (UINT64_C(1000000))
 
+/*
+ * Tell the runner (scripts/run-tests.sh, which names a file in $FB_SKIPS)
+ * that n tests were skipped, why, and which Debian packages would run them
+ * (NULL or "": nothing to install). It appends "N<TAB>PACKAGES<TAB>WHY";
+ * without $FB_SKIPS it does nothing. The closing line of make test counts
+ * these: a test that skips any other way is not counted.
+ */
+void fb_test_skipped(unsigned n, const char *packages, const char *why);
+
+/* Skip the running test, counted: the only way a test here skips. */
+#define fb_skip(packages, why)                                                                     \
+	do {                                                                                       \
+		fb_test_skipped(1, (packages), (why));                                             \
+		skip();                                                                            \
+	} while (0)
+
 #endif

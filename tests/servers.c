@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include "servers.h"
+#include "fbtest.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -823,6 +824,77 @@ static int start_postgres(fb_server *s, const char *bindir, const run_as *who, b
 /* ---- the API ------------------------------------------------------------ */
 
 /*
+ * What kind needs that is not installed: NULL if all is there (bindir then
+ * names its binary, or PostgreSQL's bin directory, and faketime the
+ * libfaketime to preload), else the Debian package that provides it, with
+ * why said in why.
+ */
+static const char *missing(fb_server_kind kind, char *bindir, size_t blen, char *faketime,
+                           size_t flen, char *why, size_t wlen)
+{
+	static const char *const exe[] = {[FB_SERVER_REDIS] = "redis-server",
+	                                  [FB_SERVER_ZOOKEEPER] = "java",
+	                                  [FB_SERVER_ETCD] = "etcd",
+	                                  [FB_SERVER_REDIS_FAKETIME] = "redis-server",
+	                                  [FB_SERVER_ETCD_DEFAULTS] = "etcd"};
+	/* zookeeper, not zookeeperd: the tests start their own server, and
+	 * zookeeperd only adds a system one on port 2181 */
+	static const char *const pkg[] = {[FB_SERVER_REDIS] = "redis-server",
+	                                  [FB_SERVER_ZOOKEEPER] = "zookeeper",
+	                                  [FB_SERVER_ETCD] = "etcd-server",
+	                                  [FB_SERVER_REDIS_FAKETIME] = "redis-server",
+	                                  [FB_SERVER_ETCD_DEFAULTS] = "etcd-server"};
+	if (kind == FB_SERVER_POSTGRES) {
+		if (find_pg_bin(bindir, blen))
+			return NULL;
+		say(why, wlen,
+		    "initdb and postgres are not installed (not on PATH nor in "
+		    "/usr/lib/postgresql/*/bin)");
+		return "postgresql";
+	}
+	if (!on_path(exe[kind], bindir, blen)) {
+		say(why, wlen, "%s is not installed (not on PATH)", exe[kind]);
+		return pkg[kind];
+	}
+	size_t n = strlen(bindir);
+	snprintf(bindir + n, blen - n, "/%s", exe[kind]);
+	struct stat jar;
+	if (kind == FB_SERVER_ZOOKEEPER && stat("/usr/share/java/zookeeper.jar", &jar) != 0) {
+		say(why, wlen, "/usr/share/java/zookeeper.jar is not installed");
+		return pkg[kind];
+	}
+	if (kind == FB_SERVER_REDIS_FAKETIME && !find_faketime(faketime, flen)) {
+		say(why, wlen,
+		    "libfaketime is not installed (no /usr/lib/*/faketime/libfaketime.so.1)");
+		return "libfaketime";
+	}
+	return NULL;
+}
+
+bool fb_servers_installed(const char *what, const fb_server_kind *kinds, size_t n, size_t tests)
+{
+	char bindir[4096], faketime[300], why[256], whys[1024] = "", pkgs[256] = "";
+	for (size_t i = 0; i < n; i++) {
+		const char *p = missing(kinds[i], bindir, sizeof bindir, faketime, sizeof faketime,
+		                        why, sizeof why);
+		/* one line per package, however many of its servers are wanted */
+		if (!p || strstr(pkgs, p))
+			continue;
+		say(pkgs + strlen(pkgs), sizeof pkgs - strlen(pkgs), "%s%s", pkgs[0] ? " " : "", p);
+		say(whys + strlen(whys), sizeof whys - strlen(whys), "%s%s", whys[0] ? "; " : "",
+		    why);
+	}
+	if (!pkgs[0])
+		return true;
+	printf("SKIPPED: %s, %zu tests: %s (apt-get install -y %s)\n", what, tests, whys, pkgs);
+	fflush(stdout);
+	char line[1400];
+	say(line, sizeof line, "%s: %s", what, whys);
+	fb_test_skipped((unsigned)tests, pkgs, line);
+	return false;
+}
+
+/*
  * Start one server. Each try gets a new directory and a new port; only a
  * port clash (the log says the address is in use) is worth another try.
  * As root, PostgreSQL runs as the postgres user (or nobody), so its
@@ -836,43 +908,12 @@ int fb_server_start(fb_server_kind kind, fb_server *s)
 
 	char bindir[4096], faketime[300] = "";
 	run_as who = {0};
-	static const char *const exe[] = {[FB_SERVER_REDIS] = "redis-server",
-	                                  [FB_SERVER_ZOOKEEPER] = "java",
-	                                  [FB_SERVER_ETCD] = "etcd",
-	                                  [FB_SERVER_REDIS_FAKETIME] = "redis-server",
-	                                  [FB_SERVER_ETCD_DEFAULTS] = "etcd"};
-	if (kind != FB_SERVER_POSTGRES) {
-		if (!on_path(exe[kind], bindir, sizeof bindir)) {
-			say(s->why, sizeof s->why, "%s is not installed (not on PATH)", exe[kind]);
-			return 0;
-		}
-		size_t n = strlen(bindir);
-		snprintf(bindir + n, sizeof bindir - n, "/%s", exe[kind]);
-	}
-	struct stat jar;
-	if (kind == FB_SERVER_ZOOKEEPER && stat("/usr/share/java/zookeeper.jar", &jar) != 0) {
-		say(s->why, sizeof s->why,
-		    "/usr/share/java/zookeeper.jar is not installed (Debian: zookeeper)");
+	if (missing(kind, bindir, sizeof bindir, faketime, sizeof faketime, s->why, sizeof s->why))
 		return 0;
-	}
-	if (kind == FB_SERVER_REDIS_FAKETIME && !find_faketime(faketime, sizeof faketime)) {
+	if (kind == FB_SERVER_POSTGRES && !unprivileged(&who)) {
 		say(s->why, sizeof s->why,
-		    "libfaketime is not installed (no /usr/lib/*/faketime/libfaketime.so.1)");
-		return 0;
-	}
-	if (kind == FB_SERVER_POSTGRES) {
-		if (!find_pg_bin(bindir, sizeof bindir)) {
-			say(s->why, sizeof s->why,
-			    "initdb and postgres are not installed (not on PATH nor in "
-			    "/usr/lib/postgresql/*/bin)");
-			return 0;
-		}
-		if (!unprivileged(&who)) {
-			say(s->why, sizeof s->why,
-			    "running as root and no postgres or nobody user to run postgres "
-			    "as");
-			return -1;
-		}
+		    "running as root and no postgres or nobody user to run postgres as");
+		return -1;
 	}
 
 	/* The socket path DIR/.s.PGSQL.PORT must fit in sun_path (108). */
@@ -960,10 +1001,4 @@ void fb_server_kill(fb_server *s)
 	kill_tree(s->pid);
 	waitpid(s->pid, NULL, 0);
 	s->pid = 0;
-}
-
-void fb_server_skipped(const char *what, const fb_server *s)
-{
-	printf("SKIPPED: %s: %s\n", what, s->why);
-	fflush(stdout);
 }

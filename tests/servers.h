@@ -9,6 +9,7 @@
 #define FB_TEST_SERVERS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 typedef enum fb_server_kind {
@@ -32,10 +33,16 @@ typedef struct fb_server {
 	char why[256];      /* why it was skipped or failed */
 } fb_server;
 
-/* 1: started and accepting connections; 0: skipped, the server's binaries
- * are not installed (why says which; the caller prints a SKIPPED line);
- * -1: failed to start (why says how). */
+/* 1: started and accepting connections; 0: the server's binaries are not
+ * installed (why says which; a test binary asks fb_servers_installed
+ * first); -1: failed to start (why says how). */
 int fb_server_start(fb_server_kind kind, fb_server *s);
+
+/* Whether the servers of kinds[0..n) are all installed. If not, prints
+ * "SKIPPED: <what>, <tests> tests: <why> (apt-get install -y <packages>)"
+ * on stdout, the line make test shows, naming every Debian package that
+ * is missing, tells the runner (fb_test_skipped) and returns false. */
+bool fb_servers_installed(const char *what, const fb_server_kind *kinds, size_t n, size_t tests);
 
 /* Stop it (gracefully, then SIGKILL) and remove its directory. Idempotent. */
 void fb_server_stop(fb_server *s);
@@ -43,8 +50,5 @@ void fb_server_stop(fb_server *s);
 /* Kill it at once (SIGKILL), as a crash mid-run: the directory stays until
  * fb_server_stop. */
 void fb_server_kill(fb_server *s);
-
-/* Print "SKIPPED: <what>: <why>" on stdout, the line make test shows. */
-void fb_server_skipped(const char *what, const fb_server *s);
 
 #endif

@@ -48,7 +48,10 @@ static void test_stale_write_and_lost_update_are_counted(void **state)
 	fb_checker_key(c, 0, &k);
 	check_eq(k.checked, 2, "records walked");
 	check_eq(k.stale_accepted, 1, "33 after 34 is a stale write accepted");
-	check_eq(fb_checker_stale(c), 1, "... and the live count says so");
+	uint64_t live;
+	int64_t live_lost;
+	fb_checker_so_far(c, &live, &live_lost);
+	check_eq(live, 1, "... and the live count says so");
 	check_eq(k.lost_amount, 1, "A's write from 100 over 99 erased one debit");
 	check_eq(k.chain_breaks, 0, "each write replaced what the previous one left");
 	check_eq(k.max_fence, 34, "highest fence accepted");
@@ -367,6 +370,55 @@ static void *dup_writer(void *p)
 		fb_feed_publish(log);
 	}
 	return NULL;
+}
+
+/* A duplicate that comes tens of thousands of versions late looks, mod
+ * 2^16, like a record far ahead of the walk. Nothing else could still come
+ * to fill the gap, so a pass that stands still takes it as the duplicate it
+ * is, at once, instead of holding its log forever. */
+static void test_a_duplicate_from_far_behind_is_counted_not_waited_for(void **state)
+{
+	(void)state;
+	fb_checker *c;
+	check_eq(fb_checker_create(1, 30000, 0, &c), FB_OK, "checker");
+	fb_checker *cs[FB_DISCIPLINES] = {[FB_FENCED] = c};
+	fb_feed *f;
+	check_eq(fb_feed_create(2, 8, cs, false, &f), FB_OK, "a feed of two logs");
+	fb_feed_log *a = fb_feed_log_of(f, 0), *b = fb_feed_log_of(f, 1);
+	uint64_t n, stalls = 0;
+	for (uint32_t v = 1; v <= 60000; v++) {
+		if (!fb_feed_slot(a))
+			check(fb_feed_room(a, false, &stalls), "the walk makes room at %u", v);
+		*fb_feed_slot(a) =
+		        rec(0, (uint16_t)v, v, -(int64_t)v + 1, -(int64_t)v + 1, -(int64_t)v);
+		fb_feed_put(a);
+		fb_feed_publish(a);
+	}
+	check(fb_feed_pass(f, &n), "a pass");
+	/* version 20,000 again: 40,000 behind, 25,535 "ahead" mod 2^16, past
+	 * the ring (16,384 records) and within the window (+30,000) */
+	*fb_feed_slot(b) = rec(0, 20000, 20000, 0, 0, 0);
+	fb_feed_put(b);
+	fb_feed_publish(b);
+	check(fb_feed_pass(f, &n), "a pass");
+	fb_check_key k;
+	fb_checker_key(c, 0, &k);
+	check_eq(k.checked, 60000, "every version walked once");
+	check_eq(k.duplicates, 1, "the late copy is a duplicate");
+	check_eq(n, 1, "taken in that pass");
+	for (int i = 0; i < 8; i++) { /* its log is free again */
+		check(fb_feed_slot(b) != NULL, "room in the late writer's log");
+		*fb_feed_slot(b) = rec(0, (uint16_t)(60001 + i), 60001 + i, -60000 - i, -60000 - i,
+		                       -60001 - i);
+		fb_feed_put(b);
+		fb_feed_publish(b);
+	}
+	fb_feed_stop(f);
+	fb_checker_key(c, 0, &k);
+	check_eq(k.checked, 60008, "and what it logs next is walked");
+	check_eq(k.stale_accepted, 0, "nothing stale");
+	fb_feed_destroy(f);
+	fb_checker_destroy(c);
 }
 
 static void test_threads_sharing_versions_count_every_duplicate_once(void **state)
@@ -715,6 +767,7 @@ int main(void)
 	        cmocka_unit_test(test_a_parked_record_is_walked_once_across_a_version_wrap),
 	        cmocka_unit_test(test_a_watched_stale_write_keeps_the_newer_write),
 	        cmocka_unit_test(test_logs_merged_out_of_order_walk_each_record_once),
+	        cmocka_unit_test(test_a_duplicate_from_far_behind_is_counted_not_waited_for),
 	        cmocka_unit_test(test_threads_sharing_versions_count_every_duplicate_once),
 	        cmocka_unit_test(test_a_log_held_by_a_missing_version_is_bounded),
 	        cmocka_unit_test(test_the_wait_bound_counts_from_the_walks_last_move),

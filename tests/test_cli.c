@@ -84,6 +84,7 @@ static void start_fs(proc *p, const char *const *args, rlim_t rlimit_as, const c
 		}
 		if (fs != FS_NONE)
 			child_fs(fsdir, fs);
+		fb_test_child_signals();
 		execv(argv[0], (char *const *)argv);
 		_exit(127);
 	}
@@ -408,7 +409,8 @@ static void results_dir_fs(int fs)
 		release(&p);
 		fb_test_rmtree(dir);
 		free(dir);
-		skip(); /* no mount namespace here */
+		fb_skip(NULL, "a results directory on a full or read-only filesystem needs a "
+		              "mount namespace (root)");
 	}
 	const char *what = fs == FS_FULL ? "full" : "read-only";
 	check_eq(code, 3, what);
@@ -519,8 +521,9 @@ static void test_too_many_threads_is_a_clear_error(void **state)
 	(void)state;
 	/* 4000 threads of 256 KiB stacks cannot fit in 256 MiB of address
 	 * space: creation must fail cleanly, not hang or crash. */
-	if (getenv("FB_SANITIZED"))
-		skip(); /* sanitizer runtimes reserve terabytes of address space */
+	if (getenv("FB_SANITIZED")) /* their runtimes reserve terabytes of address space */
+		fb_skip(NULL, "thread creation under a 256 MiB address space: not under the "
+		              "sanitizers");
 	proc p;
 	const char *args[] = {"-t", "4000", "-d", "1s", "-q", "-o", "/tmp", NULL};
 	start(&p, args, (rlim_t)256 << 20);

@@ -262,26 +262,6 @@ static void test_a_server_dying_mid_run_writes_partial_results(void **state)
 
 int main(void)
 {
-	int r = fb_server_start(FB_SERVER_REDIS, &redis);
-	if (r == 0) {
-		fb_server_skipped("engine tests (redis + postgres)", &redis);
-		return 0;
-	}
-	if (r < 0) {
-		fprintf(stderr, "cannot start redis-server: %s\n", redis.why);
-		return 1;
-	}
-	int q = fb_server_start(FB_SERVER_POSTGRES, &pg);
-	if (q == 0) {
-		fb_server_stop(&redis);
-		fb_server_skipped("engine tests (redis + postgres)", &pg);
-		return 0;
-	}
-	if (q < 0) {
-		fb_server_stop(&redis);
-		fprintf(stderr, "cannot start postgres: %s\n", pg.why);
-		return 1;
-	}
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_unknown_scheme_lists_the_engines),
 	        cmocka_unit_test(test_unreachable_engine_is_exit_3_with_the_url_redacted),
@@ -292,6 +272,19 @@ int main(void)
 	        cmocka_unit_test(test_server_pauses_of_the_lease_service),
 	        cmocka_unit_test(test_a_server_dying_mid_run_writes_partial_results),
 	};
+	const size_t n = sizeof tests / sizeof tests[0];
+	if (!fb_servers_installed("engine tests (redis + postgres)",
+	                          (fb_server_kind[]){FB_SERVER_REDIS, FB_SERVER_POSTGRES}, 2, n))
+		return 0;
+	if (fb_server_start(FB_SERVER_REDIS, &redis) != 1) {
+		fprintf(stderr, "cannot start redis-server: %s\n", redis.why);
+		return 1;
+	}
+	if (fb_server_start(FB_SERVER_POSTGRES, &pg) != 1) {
+		fb_server_stop(&redis);
+		fprintf(stderr, "cannot start postgres: %s\n", pg.why);
+		return 1;
+	}
 	int failed = cmocka_run_group_tests(tests, NULL, NULL);
 	fb_server_stop(&pg);
 	fb_server_stop(&redis);

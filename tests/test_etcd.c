@@ -235,9 +235,6 @@ static void test_two_processes_share_the_cluster(void **state)
 
 int main(void)
 {
-	int r = fb_test_start_with_store(FB_SERVER_ETCD, &etcd, &redis, "etcd engine tests");
-	if (r <= 0)
-		return r < 0;
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_bad_urls_and_configurations_are_einval_naming_the_url),
 	        cmocka_unit_test(test_unreachable_member_is_esys_naming_it),
@@ -249,6 +246,10 @@ int main(void)
 	        cmocka_unit_test(test_pauses_past_the_ttl_corrupt_unfenced_only),
 	        cmocka_unit_test(test_two_processes_share_the_cluster),
 	};
+	const size_t n = sizeof tests / sizeof tests[0];
+	int r = fb_test_start_with_store(FB_SERVER_ETCD, &etcd, &redis, "etcd engine tests", n);
+	if (r <= 0)
+		return r < 0;
 	int failed = cmocka_run_group_tests(tests, NULL, NULL);
 	fb_server_stop(&redis);
 	fb_server_stop(&etcd);

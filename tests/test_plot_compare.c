@@ -3,13 +3,15 @@
  * on the documents under tests/data/ (real runs and sweeps, trimmed of their
  * per-key and per-thread arrays): compare prints B/A ratios and refuses what
  * it cannot read with exit 2 and one line; plot writes the SVG charts that
- * apply (skipped when gnuplot is not installed) and exits 3 with the
- * apt-get line when gnuplot is missing.
+ * apply (skipped when gnuplot is not installed), among them a run's time
+ * series, drawn from a deterministic run's own document, and exits 3 with
+ * the apt-get line when gnuplot is missing.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <json-c/json.h>
+#include <math.h>
 #include <stdbool.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -147,7 +149,7 @@ static bool gnuplot_installed(void)
 		if (!gnuplot_installed()) {                                                        \
 			fprintf(stderr, "gnuplot is not installed: skipped (apt-get install "      \
 			                "gnuplot-nox to run it)\n");                               \
-			skip();                                                                    \
+			fb_skip("gnuplot-nox", "gnuplot is not installed");                        \
 		}                                                                                  \
 	} while (0)
 
@@ -447,7 +449,212 @@ static void test_plot_run_writes_the_latency_spectrum_only(void **state)
 	check_svg(path);
 	fb_test_listdir(dir, listing, sizeof listing);
 	check(!strcmp(listing, "run-a-latency.svg\n"), "only the spectrum applies:\n%s", listing);
-	check_eq(count(r.err, "skipped"), 3, "three charts skipped, each with a note");
+	check_eq(count(r.err, "skipped"), 4, "four charts skipped, each with a note");
+	check(strstr(r.err, "skipped timeseries: no time series in the document"),
+	      "a document from before the series says why it has no chart over time: %s", r.err);
+	release(&r);
+	fb_test_rmtree(dir);
+	free(dir);
+}
+
+/* ---- plot: the time series of a run ---- */
+
+/* A deterministic run of 8 simulated workers, about 3.7 virtual seconds:
+ * the same samples every time, in a fraction of a real second. */
+static void series_run(const char *dir, char *json, size_t len)
+{
+	snprintf(json, len, "%s/run.json", dir);
+	const char *args[] = {"--deterministic", "-t", "8",  "--steps", "2000000",
+	                      "--seed",          "1",  "-q", "-o",      dir,
+	                      "--json",          json, NULL};
+	result r = run(args);
+	check_eq(r.code, 0, "exit code of the deterministic run");
+	release(&r);
+}
+
+/* The rows of data block name in a gnuplot script ("$cum << EOD" up to
+ * "EOD"), each row's numbers into v[row][col]; '?' is NAN. */
+static size_t data_block(const char *script, const char *name, double v[][8], size_t cap,
+                         size_t *cols)
+{
+	char head[64];
+	snprintf(head, sizeof head, "%s << EOD\n", name);
+	const char *at = strstr(script, head);
+	check(at != NULL, "the script has no data block %s", name);
+	at += strlen(head);
+	size_t n = 0;
+	*cols = 0;
+	for (const char *line = at; strncmp(line, "EOD\n", 4) && *line;
+	     line = strchr(line, '\n') + 1) {
+		if (*line == '#')
+			continue;
+		check(n < cap, "more than %zu rows in %s", cap, name);
+		size_t c = 0;
+		for (const char *p = line; *p != '\n' && c < 8;) {
+			char *end;
+			v[n][c++] = *p == '?' ? NAN : strtod(p, &end);
+			p = *p == '?' ? p + 1 : end;
+			while (*p == ' ')
+				p++;
+		}
+		check(!*cols || c == *cols, "row %zu of %s has %zu columns, not %zu", n, name, c,
+		      *cols);
+		*cols = c;
+		n++;
+	}
+	return n;
+}
+
+static double doc_num(json_object *doc, const char *path)
+{
+	json_object *o = fb_test_json(doc, path);
+	check(o != NULL, "the document has no %s", path);
+	return json_object_get_double(o);
+}
+
+static const char *const series_key[3] = {"fenced", "write_fenced", "unfenced"};
+
+/* $cum, rows v[0..n): nothing at 0, then each sample of the JSON's series,
+ * then the totals of "modes" at elapsed_s; stale counts never go down,
+ * fenced stays flat at 0. */
+static void check_cumulative(double v[][8], size_t n, json_object *doc)
+{
+	char p[160];
+	for (size_t c = 0; c < 7; c++)
+		check(v[0][c] == 0, "the first row is nothing at 0: column %zu is %g", c, v[0][c]);
+	for (int d = 0; d < 3; d++) {
+		const char *key = series_key[d];
+		snprintf(p, sizeof p, "series.modes.%s.stale_accepted", key);
+		json_object *a = fb_test_json(doc, p);
+		check(a != NULL, "the JSON has %s", p);
+		for (size_t i = 1; i < n; i++) {
+			check(v[i][1 + 2 * d] >= v[i - 1][1 + 2 * d],
+			      "%s: stale writes accepted so far never go down: %g then %g", key,
+			      v[i - 1][1 + 2 * d], v[i][1 + 2 * d]);
+			check(i == n - 1 || v[i][1 + 2 * d] ==
+			                            json_object_get_double(
+			                                    json_object_array_get_idx(a, i - 1)),
+			      "%s: row %zu is the JSON's sample %zu", key, i, i - 1);
+		}
+		snprintf(p, sizeof p, "modes.%s.stale_accepted", key);
+		check(v[n - 1][1 + 2 * d] == doc_num(doc, p), "%s: the line ends at the total %g",
+		      key, doc_num(doc, p));
+		snprintf(p, sizeof p, "modes.%s.lost_updates", key);
+		check(v[n - 1][2 + 2 * d] == doc_num(doc, p),
+		      "%s: the lost updates end at the total %g, not %g", key, doc_num(doc, p),
+		      v[n - 1][2 + 2 * d]);
+	}
+	check(v[n - 1][0] == doc_num(doc, "elapsed_s"), "the last row is at elapsed_s");
+	for (size_t i = 0; i < n; i++)
+		check(v[i][1] == 0 && v[i][2] == 0, "fenced stays flat at 0: row %zu has %g, %g", i,
+		      v[i][1], v[i][2]);
+	check(v[n - 1][5] > 0 && v[n - 1][6] > 0, "unfenced was corrupted: %g stale, %g lost",
+	      v[n - 1][5], v[n - 1][6]);
+}
+
+/* Each discipline in the colour the other charts give it, in both count
+ * panels; the throughput a second as the JSON has it. */
+static void check_lines(const char *gp, json_object *doc, size_t samples)
+{
+	check_eq(count(gp, "lc rgb '#009988' lw 2.2 pt 7 ps 0.8 title 'fenced'"), 2,
+	         "fenced in the teal of the other charts, in both count panels");
+	check_eq(count(gp, "lc rgb '#CC3311' lw 2.2 pt 5 ps 0.8 title 'unfenced'"), 2,
+	         "unfenced in their red, in both count panels");
+	check_eq(count(gp, "lc rgb '#EE7733'"), 2, "write-fenced in their orange, in both");
+	check(strstr(gp, "'#EE7733' lw 5.4"),
+	      "write-fenced's zero stale line is drawn wide under fenced's (a stripe)");
+	static double v[64][8];
+	size_t cols, n = data_block(gp, "$rate", v, 64, &cols);
+	check_eq(n, samples, "a throughput row a second");
+	json_object *rate = fb_test_json(doc, "series.ops_per_s");
+	for (size_t i = 0; i < n; i++)
+		check(v[i][1] == json_object_get_double(json_object_array_get_idx(rate, i)) &&
+		              v[i][1] > 0,
+		      "row %zu: the second's throughput as the JSON has it, got %g", i, v[i][1]);
+}
+
+/* What the chart draws is the run's series, from nothing at 0 to the
+ * totals of the summary at the end. */
+static void test_plot_run_draws_its_time_series_ending_at_the_totals(void **state)
+{
+	(void)state;
+	NEED_GNUPLOT();
+	char *dir = fb_test_tmpdir(), json[600], path[600];
+	series_run(dir, json, sizeof json);
+	const char *args[] = {"plot", json, "--script", NULL};
+	result r = run(args);
+	check_eq(r.code, 0, "exit code of plot --script on a run");
+	snprintf(path, sizeof path, "%s/run-timeseries.svg", dir);
+	check(strstr(r.out, path), "stdout lists %s:\n%s", path, r.out);
+	check_svg(path);
+	char *svg = read_text(path);
+	check(strstr(svg, "Over time: throughput, stale writes accepted and updates lost"),
+	      "the chart says what it shows");
+	check(strstr(svg, "faults/s (right axis)"), "the faults are drawn, on the right axis");
+	free(svg);
+	snprintf(path, sizeof path, "%s/run-timeseries.gp", dir);
+	check(strstr(r.out, path), "stdout lists the script %s:\n%s", path, r.out);
+	char *gp = read_text(path);
+	json_object *doc = json_object_from_file(json);
+	check(doc != NULL, "the run's JSON parses");
+	static double v[64][8];
+	size_t cols, n = data_block(gp, "$cum", v, 64, &cols);
+	size_t samples = json_object_array_length(fb_test_json(doc, "series.t_s"));
+	check(samples >= 3, "a run of 3.7 virtual seconds has 3 samples, got %zu", samples);
+	check_eq(n, samples + 2, "a row at 0, one a second, one at the end");
+	check_eq(cols, 7, "t and, per discipline, stale accepted and updates lost");
+	check_cumulative(v, n, doc);
+	check_lines(gp, doc, samples);
+	json_object_put(doc);
+	free(gp);
+	release(&r);
+	fb_test_rmtree(dir);
+	free(dir);
+}
+
+/* The script it wrote draws the chart again on its own; -f png draws PNG. */
+static void test_plot_script_redraws_and_png_is_png(void **state)
+{
+	(void)state;
+	NEED_GNUPLOT();
+	char *dir = fb_test_tmpdir(), json[600], path[600], cmd[1400];
+	series_run(dir, json, sizeof json);
+	const char *args[] = {"plot", json, "-f", "png", "--script", "-o", dir, NULL};
+	result r = run(args);
+	check_eq(r.code, 0, "exit code of plot -f png");
+	snprintf(path, sizeof path, "%s/run-timeseries.png", dir);
+	check(strstr(r.out, path), "stdout lists %s:\n%s", path, r.out);
+	check(unlink(path) == 0, "%s was written", path);
+	snprintf(cmd, sizeof cmd, "gnuplot -d '%s/run-timeseries.gp'", dir);
+	check_eq(system(cmd), 0, "gnuplot runs the script it was given");
+	FILE *f = fopen(path, "rb");
+	check(f != NULL, "the script wrote %s again", path);
+	unsigned char magic[8] = {0};
+	size_t got = fread(magic, 1, sizeof magic, f);
+	fclose(f);
+	check(got == 8 && !memcmp(magic, "\x89PNG\r\n\x1a\n", 8), "%s is a PNG", path);
+	release(&r);
+	fb_test_rmtree(dir);
+	free(dir);
+}
+
+static void test_plot_timeseries_skips_a_sweep_and_a_bad_format_exits_2(void **state)
+{
+	(void)state;
+	NEED_GNUPLOT();
+	char *dir = fb_test_tmpdir();
+	const char *args[] = {"plot", data("sweep-pause.json"), "-o", dir, NULL};
+	result r = run(args);
+	check_eq(r.code, 0, "exit code of plot on a sweep");
+	check(strstr(r.err, "skipped timeseries: a sweep"), "the time series is a run's: %s",
+	      r.err);
+	release(&r);
+	const char *bad[] = {"plot", data("run-a.json"), "--format", "jpg", NULL};
+	r = run(bad);
+	check_eq(r.code, 2, "an unknown format exits 2");
+	check_eq(count(r.err, "\n"), 1, "one line on stderr");
+	check(strstr(r.err, "--format") && strstr(r.err, "'jpg'"),
+	      "it names the option and the value: %s", r.err);
 	release(&r);
 	fb_test_rmtree(dir);
 	free(dir);
@@ -496,6 +703,9 @@ int main(void)
 	        cmocka_unit_test(test_plot_draws_the_floor_when_rows_carry_it),
 	        cmocka_unit_test(test_plot_pause_sweep_writes_corruption),
 	        cmocka_unit_test(test_plot_run_writes_the_latency_spectrum_only),
+	        cmocka_unit_test(test_plot_run_draws_its_time_series_ending_at_the_totals),
+	        cmocka_unit_test(test_plot_script_redraws_and_png_is_png),
+	        cmocka_unit_test(test_plot_timeseries_skips_a_sweep_and_a_bad_format_exits_2),
 	        cmocka_unit_test(test_plot_without_gnuplot_exits_3_with_the_apt_line),
 	        cmocka_unit_test(test_plot_refuses_schema_3),
 	};

@@ -928,16 +928,6 @@ static void test_stopped_server_is_io_error_by_the_deadline_then_fails_fast(void
 
 int main(void)
 {
-	int rc = fb_server_start(FB_SERVER_POSTGRES, &server);
-	if (rc == 0) {
-		fb_server_skipped("postgres engine tests", &server);
-		return 0;
-	}
-	if (rc < 0) {
-		fprintf(stderr, "test_postgres: cannot start a PostgreSQL server: %s\n",
-		        server.why);
-		return 1;
-	}
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_fenced_read_refuses_below_highest_and_registers),
 	        cmocka_unit_test(test_write_fenced_and_unfenced_reads_register_nothing),
@@ -955,6 +945,15 @@ int main(void)
 	        cmocka_unit_test(test_server_killed_mid_run_is_io_error_not_a_crash),
 	        cmocka_unit_test(test_stopped_server_is_io_error_by_the_deadline_then_fails_fast),
 	};
+	const size_t n = sizeof tests / sizeof tests[0];
+	if (!fb_servers_installed("postgres engine tests", (fb_server_kind[]){FB_SERVER_POSTGRES},
+	                          1, n))
+		return 0;
+	if (fb_server_start(FB_SERVER_POSTGRES, &server) != 1) {
+		fprintf(stderr, "test_postgres: cannot start a PostgreSQL server: %s\n",
+		        server.why);
+		return 1;
+	}
 	int failed = cmocka_run_group_tests_name("postgres", tests, NULL, NULL);
 	fb_server_stop(&server);
 	return failed;

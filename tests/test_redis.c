@@ -1131,22 +1131,6 @@ static void test_stopped_server_is_io_error_by_the_timeout_then_fails_fast(void 
 
 int main(void)
 {
-	int st = fb_server_start(FB_SERVER_REDIS, &srv);
-	if (st == 0) {
-		fb_server_skipped("redis engine tests", &srv);
-		return 0;
-	}
-	if (st < 0) {
-		fprintf(stderr, "redis-server did not start: %s\n", srv.why);
-		return 1;
-	}
-	admin = redisConnect("127.0.0.1", srv.port);
-	if (!admin || admin->err) {
-		fprintf(stderr, "cannot connect to %s: %s\n", srv.url,
-		        admin ? admin->errstr : "no memory");
-		fb_server_stop(&srv);
-		return 1;
-	}
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_malformed_url_is_einval_naming_the_url_without_its_password),
 	        cmocka_unit_test(test_unreachable_server_is_esys_with_the_url_redacted),
@@ -1176,6 +1160,20 @@ int main(void)
 	        cmocka_unit_test(test_server_killed_mid_run_gives_io_errors_not_crashes),
 	        cmocka_unit_test(test_stopped_server_is_io_error_by_the_timeout_then_fails_fast),
 	};
+	const size_t n = sizeof tests / sizeof tests[0];
+	if (!fb_servers_installed("redis engine tests", (fb_server_kind[]){FB_SERVER_REDIS}, 1, n))
+		return 0;
+	if (fb_server_start(FB_SERVER_REDIS, &srv) != 1) {
+		fprintf(stderr, "redis-server did not start: %s\n", srv.why);
+		return 1;
+	}
+	admin = redisConnect("127.0.0.1", srv.port);
+	if (!admin || admin->err) {
+		fprintf(stderr, "cannot connect to %s: %s\n", srv.url,
+		        admin ? admin->errstr : "no memory");
+		fb_server_stop(&srv);
+		return 1;
+	}
 	int failed = cmocka_run_group_tests_name("redis", tests, NULL, NULL);
 	redisFree(admin);
 	fb_server_stop(&srv);

@@ -410,25 +410,6 @@ static void test_unreachable_nodes_are_exit_3_with_the_password_hidden(void **st
 
 int main(void)
 {
-	fb_server_kind kinds[4] = {FB_SERVER_REDIS, FB_SERVER_REDIS, FB_SERVER_REDIS_FAKETIME,
-	                           FB_SERVER_REDIS};
-	fb_server *all[4] = {&node[0], &node[1], &node[2], &store};
-	for (int i = 0; i < 4; i++) {
-		int r = fb_server_start(kinds[i], all[i]);
-		if (r == 1)
-			continue;
-		for (int j = 0; j < i; j++)
-			fb_server_stop(all[j]);
-		if (r == 0) {
-			fb_server_skipped("Redlock engine tests", all[i]);
-			return 0;
-		}
-		fprintf(stderr, "cannot start redis-server: %s\n", all[i]->why);
-		return 1;
-	}
-	snprintf(nodes, sizeof nodes, "127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", node[0].port,
-	         node[1].port, node[2].port);
-	snprintf(jumpy, sizeof jumpy, "redlock://%s?faketime=3:%s", nodes, node[2].faketime);
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_bad_urls_and_configurations_are_einval_naming_the_url),
 	        cmocka_unit_test(test_a_node_down_at_the_start_is_esys_naming_it),
@@ -445,6 +426,23 @@ int main(void)
 	        cmocka_unit_test(test_two_processes_share_the_nodes),
 	        cmocka_unit_test(test_unreachable_nodes_are_exit_3_with_the_password_hidden),
 	};
+	const size_t n = sizeof tests / sizeof tests[0];
+	fb_server_kind kinds[4] = {FB_SERVER_REDIS, FB_SERVER_REDIS, FB_SERVER_REDIS_FAKETIME,
+	                           FB_SERVER_REDIS};
+	fb_server *all[4] = {&node[0], &node[1], &node[2], &store};
+	if (!fb_servers_installed("Redlock engine tests", kinds, 4, n))
+		return 0;
+	for (int i = 0; i < 4; i++) {
+		if (fb_server_start(kinds[i], all[i]) == 1)
+			continue;
+		for (int j = 0; j < i; j++)
+			fb_server_stop(all[j]);
+		fprintf(stderr, "cannot start redis-server: %s\n", all[i]->why);
+		return 1;
+	}
+	snprintf(nodes, sizeof nodes, "127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", node[0].port,
+	         node[1].port, node[2].port);
+	snprintf(jumpy, sizeof jumpy, "redlock://%s?faketime=3:%s", nodes, node[2].faketime);
 	int failed = cmocka_run_group_tests(tests, NULL, NULL);
 	for (int i = 0; i < 4; i++)
 		fb_server_stop(all[i]);

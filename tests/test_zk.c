@@ -261,10 +261,6 @@ static void test_unreachable_ensemble_is_exit_3(void **state)
 
 int main(void)
 {
-	int r = fb_test_start_with_store(FB_SERVER_ZOOKEEPER, &zk, &redis,
-	                                 "ZooKeeper engine tests");
-	if (r <= 0)
-		return r < 0;
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_bad_urls_and_configurations_are_einval_naming_the_url),
 	        cmocka_unit_test(test_unreachable_server_is_esys_naming_it),
@@ -279,6 +275,11 @@ int main(void)
 	        cmocka_unit_test(test_two_processes_share_the_ensemble),
 	        cmocka_unit_test(test_unreachable_ensemble_is_exit_3),
 	};
+	const size_t n = sizeof tests / sizeof tests[0];
+	int r = fb_test_start_with_store(FB_SERVER_ZOOKEEPER, &zk, &redis, "ZooKeeper engine tests",
+	                                 n);
+	if (r <= 0)
+		return r < 0;
 	int failed = cmocka_run_group_tests(tests, NULL, NULL);
 	fb_server_stop(&redis);
 	fb_server_stop(&zk);

@@ -350,10 +350,17 @@ void fb_env_sample(fb_env *e, uint64_t t0, fb_sample *s)
 			s->store_stale[d] += fb_counter_get(&w->m[d].store_stale);
 		}
 	}
+	s->checked = e->checking;
 	for (int d = 0; d < FB_DISCIPLINES; d++) {
 		s->accepted[d] += fb_counter_get(&e->net[d].accepted);
 		s->rejected[d] += fb_counter_get(&e->net[d].rejected);
 		s->store_stale[d] += fb_counter_get(&e->net[d].store_stale);
+		s->stale[d] = s->store_stale[d];
+		if (e->checking && e->checker[d]) {
+			int64_t amount;
+			fb_checker_so_far(e->checker[d], &s->stale[d], &amount);
+			s->lost[d] = amount / e->cfg->amount;
+		}
 	}
 }
 

@@ -101,13 +101,20 @@ typedef struct fb_first_corruption {
 	uint64_t t0;
 } fb_first_corruption;
 
-/* One second of the time series (CSV rows and the progress line). */
+/* One second of the time series (CSV rows, the JSON's series and the
+ * progress line). */
 typedef struct fb_sample {
 	double t_s;
 	uint64_t ops, faults;
 	uint64_t ops_min, ops_max; /* per live worker: fairness */
 	uint64_t writes[FB_DISCIPLINES], accepted[FB_DISCIPLINES], rejected[FB_DISCIPLINES],
 	        reads_refused[FB_DISCIPLINES], store_stale[FB_DISCIPLINES];
+	/* stale writes accepted as the run's totals count them (the checker's
+	 * walk so far; the store's own count when nothing checks), and, when
+	 * `checked`, the updates lost so far (net) by the checker's walk */
+	bool checked;
+	uint64_t stale[FB_DISCIPLINES];
+	int64_t lost[FB_DISCIPLINES];
 } fb_sample;
 
 typedef struct fb_results {

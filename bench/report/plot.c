@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "compare.h"
+#include "outfile.h"
 
 /*
  * One color per discipline in every chart (Paul Tol's colour-blind safe
@@ -25,6 +26,10 @@
 static const char *const discipline_color[FB_DOC_DISCIPLINES] = {"#009988", "#EE7733", "#CC3311"};
 static const int discipline_pt[FB_DOC_DISCIPLINES] = {7, 9, 5};
 #define FLOOR_COLOR "#666666"
+/* Over time: the cycles a second in the cycle's black, the faults a band
+ * of light grey behind them. */
+#define OPS_COLOR   "#222222"
+#define FAULT_COLOR "#BBBBBB"
 #define NOTE_COLOR  "#555555"
 /* Filled circle, square, triangle, diamond, then the open ones: a point
  * type per series when a sweep has several. */
@@ -149,6 +154,25 @@ static void value_axis(FILE *g, const char *ax, unit u, double lo, double hi)
 	for (int i = 0; i * step <= top * 1.0001; i++) {
 		tic_label(l, sizeof l, u, i * step);
 		fprintf(g, "%s'%s' %.17g", i ? ", " : "", l, i * step);
+	}
+	fprintf(g, ")\n");
+}
+
+/* y: counts on a log axis, decades up to hi, a zero on its own tic
+ * (ZERO_AT, labelled 0) below 1. */
+static void count_axis(FILE *g, double hi)
+{
+	double top = 10;
+	while (top < hi * 1.0001)
+		top *= 10;
+	char l[32];
+	fprintf(g, "set logscale y 10\nset yrange [%g:%.17g]\nset ytics ('0' %g", ZERO_AT * 0.7,
+	        top * 1.005, ZERO_AT);
+	for (double d = 1; d <= top * 1.0001; d *= 10) {
+		tic_label(l, sizeof l, U_COUNT, d);
+		fprintf(g, ", '%s' %.17g", l, d);
+		for (int m = 2; m < 10 && d * m < top; m++)
+			fprintf(g, ", '' %.17g 1", d * m);
 	}
 	fprintf(g, ")\n");
 }
@@ -678,21 +702,8 @@ static int chart_corruption(const pdoc *pd, FILE *g, int *w, int *h, char *why, 
 	for (size_t i = 0; i < nx; i++)
 		fprintf(g, "%s'%g' %.17g", i ? ", " : "", xs[i], logx && xs[i] <= 0 ? x0 : xs[i]);
 	fprintf(g, ")\nset xlabel 'injected pauses per second'\n");
-	/* y: log, decades up to the largest count, 0 on its own tic */
-	double top = 10;
-	while (top < hi * 1.0001)
-		top *= 10;
-	char l[32];
-	fprintf(g, "set logscale y 10\nset yrange [%g:%.17g]\nset ytics ('0' %g", ZERO_AT * 0.7,
-	        top * 1.005, ZERO_AT);
-	for (double d = 1; d <= top * 1.0001; d *= 10) {
-		tic_label(l, sizeof l, U_COUNT, d);
-		fprintf(g, ", '%s' %.17g", l, d);
-		for (int m = 2; m < 10 && d * m < top; m++)
-			fprintf(g, ", '' %.17g 1", d * m);
-	}
-	fprintf(g,
-	        ")\nset ylabel 'count (log scale)'\nset key outside right top Left reverse\nplot ");
+	count_axis(g, hi);
+	fprintf(g, "set ylabel 'count (log scale)'\nset key outside right top Left reverse\nplot ");
 	bool first = true;
 	for (size_t k = 0; k < ns; k++)
 		for (size_t li = 0; li < sizeof lines / sizeof lines[0]; li++) {
@@ -717,14 +728,241 @@ static int chart_corruption(const pdoc *pd, FILE *g, int *w, int *h, char *why, 
 	return 0;
 }
 
+/* ---- the time series of a run ---- */
+
+/* The document's "series" (results/README.md): the columns, NULL where
+ * absent; n entries. */
+typedef struct tseries {
+	json_object *t, *rate, *faults;
+	json_object *stale[FB_DOC_DISCIPLINES], *lost[FB_DOC_DISCIPLINES];
+	size_t n;
+	bool any_lost;
+} tseries;
+
+static json_object *column(json_object *doc_series, const char *path)
+{
+	json_object *a = fb_doc_get(doc_series, path);
+	return a && json_object_is_type(a, json_type_array) ? a : NULL;
+}
+
+/* Entry i of column a, NAN where there is none. */
+static double entry(json_object *a, size_t i)
+{
+	json_object *x =
+	        a && i < json_object_array_length(a) ? json_object_array_get_idx(a, i) : NULL;
+	return x && (json_object_is_type(x, json_type_int) ||
+	             json_object_is_type(x, json_type_double))
+	               ? json_object_get_double(x)
+	               : NAN;
+}
+
+/* v for a data block: '?' (missing) when it is not a number. */
+static const char *num(char *buf, size_t len, double v)
+{
+	snprintf(buf, len, isfinite(v) ? "%.17g" : "?", v);
+	return buf;
+}
+
+#define NUM(v) num((char[32]){0}, 32, (v))
+
+static bool load_series(const pdoc *pd, tseries *ts, char *why, size_t len)
+{
+	memset(ts, 0, sizeof *ts);
+	if (pd->kind != FB_DOC_RUN) {
+		snprintf(why, len, "a sweep: each row's series is in its JSON, charted for runs");
+		return false;
+	}
+	json_object *s = fb_doc_get(pd->doc, "series");
+	ts->t = column(s, "t_s");
+	ts->n = ts->t ? json_object_array_length(ts->t) : 0;
+	if (!ts->n) {
+		snprintf(why, len,
+		         "no time series in the document (a fencebench older than "
+		         "its \"series\")");
+		return false;
+	}
+	ts->rate = column(s, "ops_per_s");
+	ts->faults = column(s, "faults");
+	char p[96];
+	for (int d = 0; d < FB_DOC_DISCIPLINES; d++) {
+		snprintf(p, sizeof p, "modes.%s.stale_accepted", fb_doc_discipline_key[d]);
+		ts->stale[d] = column(s, p);
+		snprintf(p, sizeof p, "modes.%s.lost_updates", fb_doc_discipline_key[d]);
+		ts->lost[d] = column(s, p);
+		ts->any_lost |= ts->lost[d] != NULL;
+	}
+	return true;
+}
+
+/*
+ * $rate: a line a second: t, ops/s over the second before, and the faults
+ * taken in it as a box (its centre, its width, faults/s).
+ */
+static void rate_block(FILE *g, const tseries *ts, double *hi_ops, double *hi_faults)
+{
+	double t0 = 0, f0 = 0;
+	fprintf(g, "$rate << EOD\n# t_s ops_per_s box_centre box_width faults_per_s\n");
+	for (size_t i = 0; i < ts->n; i++) {
+		double t = entry(ts->t, i), r = entry(ts->rate, i), f = entry(ts->faults, i);
+		double fr = t > t0 ? (f - f0) / (t - t0) : NAN;
+		*hi_ops = r > *hi_ops ? r : *hi_ops;
+		*hi_faults = fr > *hi_faults ? fr : *hi_faults;
+		fprintf(g, "%.17g %s %.17g %.17g %s\n", t, NUM(r), (t0 + t) / 2, t - t0, NUM(fr));
+		t0 = t;
+		f0 = isfinite(f) ? f : f0;
+	}
+	fprintf(g, "EOD\n");
+}
+
+/*
+ * $cum: t, then per discipline the stale writes accepted and the updates
+ * lost so far: from nothing at 0 through every second to the totals of
+ * "modes" at elapsed_s (counted once the writes in flight had landed), so
+ * the lines end at the numbers of the summary table.
+ */
+static void cum_block(FILE *g, const pdoc *pd, const tseries *ts, double hi[2])
+{
+	char p[96];
+	double end = ts->n ? entry(ts->t, ts->n - 1) : 0;
+	fb_doc_number(pd->doc, "elapsed_s", &end);
+	fprintf(g, "$cum << EOD\n# t_s");
+	for (int d = 0; d < FB_DOC_DISCIPLINES; d++)
+		fprintf(g, " %s:stale_accepted %s:lost_updates", fb_doc_discipline_key[d],
+		        fb_doc_discipline_key[d]);
+	fprintf(g, "\n");
+	for (size_t i = 0; i <= ts->n + 1; i++) {
+		double t = i == 0 ? 0 : i <= ts->n ? entry(ts->t, i - 1) : end;
+		fprintf(g, "%.17g", t);
+		for (int d = 0; d < FB_DOC_DISCIPLINES; d++)
+			for (int k = 0; k < 2; k++) {
+				json_object *col = k ? ts->lost[d] : ts->stale[d];
+				double v = NAN;
+				snprintf(p, sizeof p, "modes.%s.%s", fb_doc_discipline_key[d],
+				         k ? "lost_updates" : "stale_accepted");
+				if (col)
+					v = i == 0 ? 0 : i <= ts->n ? entry(col, i - 1) : NAN;
+				if (col && i > ts->n && !fb_doc_number(pd->doc, p, &v))
+					v = NAN;
+				hi[k] = v > hi[k] ? v : hi[k];
+				fprintf(g, " %s", NUM(v));
+			}
+		fprintf(g, "\n");
+	}
+	fprintf(g, "EOD\n");
+}
+
+/* Whether discipline d's column k (0 stale, 1 lost) and e's hold the same
+ * numbers throughout: drawn as stripes, e inside d. */
+static bool same_column(const tseries *ts, int k, int d, int e)
+{
+	json_object *a = k ? ts->lost[d] : ts->stale[d], *b = k ? ts->lost[e] : ts->stale[e];
+	if (!a || !b)
+		return false;
+	for (size_t i = 0; i < ts->n; i++)
+		if (entry(a, i) != entry(b, i))
+			return false;
+	return true;
+}
+
+/* One panel of the chart: its place on the page, the key beside it. */
+static void panel(FILE *g, double top, double bottom, bool bottom_axis)
+{
+	fprintf(g,
+	        "set tmargin at screen %g\nset bmargin at screen %g\n"
+	        "set lmargin at screen 0.095\nset rmargin at screen 0.69\n"
+	        "set key at screen 0.765, screen %g left top Left reverse\n",
+	        top, bottom, top);
+	if (bottom_axis)
+		fprintf(g, "set format x '%%g'\nset xlabel 'seconds since the start'\n");
+	else
+		fprintf(g, "set format x ''\nunset xlabel\n");
+}
+
+/* Throughput a second, and the faults a second as a grey band behind it
+ * (right axis, scaled so that the band keeps to the lower part). */
+static void throughput_panel(FILE *g, const tseries *ts)
+{
+	double hi_ops = 0, hi_faults = 0;
+	rate_block(g, ts, &hi_ops, &hi_faults);
+	panel(g, 0.83, 0.615, false);
+	value_axis(g, "y", U_COUNT, 0, hi_ops);
+	fprintf(g, "set ylabel 'throughput (ops/s)'\n");
+	double step = nice_step(hi_faults > 0 ? hi_faults : 1, 3);
+	fprintf(g, "set y2range [0:%.17g]\nset y2tics (", (hi_faults > 0 ? hi_faults : 1) * 2.5);
+	for (int i = 0; i * step <= hi_faults * 1.0001 || i == 0; i++)
+		fprintf(g, "%s'%g' %.17g", i ? ", " : "", i * step, i * step);
+	fprintf(g,
+	        ") nomirror tc rgb '" NOTE_COLOR "'\n"
+	        "set y2label 'faults taken per second' tc rgb '" NOTE_COLOR "'\n"
+	        "set style fill solid 0.45 noborder\n"
+	        "plot $rate using 3:5:4 axes x1y2 with boxes lc rgb '" FAULT_COLOR "' "
+	        "title 'faults/s (right axis)', \\\n"
+	        "     $rate using 1:2 with linespoints lc rgb '" OPS_COLOR "' lw 2 pt 7 "
+	        "ps %.1f title 'ops/s (all stores)'\n"
+	        "unset y2tics\nunset y2label\n",
+	        ts->n > 60 ? 0.0 : 0.5);
+}
+
+/* Stale writes accepted (k 0) or updates lost (k 1) so far, a line per
+ * discipline, fenced inside write-fenced inside unfenced where they
+ * coincide; on a log axis with 0 on its own tic. */
+static void count_panel(FILE *g, const tseries *ts, int k, double hi, double top, double bottom)
+{
+	static const char *const ylabel[] = {"stale writes accepted so far (log)",
+	                                     "updates lost so far (log)"};
+	panel(g, top, bottom, k == 1);
+	count_axis(g, hi);
+	fprintf(g, "set ylabel '%s'\nplot ", ylabel[k]);
+	bool first = true;
+	for (int d = FB_DOC_DISCIPLINES - 1; d >= 0; d--) {
+		if (!(k ? ts->lost[d] : ts->stale[d]))
+			continue;
+		int under = 0; /* narrower lines drawn over this one */
+		for (int e = 0; e < d; e++)
+			under += same_column(ts, k, d, e);
+		fprintf(g,
+		        "%s$cum using 1:($%d > 0 ? $%d : %g) with linespoints lc rgb '%s' "
+		        "lw %.1f pt %d ps %.1f title '%s'",
+		        first ? "" : ", \\\n     ", 2 + 2 * d + k, 2 + 2 * d + k, ZERO_AT,
+		        discipline_color[d], 2.2 + 3.2 * under, discipline_pt[d],
+		        ts->n > 60 ? 0.0 : 0.8, fb_doc_discipline_name[d]);
+		first = false;
+	}
+	if (first)
+		fprintf(g, "NaN title 'not checked (--no-check, or a shared run)'");
+	fprintf(g, "\n");
+}
+
+static int chart_timeseries(const pdoc *pd, FILE *g, int *w, int *h, char *why, size_t len)
+{
+	tseries ts;
+	if (!load_series(pd, &ts, why, len))
+		return 1;
+	*w = 1100; /* the keys sit outside, on the right */
+	*h = 1000;
+	frame(g, pd, "Over time: throughput, stale writes accepted and updates lost",
+	      "Each line ends at the run's totals, counted once the writes in flight had "
+	      "landed. Fenced must stay at 0: anything else is a bug.");
+	double hi[2] = {0, 0}, end = 0;
+	cum_block(g, pd, &ts, hi);
+	fb_doc_number(pd->doc, "elapsed_s", &end);
+	fprintf(g, "set xrange [0:%.17g]\nset multiplot\n", end > 0 ? end : 1);
+	throughput_panel(g, &ts);
+	/* the frame's labels are drawn once, with the first panel */
+	fprintf(g, "unset label\n");
+	count_panel(g, &ts, 0, hi[0], 0.575, 0.36);
+	count_panel(g, &ts, 1, hi[1], 0.32, 0.105);
+	fprintf(g, "unset multiplot\n");
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	chart_fn fn;
 } charts[] = {
-        {"throughput", chart_throughput},
-        {"cycle-p99", chart_cycle_p99},
-        {"latency", chart_latency},
-        {"corruption", chart_corruption},
+        {"throughput", chart_throughput}, {"cycle-p99", chart_cycle_p99},
+        {"latency", chart_latency},       {"corruption", chart_corruption},
+        {"timeseries", chart_timeseries},
 };
 
 /* ---- the document ---- */
@@ -888,52 +1126,71 @@ static bool gnuplot_found(void)
 	return false;
 }
 
-/*
- * Render one chart: the script into memory first (a chart that does not
- * apply spawns nothing), then gnuplot on a pipe writing NAME.svg.tmp,
- * renamed into place once gnuplot exited cleanly. 0 written, 1 skipped,
- * -1 failed (said on stderr).
- */
-static int render(const pdoc *pd, size_t c, const char *dir, const char *base)
+/* How the charts are written: svg or png, and whether each chart's
+ * script goes beside it. */
+typedef struct popts {
+	const char *format;
+	bool script;
+} popts;
+
+/* The lines that head a chart's script: the terminal, the output. */
+static void head(FILE *f, const popts *o, int w, int h, const char *out)
 {
-	char *body = NULL, why[256] = "";
-	size_t blen = 0;
-	int w = 960, h = 600;
-	FILE *ms = open_memstream(&body, &blen);
+	if (!strcmp(o->format, "png"))
+		fprintf(f,
+		        "set terminal pngcairo size %d,%d enhanced font 'sans,10' "
+		        "background rgb 'white'\n",
+		        w, h);
+	else
+		fprintf(f,
+		        "set terminal svg size %d,%d fixed enhanced font 'sans-serif,13' "
+		        "background rgb 'white'\n",
+		        w, h);
+	fprintf(f, "set encoding utf8\nset output '%s'\n", SQ(out));
+}
+
+/* Chart c's script, but for its head, into *body: 0, 1 it does not apply
+ * (said on stderr), -1 failed (said). */
+static int compose(const pdoc *pd, size_t c, char **body, size_t *blen, int *w, int *h)
+{
+	char why[256] = "";
+	*body = NULL;
+	FILE *ms = open_memstream(body, blen);
 	if (!ms) {
 		fprintf(stderr, "fencebench plot: open_memstream failed, errno=%d (%s)\n", errno,
 		        strerror(errno));
 		return -1;
 	}
-	int r = charts[c].fn(pd, ms, &w, &h, why, sizeof why);
+	int r = charts[c].fn(pd, ms, w, h, why, sizeof why);
 	if (fclose(ms)) {
-		free(body);
+		free(*body);
 		fprintf(stderr, "fencebench plot: out of memory building %s\n", charts[c].name);
 		return -1;
 	}
 	if (r) {
 		fprintf(stderr, "fencebench plot: skipped %s: %s\n", charts[c].name, why);
-		free(body);
+		free(*body);
 		return 1;
 	}
-	char path[4096], tmp[4200];
-	snprintf(path, sizeof path, "%s/%s-%s.svg", dir, base, charts[c].name);
+	return 0;
+}
+
+/* gnuplot on a pipe drawing the script into path (by way of path.tmp,
+ * renamed once gnuplot exited cleanly): 0, or -1 said on stderr. */
+static int draw(const popts *o, const char *body, size_t blen, int w, int h, const char *path)
+{
+	char tmp[4200];
 	snprintf(tmp, sizeof tmp, "%s.tmp", path);
 	/* -d: no gnuplotrc or ~/.gnuplot, so every machine draws the same */
 	FILE *gp = popen("gnuplot -d", "w");
 	if (!gp) {
 		fprintf(stderr, "fencebench plot: popen(gnuplot) failed, errno=%d (%s)\n", errno,
 		        strerror(errno));
-		free(body);
 		return -1;
 	}
-	fprintf(gp,
-	        "set terminal svg size %d,%d fixed enhanced font 'sans-serif,13' "
-	        "background rgb 'white'\nset encoding utf8\nset output '%s'\n",
-	        w, h, SQ(tmp));
+	head(gp, o, w, h, tmp);
 	fwrite(body, 1, blen, gp);
 	fprintf(gp, "unset output\n");
-	free(body);
 	int st = pclose(gp);
 	struct stat sb;
 	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0 || stat(tmp, &sb) || !sb.st_size) {
@@ -951,16 +1208,66 @@ static int render(const pdoc *pd, size_t c, const char *dir, const char *base)
 		unlink(tmp);
 		return -1;
 	}
-	printf("%s\n", path);
-	fflush(stdout);
 	return 0;
+}
+
+/* --script: the chart's whole script, data inline, as path (NAME.gp): what
+ * `gnuplot NAME.gp` draws again, to adapt. 0, or -1 said on stderr. */
+static int write_script(const popts *o, const char *body, size_t blen, int w, int h,
+                        const char *chart, const char *path)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *ms = open_memstream(&text, &len);
+	if (!ms) {
+		fprintf(stderr, "fencebench plot: open_memstream failed, errno=%d (%s)\n", errno,
+		        strerror(errno));
+		return -1;
+	}
+	fprintf(ms, "# fencebench plot --script: gnuplot %s redraws %s\n", path, chart);
+	head(ms, o, w, h, chart);
+	fwrite(body, 1, blen, ms);
+	fprintf(ms, "unset output\n");
+	int rc = fclose(ms) ? -1 : fb_outfile_put(path, text);
+	if (rc)
+		fprintf(stderr, "fencebench plot: cannot write '%s': errno=%d (%s)\n", path, errno,
+		        strerror(errno));
+	free(text);
+	return rc;
+}
+
+/*
+ * Render one chart: the script into memory first (a chart that does not
+ * apply spawns nothing), then gnuplot draws it, and with --script the
+ * script goes beside it. The paths written go to stdout. 0 written, 1
+ * skipped, -1 failed (said on stderr).
+ */
+static int render(const pdoc *pd, size_t c, const char *dir, const char *base, const popts *o)
+{
+	char *body;
+	size_t blen;
+	int w = 960, h = 600;
+	int r = compose(pd, c, &body, &blen, &w, &h);
+	if (r)
+		return r;
+	char path[4096], script[4096];
+	snprintf(path, sizeof path, "%s/%s-%s.%s", dir, base, charts[c].name, o->format);
+	snprintf(script, sizeof script, "%s/%s-%s.gp", dir, base, charts[c].name);
+	r = draw(o, body, blen, w, h, path);
+	if (!r)
+		printf("%s\n", path);
+	if (!r && o->script && !(r = write_script(o, body, blen, w, h, path, script)))
+		printf("%s\n", script);
+	fflush(stdout);
+	free(body);
+	return r;
 }
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: fencebench plot FILE.json [-o DIR]\n"
+	fprintf(out, "usage: fencebench plot FILE.json [-o DIR] [-f svg|png] [--script]\n"
 	             "\n"
-	             "SVG charts of a fencebench document, drawn by gnuplot:\n"
+	             "Charts of a fencebench document, drawn by gnuplot:\n"
 	             "  BASE-throughput.svg  ops/s against threads per discipline, the floor "
 	             "dashed (sweeps over threads)\n"
 	             "  BASE-cycle-p99.svg   cycle p99 latency against threads (sweeps over "
@@ -969,47 +1276,88 @@ static void usage(FILE *out)
 	             "and cycle (any document)\n"
 	             "  BASE-corruption.svg  stale writes accepted and updates lost against the "
 	             "pause rate (sweeps over pause rates)\n"
+	             "  BASE-timeseries.svg  over the run: ops/s and faults a second, stale "
+	             "writes accepted and updates lost so far per discipline (a run)\n"
 	             "BASE is FILE without .json; the charts go next to FILE unless -o DIR.\n"
 	             "\n"
 	             "  -o, --output-dir DIR   write the charts to DIR (created if missing)\n"
+	             "  -f, --format FMT       svg (default) or png\n"
+	             "      --script           also write each chart's gnuplot script, its data "
+	             "inline, as BASE-CHART.gp: `gnuplot BASE-CHART.gp` draws it again, to "
+	             "adapt\n"
 	             "  -h, --help             this help\n");
 }
 
-int fb_plot_main(int argc, char **argv)
+/* Option a at argv[*i], as -s V, --long V or --long=V: 1 taken into *v, 0
+ * not this option, -1 its value is missing (said). */
+static int opt_value(int argc, char **argv, int *i, const char *s, const char *l, const char **v)
 {
-	const char *file = NULL, *outdir = NULL;
+	const char *a = argv[*i];
+	size_t n = strlen(l);
+	if (!strncmp(a, l, n) && a[n] == '=') {
+		*v = a + n + 1;
+		return 1;
+	}
+	if (strcmp(a, s) && strcmp(a, l))
+		return 0;
+	if (*i + 1 == argc) {
+		fprintf(stderr, "fencebench plot: %s needs a value\n", a);
+		return -1;
+	}
+	*v = argv[++*i];
+	return 1;
+}
+
+/* The command line: -1 go on, else the exit code (help 0, bad input 2). */
+static int parse(int argc, char **argv, const char **file, const char **outdir, popts *o)
+{
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
+		int r;
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
 			return 0;
-		} else if (!strcmp(a, "-o") || !strcmp(a, "--output-dir")) {
-			if (i + 1 == argc) {
-				fprintf(stderr, "fencebench plot: %s needs a directory\n", a);
+		} else if ((r = opt_value(argc, argv, &i, "-o", "--output-dir", outdir))) {
+			if (r < 0)
 				return 2;
-			}
-			outdir = argv[++i];
-		} else if (!strncmp(a, "--output-dir=", 13)) {
-			outdir = a + 13;
+		} else if ((r = opt_value(argc, argv, &i, "-f", "--format", &o->format))) {
+			if (r < 0)
+				return 2;
+		} else if (!strcmp(a, "--script")) {
+			o->script = true;
 		} else if (a[0] == '-' && a[1]) {
 			fprintf(stderr, "fencebench plot: unknown option '%s' (see --help)\n", a);
 			return 2;
-		} else if (!file) {
-			file = a;
+		} else if (!*file) {
+			*file = a;
 		} else {
 			fprintf(stderr, "fencebench plot: '%s': one document at a time\n", a);
 			return 2;
 		}
 	}
-	if (!file) {
+	if (!*file) {
 		fprintf(stderr, "fencebench plot: which document? fencebench plot FILE.json "
 		                "[-o DIR]\n");
 		return 2;
 	}
-	if (outdir && !*outdir) {
+	if (*outdir && !**outdir) {
 		fprintf(stderr, "fencebench plot: -o: empty directory name\n");
 		return 2;
 	}
+	if (strcmp(o->format, "svg") && strcmp(o->format, "png")) {
+		fprintf(stderr, "fencebench plot: --format: '%s' is not svg or png\n", o->format);
+		return 2;
+	}
+	return -1;
+}
+
+int fb_plot_main(int argc, char **argv)
+{
+	const char *file = NULL, *outdir = NULL;
+	popts o = {"svg", false};
+	int parsed = parse(argc, argv, &file, &outdir, &o);
+	if (parsed >= 0)
+		return parsed;
 	char why[512];
 	pdoc pd;
 	memset(&pd, 0, sizeof pd);
@@ -1068,7 +1416,7 @@ int fb_plot_main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	int written = 0;
 	for (size_t c = 0; c < sizeof charts / sizeof charts[0]; c++) {
-		int r = render(&pd, c, dir, base);
+		int r = render(&pd, c, dir, base, &o);
 		if (r < 0) {
 			code = 3;
 			break;

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <json-c/json.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -43,7 +44,7 @@ void fb_report_open(fb_report *rp, const fb_config *cfg)
 		rp->csv = rp->csv_out.f;
 		fprintf(rp->csv,
 		        "t_s,mode,ops,ops_per_s,writes,accepted,rejected_stale,reads_refused,"
-		        "stale_accepted,faults,threads,fence,dist,pause_rate\n");
+		        "stale_accepted,faults,threads,fence,dist,pause_rate,lost_updates\n");
 	} else {
 		snprintf(rp->dir_error, sizeof rp->dir_error,
 		         "results directory '%s' cannot be written: %s", dir,
@@ -56,20 +57,44 @@ void fb_report_open(fb_report *rp, const fb_config *cfg)
 	                               (cfg->progress == FB_PROGRESS_AUTO && rp->tty));
 }
 
+/* The sample, for the JSON's series. Out of memory: the series stops
+ * growing, and the run goes on. */
+static void keep_sample(fb_report *rp, const fb_sample *s)
+{
+	if (rp->nseries == rp->series_cap) {
+		size_t cap = rp->series_cap ? 2 * rp->series_cap : 64;
+		fb_sample *grown = realloc(rp->series, cap * sizeof *grown);
+		if (!grown)
+			return;
+		rp->series = grown;
+		rp->series_cap = cap;
+	}
+	rp->series[rp->nseries++] = *s;
+}
+
+/* Cycles per second from sample a to sample b. */
+static double ops_rate(const fb_sample *a, const fb_sample *b)
+{
+	double dt = b->t_s - a->t_s;
+	return dt > 0 ? (double)(b->ops - a->ops) / dt : 0;
+}
+
 void fb_report_tick(void *ctx, const fb_sample *s)
 {
 	fb_report *rp = ctx;
 	const fb_config *cfg = rp->cfg, *row = rp->row ? rp->row : rp->cfg;
-	double dt = s->t_s - rp->last.t_s;
-	double rate = dt > 0 ? (double)(s->ops - rp->last.ops) / dt : 0;
+	double rate = ops_rate(&rp->last, s);
 	if (rp->csv) {
 		for (int d = 0; d < FB_DISCIPLINES; d++) {
 			if (!(cfg->modes & (1u << d)))
 				continue;
 			char dist[64];
 			fb_dist_format(dist, sizeof dist, &row->dist);
+			char lost[24] = "";
+			if (s->checked)
+				snprintf(lost, sizeof lost, "%lld", (long long)s->lost[d]);
 			fprintf(rp->csv,
-			        "%.3f,%s,%llu,%.0f,%llu,%llu,%llu,%llu,%llu,%llu,%u,%s,%s,%g\n",
+			        "%.3f,%s,%llu,%.0f,%llu,%llu,%llu,%llu,%llu,%llu,%u,%s,%s,%g,%s\n",
 			        s->t_s, fb_discipline_key((fb_discipline)d),
 			        (unsigned long long)s->ops, rate, (unsigned long long)s->writes[d],
 			        (unsigned long long)s->accepted[d],
@@ -77,10 +102,11 @@ void fb_report_tick(void *ctx, const fb_sample *s)
 			        (unsigned long long)s->reads_refused[d],
 			        (unsigned long long)s->store_stale[d],
 			        (unsigned long long)s->faults, row->threads,
-			        fb_fence_source_name(row->fence), dist, row->pause_rate);
+			        fb_fence_source_name(row->fence), dist, row->pause_rate, lost);
 		}
 		fflush(rp->csv);
 	}
+	keep_sample(rp, s);
 	if (rp->progress) {
 		char line[320];
 		int n = snprintf(line, sizeof line, "[%5.1fs/%s] %s ops/s", s->t_s,
@@ -1005,6 +1031,65 @@ static json_object *j_modes(const fb_results *res)
 	return modes;
 }
 
+/* The samples' counts of one kind for discipline d, a column. */
+typedef enum scol { S_ACCEPTED, S_REJECTED, S_REFUSED, S_STALE, S_LOST, S_COLS } scol;
+static const char *const scol_key[S_COLS] = {"accepted", "rejected_stale", "reads_refused",
+                                             "stale_accepted", "lost_updates"};
+
+static json_object *j_column(const fb_sample *s, size_t n, scol c, int d)
+{
+	json_object *a = json_object_new_array();
+	for (size_t i = 0; i < n; i++) {
+		const fb_sample *x = &s[i];
+		json_object_array_add(a, c == S_LOST       ? j_i(x->lost[d])
+		                         : c == S_ACCEPTED ? j_u(x->accepted[d])
+		                         : c == S_REJECTED ? j_u(x->rejected[d])
+		                         : c == S_REFUSED  ? j_u(x->reads_refused[d])
+		                                           : j_u(x->stale[d]));
+	}
+	return a;
+}
+
+/*
+ * The run's samples as columns, an entry a second: "t_s", "ops",
+ * "ops_per_s" (over the second before), "faults" (taken so far), and per
+ * discipline its counts so far: "accepted", "rejected_stale",
+ * "reads_refused", "stale_accepted" and, when the checker ran,
+ * "lost_updates". The totals in "modes" are counted once the writes still
+ * in flight landed: they may exceed the last entry.
+ */
+static json_object *j_series(const fb_report *rp)
+{
+	const fb_sample *s = rp->series;
+	size_t n = rp->nseries;
+	json_object *o = json_object_new_object(), *t = json_object_new_array(),
+	            *ops = json_object_new_array(), *rate = json_object_new_array(),
+	            *faults = json_object_new_array(), *modes = json_object_new_object();
+	fb_sample zero = {0};
+	for (size_t i = 0; i < n; i++) {
+		json_object_array_add(t, json_object_new_double(s[i].t_s));
+		json_object_array_add(ops, j_u(s[i].ops));
+		json_object_array_add(rate, json_object_new_double(
+		                                    round(ops_rate(i ? &s[i - 1] : &zero, &s[i]))));
+		json_object_array_add(faults, j_u(s[i].faults));
+	}
+	json_object_object_add(o, "t_s", t);
+	json_object_object_add(o, "ops", ops);
+	json_object_object_add(o, "ops_per_s", rate);
+	json_object_object_add(o, "faults", faults);
+	for (int d = 0; d < FB_DISCIPLINES; d++) {
+		if (!(rp->cfg->modes & (1u << d)))
+			continue;
+		json_object *m = json_object_new_object();
+		for (int c = 0; c < S_COLS; c++)
+			if (c != S_LOST || (n && s[0].checked))
+				json_object_object_add(m, scol_key[c], j_column(s, n, (scol)c, d));
+		json_object_object_add(modes, fb_discipline_key((fb_discipline)d), m);
+	}
+	json_object_object_add(o, "modes", modes);
+	return o;
+}
+
 static void j_footer(json_object *doc, const fb_config *cfg, int exit_code)
 {
 	json_object_object_add(doc, "exit_code", j_u((uint64_t)exit_code));
@@ -1020,6 +1105,7 @@ static json_object *j_document(const fb_report *rp, const fb_results *res, int e
 	json_object_object_add(doc, "run", j_run(res));
 	json_object_object_add(doc, "modes", j_modes(res));
 	json_object_object_add(doc, "first_corruption", fb_story_json(res));
+	json_object_object_add(doc, "series", j_series(rp));
 	j_footer(doc, rp->cfg, exit_code);
 	return doc;
 }
@@ -1131,6 +1217,9 @@ static int emit(fb_report *rp, json_object *doc)
 			        rp->json_path, rp->csv_path);
 	}
 	json_object_put(doc);
+	free(rp->series);
+	rp->series = NULL;
+	rp->nseries = rp->series_cap = 0;
 	return rc;
 }
 
@@ -1216,6 +1305,7 @@ void fb_report_row_begin(fb_report *rp, const fb_config *row)
 {
 	rp->row = row;
 	memset(&rp->last, 0, sizeof rp->last);
+	rp->nseries = 0;
 }
 
 int fb_report_write(fb_report *rp, const fb_results *res, int exit_code)
@@ -1238,6 +1328,7 @@ void fb_report_add_row(fb_report *rp, const fb_config *row, const fb_results *re
 	json_object_object_add(o, "elapsed_s", json_object_new_double(res->elapsed_s));
 	json_object_object_add(o, "run", j_run(res));
 	json_object_object_add(o, "modes", j_modes(res));
+	json_object_object_add(o, "series", j_series(rp));
 	if (!rp->rows)
 		rp->rows = json_object_new_array();
 	json_object_array_add(rp->rows, o);

@@ -27,6 +27,8 @@ typedef struct fb_report {
 	char dir_error[512];
 	bool progress, tty;
 	fb_sample last;
+	fb_sample *series; /* the run under way's samples, one a second */
+	size_t nseries, series_cap;
 	const fb_config *row;     /* the run under way (a sweep's row) */
 	struct json_object *rows; /* a sweep's finished rows */
 	const char *clock_name;
@@ -38,7 +40,8 @@ typedef struct fb_report {
  * goes on and its summary is printed, but the process will exit 3. */
 void fb_report_open(fb_report *rp, const fb_config *cfg);
 
-/* fb_tick_fn: one CSV row per mode, and the progress line. */
+/* fb_tick_fn: one CSV row per mode, the sample kept for the JSON's series,
+ * and the progress line. */
 void fb_report_tick(void *ctx, const fb_sample *s);
 
 /* The header line: version and every parameter. */

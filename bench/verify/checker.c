@@ -39,7 +39,9 @@ struct fb_checker {
 	bool dup_found;
 	uint32_t dup_key;
 	uint16_t dup_version;
-	_Atomic uint64_t stale_total; /* written by the consumer, read by the progress line */
+	/* written by the consumer only, read by the time series */
+	_Atomic uint64_t stale_total;
+	_Atomic int64_t lost_total;
 	fb_check_story first;
 	fb_check_watch *watch[4];
 	int nwatch;
@@ -91,6 +93,7 @@ fb_err fb_checker_create(uint32_t keys, uint32_t ahead, int64_t initial_balance,
 	c->ring = ring;
 	c->window = ring + ahead;
 	atomic_init(&c->stale_total, 0);
+	atomic_init(&c->lost_total, 0);
 	for (uint32_t i = 0; i < keys; i++) {
 		c->k[i].next = 1;
 		c->k[i].balance = initial_balance;
@@ -151,8 +154,13 @@ static inline __attribute__((always_inline)) void walk(fb_checker *c, ckey *k,
 	}
 	if (__builtin_expect(r->replaced != k->balance, 0))
 		k->breaks++;
-	if (__builtin_expect(r->replaced != r->read, 0))
+	if (__builtin_expect(r->replaced != r->read, 0)) {
 		k->lost_amount += r->read - r->replaced;
+		atomic_store_explicit(&c->lost_total,
+		                      atomic_load_explicit(&c->lost_total, memory_order_relaxed) +
+		                              (r->read - r->replaced),
+		                      memory_order_relaxed);
+	}
 	k->balance = r->written;
 	k->walked++;
 	k->next++;
@@ -208,6 +216,17 @@ fb_check_place fb_checker_place(fb_checker *c, const fb_check_rec *r)
 	return FB_CHECK_TAKEN;
 }
 
+bool fb_checker_take_behind(fb_checker *c, const fb_check_rec *r, uint64_t elsewhere)
+{
+	ckey *k = &c->k[r->key];
+	uint16_t ahead = (uint16_t)(r->version - k->next);
+	/* versions next .. version - 1 are all unwalked if it is ahead */
+	if (ahead < c->ring || (uint64_t)ahead - 1 <= elsewhere + k->parked)
+		return false;
+	duplicate(c, k, r->key, r->version);
+	return true;
+}
+
 uint16_t fb_checker_next(const fb_checker *c, uint32_t key)
 {
 	return c->k[key].next;
@@ -244,9 +263,10 @@ void fb_checker_key(const fb_checker *c, uint32_t key, fb_check_key *out)
 	                      .next_version = k->next};
 }
 
-uint64_t fb_checker_stale(const fb_checker *c)
+void fb_checker_so_far(fb_checker *c, uint64_t *stale, int64_t *lost_amount)
 {
-	return atomic_load_explicit(&((fb_checker *)c)->stale_total, memory_order_relaxed);
+	*stale = atomic_load_explicit(&c->stale_total, memory_order_relaxed);
+	*lost_amount = atomic_load_explicit(&c->lost_total, memory_order_relaxed);
 }
 
 /* The first reason the history and the store disagree (fb_disagree). */

@@ -95,6 +95,16 @@ typedef enum fb_check_place {
 /* Take one record (its key < keys): walk what can be walked. */
 fb_check_place fb_checker_place(fb_checker *c, const fb_check_rec *r);
 
+/*
+ * A record offered LATER while the walk stands still: if fewer than its
+ * distance ahead of the walk could be anywhere else (`elsewhere`: at most
+ * that many accepted writes not yet walked outside the ring: logged, in
+ * a writer's hands, in flight), the versions between cannot all come, so
+ * it is behind the walk by more than the window can tell: a duplicate that
+ * came very late. Counted, and true: the record is taken.
+ */
+bool fb_checker_take_behind(fb_checker *c, const fb_check_rec *r, uint64_t elsewhere);
+
 /* The version key's walk waits for. */
 uint16_t fb_checker_next(const fb_checker *c, uint32_t key);
 
@@ -170,7 +180,10 @@ void fb_checker_verdict(const fb_checker *c, bool fenced, const int64_t *balance
                         uint64_t accepted, uint64_t store_stale, fb_check_verdict *v,
                         fb_check_key_fn per_key, void *ctx);
 
-/* Stale writes walked so far, readable while the run goes on. */
-uint64_t fb_checker_stale(const fb_checker *c);
+/* What the walks found so far, summed over keys, readable while the run
+ * goes on (the time series): the stale writes accepted, and the amount the
+ * walked writes erased (the sum of read - replaced: / amount, the updates
+ * lost, net: a stale write that raised a balance counts against it). */
+void fb_checker_so_far(fb_checker *c, uint64_t *stale, int64_t *lost_amount);
 
 #endif

@@ -40,8 +40,7 @@ struct fb_feed {
 	pthread_t tid;
 	bool running;
 	_Atomic int stop;
-	uint64_t nap;
-	uint64_t fullest; /* the most records one log held at the last pass */
+	uint64_t nap; /* the thread's own */
 };
 
 fb_err fb_feed_plan(uint32_t producers, uint32_t in_flight, uint32_t *cap, uint32_t *ahead)
@@ -190,8 +189,43 @@ static uint64_t drain_log(fb_feed *f, fb_feed_log *l)
 	return n;
 }
 
-/* One pass over every log; the caller holds the lock. */
-static uint64_t pass_locked(fb_feed *f)
+/*
+ * A pass that moved nothing while heads were held: a head further ahead
+ * of its walk than every record that could still come can never be
+ * reached, so it is a duplicate from far behind (fb_checker_take_behind).
+ * The count of what could come is taken now, after the heads were
+ * published, and over-counts: every log's records, and what each producer
+ * may hold unpublished or in its hands (a cycle's records, and the
+ * checker's in-flight bound).
+ */
+static uint64_t unstick(fb_feed *f)
+{
+	uint64_t elsewhere = (uint64_t)f->n * (2 * FB_DISCIPLINES) + fb_checker_in_flight(f->n);
+	for (uint32_t i = 0; i < f->n; i++)
+		elsewhere += atomic_load_explicit(&f->logs[i].published, memory_order_acquire) -
+		             f->logs[i].taken;
+	uint64_t n = 0;
+	for (uint32_t i = 0; i < f->n; i++) {
+		fb_feed_log *l = &f->logs[i];
+		if (l->taken == atomic_load_explicit(&l->published, memory_order_relaxed))
+			continue;
+		const fb_check_rec *r = &l->ring[l->cslot];
+		fb_checker *c = f->checker[r->d & 3];
+		if (!c || !fb_checker_take_behind(c, r, elsewhere))
+			continue;
+		if (++l->cslot == f->cap)
+			l->cslot = 0;
+		l->taken++;
+		/* release: the slot is read; the producer may fill it */
+		atomic_store_explicit(&l->tail, l->taken, memory_order_release);
+		n++;
+	}
+	return n;
+}
+
+/* One pass over every log; the caller holds the lock. *fullest: the most
+ * records one log held as the pass began. */
+static uint64_t pass_locked(fb_feed *f, uint64_t *fullest_out)
 {
 	uint64_t n = 0, fullest = 0;
 	for (uint32_t i = 0; i < f->n; i++) {
@@ -202,7 +236,9 @@ static uint64_t pass_locked(fb_feed *f)
 			fullest = before;
 		n += drain_log(f, l);
 	}
-	f->fullest = fullest;
+	*fullest_out = fullest;
+	if (!n && fullest)
+		n = unstick(f);
 	if (!n)
 		return 0;
 	/* seq_cst: the tails stored before the waiting flags are read; pairs
@@ -225,14 +261,20 @@ static void unlock(fb_feed *f)
 	atomic_store_explicit(&f->busy, 0, memory_order_release);
 }
 
-bool fb_feed_pass(fb_feed *f, uint64_t *n)
+static bool pass(fb_feed *f, uint64_t *n, uint64_t *fullest)
 {
-	*n = 0;
+	*n = *fullest = 0;
 	if (!trylock(f))
 		return false;
-	*n = pass_locked(f);
+	*n = pass_locked(f, fullest);
 	unlock(f);
 	return true;
+}
+
+bool fb_feed_pass(fb_feed *f, uint64_t *n)
+{
+	uint64_t fullest;
+	return pass(f, n, &fullest);
 }
 
 /* A producer's pass: no pause may fall while it holds the lock. */
@@ -290,12 +332,12 @@ static void *feed_main(void *arg)
 {
 	fb_feed *f = arg;
 	while (!atomic_load_explicit(&f->stop, memory_order_acquire)) {
-		uint64_t n;
-		if (fb_feed_pass(f, &n)) {
+		uint64_t n, fullest;
+		if (pass(f, &n, &fullest)) {
 			/* keep the fullest log near a quarter full at each pass */
-			if (f->fullest > f->cap / 4 && f->nap > NAP_MIN)
+			if (fullest > f->cap / 4 && f->nap > NAP_MIN)
 				f->nap /= 2;
-			else if (f->fullest < f->cap / 16 && f->nap < NAP_MAX)
+			else if (fullest < f->cap / 16 && f->nap < NAP_MAX)
 				f->nap *= 2;
 		}
 		fb_sleep_unless(&f->stop, f->nap);
@@ -331,7 +373,7 @@ void fb_feed_stop(fb_feed *f)
 	 * lost with its engine): the verdict counts it, the bound need not. */
 	f->clk = NULL;
 	while (trylock(f)) {
-		uint64_t n = pass_locked(f);
+		uint64_t fullest, n = pass_locked(f, &fullest);
 		unlock(f);
 		if (!n)
 			break;
