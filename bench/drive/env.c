@@ -127,7 +127,8 @@ static fb_err open_engines(fb_env *e, const fb_env_driver *drv, fb_results *res)
 	/* a node jump needs a node set up for it; without one the run goes on
 	 * without the fault, and says so */
 	if (!r && fb_config_fault(cfg, FB_FAULT_NODE_JUMP)) {
-		e->jumping = e->lops->node_jump && e->lops->node_jump(e->pause_lconn, 0) == FB_IO_OK;
+		e->jumping =
+		        e->lops->node_jump && e->lops->node_jump(e->pause_lconn, 0) == FB_IO_OK;
 		if (!e->jumping)
 			fprintf(stderr, "fencebench: --faults: node-jump skipped: %s\n",
 			        e->lops->node_jump ? e->lops->error(e->pause_lconn)
@@ -248,6 +249,7 @@ fb_err fb_env_open(fb_env *e, const fb_config *cfg, const fb_env_driver *drv, fb
 	e->send = drv->send;
 	e->send_ctx = drv->send_ctx;
 	e->remote = e->lops->remote || e->sops->remote;
+	e->batched = e->sops->batch != NULL;
 	/* Another process writes the same keys: this one's checker would wait
 	 * for versions it never sees. `fencebench check` reads the whole
 	 * history afterwards. */
@@ -259,7 +261,7 @@ fb_err fb_env_open(fb_env *e, const fb_config *cfg, const fb_env_driver *drv, fb
 	e->server_pausing = fb_config_fault(cfg, FB_FAULT_SERVER_PAUSE);
 	/* a remote service expires keys on its millisecond grid; an engine that
 	 * dates leases on the caller's clock names its own bound */
-	e->lease_slack = !e->lops->remote          ? 50000
+	e->lease_slack = !e->lops->remote            ? 50000
 	                 : e->lops->witness_slack_ns ? e->lops->witness_slack_ns
 	                                             : 2000000;
 	atomic_init(&e->counting, cfg->warmup_ns == 0);
