@@ -154,6 +154,7 @@ static fb_err open_engines(fb_env *e, const fb_env_driver *drv, fb_results *res)
 	e->sops->version(e->seng, v, sizeof v);
 	snprintf(res->store_engine, sizeof res->store_engine, "%s %s", e->sops->name, v);
 	res->remote = e->remote;
+	res->batched = e->batched;
 	res->check_deferred = !e->checking && !cfg->no_check;
 	return FB_OK;
 }
