@@ -153,6 +153,22 @@ typedef struct fb_store_meta {
 	uint32_t modes;
 } fb_store_meta;
 
+/* One operation of a batched phase: store d's read, write (value: the
+ * balance; read: this worker's read of it in the cycle, write's hint) or
+ * debit (value: the amount). */
+typedef enum fb_store_verb { FB_STORE_READ, FB_STORE_WRITE, FB_STORE_DEBIT } fb_store_verb;
+
+typedef struct fb_store_op {
+	fb_store_verb verb;
+	fb_discipline d;
+	int64_t value;
+	const fb_store_result *read;
+} fb_store_op;
+
+/* The most operations one batched phase carries: a write to each store and
+ * its resent copy (a lost acknowledgement). */
+#define FB_BATCH_MAX (2 * FB_DISCIPLINES)
+
 /* A store engine serves every discipline of cfg->modes; results are
  * fb_store_result as core/store.h defines them (version: the write's place
  * in the key's commit order, mod 2^16; stale: the store's own view that
@@ -183,6 +199,20 @@ typedef struct fb_store_ops {
 	/* Subtract amount with the token (the article's debit). */
 	fb_io (*debit)(void *conn, fb_discipline d, uint32_t key, int64_t amount, uint64_t token,
 	               fb_store_result *r);
+	/*
+	 * Optional (NULL for the in-process store, whose calls are no round
+	 * trips): a cycle's phase in one round trip, the disciplines of one
+	 * server travelling together: the n operations ops[0..n) on key, all
+	 * with one token, sent in that order (n <= FB_BATCH_MAX). Each stays
+	 * its own atomic step, exactly as read, write or debit would have
+	 * done it: its outcome goes to io[i] and r[i], one store's refusal or
+	 * error leaving the others' outcomes standing. An FB_IO_ERROR leaves
+	 * its reason in error(conn), naming the store of a server's error; a
+	 * connection lost mid-batch is FB_IO_ERROR for every operation whose
+	 * reply never came (for a write: indeterminate).
+	 */
+	void (*batch)(void *conn, int n, const fb_store_op *ops, uint32_t key, uint64_t token,
+	              fb_store_result *r, fb_io *io);
 	/* After the run: each key's balance and last accepted fence. */
 	fb_io (*final)(void *conn, fb_discipline d, uint32_t keys, int64_t *balance,
 	               uint64_t *last_fence);

@@ -57,6 +57,7 @@ typedef struct pg_conn {
 	PGconn *pg;
 	pg_engine *e;
 	uint16_t worker;
+	const char *doing; /* the store operation under way ("fenced write"), or NULL */
 	char err[768];
 } pg_conn;
 
@@ -108,15 +109,18 @@ static void quiet(void *arg, const char *message)
  * names its SQLSTATE; a failure without one (no result, or a result libpq
  * made up itself) is a lost connection, described by libpq's message.
  * Either way a write's outcome is unknown to us: the caller counts it as
- * indeterminate and the history says later what happened.
+ * indeterminate and the history says later what happened. A server error
+ * names the store operation it answered (c->doing), if any.
  */
 static fb_io fail(pg_conn *c, PGresult *res)
 {
 	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
 	char line[512];
 	if (state && PQstatus(c->pg) == CONNECTION_OK) {
+		/* the server's own error: the store operation's it answered */
 		first_line(PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY), line, sizeof line);
-		say(c->err, sizeof c->err, "%s: %s (SQLSTATE %s)", c->e->redacted, line, state);
+		say(c->err, sizeof c->err, "%s: %s%s%s (SQLSTATE %s)", c->e->redacted,
+		    c->doing ? c->doing : "", c->doing ? ": " : "", line, state);
 	} else {
 		first_line(res && *PQresultErrorMessage(res) ? PQresultErrorMessage(res)
 		                                             : PQerrorMessage(c->pg),
@@ -737,105 +741,258 @@ static bool bad_discipline(pg_conn *c, fb_discipline d)
 	return true;
 }
 
+/* An operation's prepared statement and its parameters, as text. */
+typedef struct pg_call {
+	char name[16];
+	char doing[32]; /* "fenced write": what a server error answered */
+	char v[5][24];
+	const char *vals[5];
+	int n;
+} pg_call;
+
 /*
- * A write or a debit: one statement, which decides, applies and records
- * the write in the history, or touches nothing (refused).
+ * What must be settled before an operation of store d is sent: a
+ * discipline out of range (FB_IO_ERROR), a token no lease service mints
+ * (refused, as core/store.c refuses it). False with *io and *r the outcome:
+ * nothing to send. Otherwise the call, into q:
+ *   write/debit  $1 balance or amount, $2 token, $3 key, $4 client, $5 worker
+ *   fenced read  $1 key, $2 token;  other reads  $1 key
  */
-static fb_io apply(pg_conn *c, int kind, fb_discipline d, uint32_t key, int64_t value,
-                   uint64_t token, fb_store_result *r)
+static bool sendable(pg_conn *c, int kind, fb_discipline d, uint32_t key, int64_t value,
+                     uint64_t token, fb_store_result *r, fb_io *io, pg_call *q)
 {
 	memset(r, 0, sizeof *r);
 	r->token = token;
+	*io = FB_IO_ERROR;
 	if (bad_discipline(c, d))
-		return FB_IO_ERROR;
-	if (token > FB_FENCE_MAX) /* no lease service mints one: as core/store.c */
-		return FB_IO_REFUSED;
-	char v[5][24], name[16];
-	snprintf(v[0], sizeof v[0], "%lld", (long long)value);
-	snprintf(v[1], sizeof v[1], "%llu", (unsigned long long)token);
-	snprintf(v[2], sizeof v[2], "%u", key);
-	snprintf(v[3], sizeof v[3], "%u", c->e->cfg.client_id);
-	snprintf(v[4], sizeof v[4], "%u", (unsigned)c->worker);
-	const char *vals[5] = {v[0], v[1], v[2], v[3], v[4]};
-	statement_name(name, sizeof name, kind, d);
-	uint64_t deadline = deadline_of(c);
-	PGresult *res =
-	        finish(c, deadline,
-	               c->pg && PQsendQueryPrepared(c->pg, name, 5, vals, NULL, NULL, 0), true);
-	if (!res)
-		return FB_IO_ERROR;
-	if (PQntuples(res) != 1) {
-		PQclear(res);
-		r->stale = true; /* as core/store.c: a refused write is the stale one */
-		return FB_IO_REFUSED;
+		return false;
+	if (token > FB_FENCE_MAX) {
+		*io = FB_IO_REFUSED;
+		return false;
 	}
-	uint64_t prev_fence = (uint64_t)i64(res, 0, 3), prev_seen = (uint64_t)i64(res, 0, 4);
-	r->ok = true;
-	r->version = (uint16_t)i64(res, 0, 0);
-	r->balance = i64(res, 0, 1);
-	r->before = i64(res, 0, 2);
-	r->highest = prev_fence > prev_seen ? prev_fence : prev_seen;
-	r->highest_written = prev_fence >= prev_seen;
-	r->stale = PQgetvalue(res, 0, 5)[0] == 't';
-	PQclear(res);
-	return FB_IO_OK;
+	static const char *const what[] = {"write", "debit", "read"};
+	statement_name(q->name, sizeof q->name, kind, d);
+	say(q->doing, sizeof q->doing, "%s %s", fb_discipline_name(d), what[kind]);
+	int at = 0;
+	if (kind != ST_READ)
+		snprintf(q->v[at++], sizeof q->v[0], "%lld", (long long)value);
+	else
+		snprintf(q->v[at++], sizeof q->v[0], "%u", key);
+	if (kind != ST_READ || d == FB_FENCED)
+		snprintf(q->v[at++], sizeof q->v[0], "%llu", (unsigned long long)token);
+	if (kind != ST_READ) {
+		snprintf(q->v[at++], sizeof q->v[0], "%u", key);
+		snprintf(q->v[at++], sizeof q->v[0], "%u", c->e->cfg.client_id);
+		snprintf(q->v[at++], sizeof q->v[0], "%u", (unsigned)c->worker);
+	}
+	for (int i = 0; i < at; i++)
+		q->vals[i] = q->v[i];
+	q->n = at;
+	return true;
 }
 
-static fb_io pg_write(void *conn, fb_discipline d, uint32_t key, int64_t balance, uint64_t token,
-                      const fb_store_result *read, fb_store_result *r)
+static int send_call(pg_conn *c, const pg_call *q)
 {
-	(void)read; /* the in-process store's hint; the server decides on its own row */
-	return apply(conn, ST_WRITE, d, key, balance, token, r);
-}
-
-static fb_io pg_debit(void *conn, fb_discipline d, uint32_t key, int64_t amount, uint64_t token,
-                      fb_store_result *r)
-{
-	return apply(conn, ST_DEBIT, d, key, amount, token, r);
+	return c->pg && PQsendQueryPrepared(c->pg, q->name, q->n, q->vals, NULL, NULL, 0);
 }
 
 /*
- * fenced: an UPDATE that registers the token unless a higher one was seen
- * (no row: refused). The others: a plain SELECT, registering nothing.
+ * An operation's result (cleared here) as store d's outcome. NULL: it
+ * failed, c->err says why. A write or debit that touched no row was
+ * refused; a fenced read that touched none was refused below the highest
+ * fence seen; any other read that finds no row means an unprepared store.
+ * Write rows: version, balance, prev_balance, prev_fence, prev_seen, stale;
+ * read rows: balance, prev_seen (seen, unfenced), last_fence, version.
  */
-static fb_io pg_read(void *conn, fb_discipline d, uint32_t key, uint64_t token, fb_store_result *r)
+static fb_io outcome(pg_conn *c, int kind, fb_discipline d, uint32_t key, PGresult *res,
+                     fb_store_result *r)
 {
-	pg_conn *c = conn;
-	memset(r, 0, sizeof *r);
-	r->token = token;
-	if (bad_discipline(c, d))
-		return FB_IO_ERROR;
-	if (token > FB_FENCE_MAX)
-		return FB_IO_REFUSED;
-	char k[16], t[24], name[16];
-	snprintf(k, sizeof k, "%u", key);
-	snprintf(t, sizeof t, "%llu", (unsigned long long)token);
-	const char *vals[2] = {k, t};
-	statement_name(name, sizeof name, ST_READ, d);
-	uint64_t deadline = deadline_of(c);
-	PGresult *res = finish(c, deadline,
-	                       c->pg && PQsendQueryPrepared(c->pg, name, d == FB_FENCED ? 2 : 1,
-	                                                    vals, NULL, NULL, 0),
-	                       true);
 	if (!res)
 		return FB_IO_ERROR;
 	if (PQntuples(res) != 1) {
 		PQclear(res);
+		if (kind != ST_READ) {
+			r->stale = true; /* as core/store.c: a refused write is the stale one */
+			return FB_IO_REFUSED;
+		}
 		if (d == FB_FENCED)
 			return FB_IO_REFUSED;
 		say(c->err, sizeof c->err, "%s: no %s row for key %u: is the store prepared?",
 		    c->e->redacted, fb_discipline_name(d), key);
 		return FB_IO_ERROR;
 	}
-	uint64_t seen = (uint64_t)i64(res, 0, 1), last = (uint64_t)i64(res, 0, 2);
+	bool read = kind == ST_READ;
+	uint64_t fence = (uint64_t)i64(res, 0, read ? 2 : 3),
+	         seen = (uint64_t)i64(res, 0, read ? 1 : 4);
 	r->ok = true;
-	r->balance = r->before = i64(res, 0, 0);
-	r->highest = seen > last ? seen : last;
-	r->highest_written = last >= seen;
-	r->version = (uint16_t)i64(res, 0, 3);
+	r->version = (uint16_t)i64(res, 0, read ? 3 : 0);
+	r->balance = i64(res, 0, read ? 0 : 1);
+	r->before = i64(res, 0, read ? 0 : 2);
+	r->highest = fence > seen ? fence : seen;
+	r->highest_written = fence >= seen;
+	r->stale = !read && PQgetvalue(res, 0, 5)[0] == 't';
 	PQclear(res);
 	return FB_IO_OK;
 }
+
+/*
+ * One operation, one statement in its own round trip: a write or a debit
+ * decides, applies and records itself in the history, or touches nothing
+ * (refused); a fenced read is an UPDATE that registers its token unless a
+ * higher one was seen; the other reads are a plain SELECT.
+ */
+static fb_io one(pg_conn *c, int kind, fb_discipline d, uint32_t key, int64_t value, uint64_t token,
+                 fb_store_result *r)
+{
+	pg_call q;
+	fb_io io;
+	if (!sendable(c, kind, d, key, value, token, r, &io, &q))
+		return io;
+	uint64_t deadline = deadline_of(c);
+	c->doing = q.doing;
+	PGresult *res = finish(c, deadline, send_call(c, &q), true);
+	c->doing = NULL;
+	return outcome(c, kind, d, key, res, r);
+}
+
+static fb_io pg_write(void *conn, fb_discipline d, uint32_t key, int64_t balance, uint64_t token,
+                      const fb_store_result *read, fb_store_result *r)
+{
+	(void)read; /* the in-process store's hint; the server decides on its own row */
+	return one(conn, ST_WRITE, d, key, balance, token, r);
+}
+
+static fb_io pg_debit(void *conn, fb_discipline d, uint32_t key, int64_t amount, uint64_t token,
+                      fb_store_result *r)
+{
+	return one(conn, ST_DEBIT, d, key, amount, token, r);
+}
+
+static fb_io pg_read(void *conn, fb_discipline d, uint32_t key, uint64_t token, fb_store_result *r)
+{
+	return one(conn, ST_READ, d, key, 0, token, r);
+}
+
+/* ---- a phase in one round trip: libpq's pipeline mode ------------------- */
+
+#if defined(LIBPQ_HAS_PIPELINING) && !defined(FB_PG_NO_PIPELINE)
+#define PG_PIPELINE 1
+#ifdef LIBPQ_HAS_SEND_PIPELINE_SYNC
+#define sync_point PQsendPipelineSync /* libpq 17: queued, flushed once after the last */
+#else
+#define sync_point PQpipelineSync /* flushes as it goes */
+#endif
+
+/*
+ * Queue the n calls, each followed by its own sync point, and push them
+ * out. The sync after each statement is what keeps it its own transaction:
+ * a pipeline segment without one runs as one implicit transaction, which
+ * would hold every row it touched until the last statement and let one
+ * store's error abort the others'. The calls queued (the rest failed to
+ * queue, c->err says why).
+ */
+static int pipeline_send(pg_conn *c, int n, const pg_call *q, uint64_t deadline)
+{
+	if (!c->pg) /* closed by an earlier call's timeout: its message stands */
+		return 0;
+	if (!PQenterPipelineMode(c->pg)) {
+		fail(c, NULL);
+		return 0;
+	}
+	int queued = 0;
+	while (queued < n && send_call(c, &q[queued]) && sync_point(c->pg))
+		queued++;
+	if (queued < n) {
+		fail(c, NULL);
+		/* a statement queued without its sync point must never run */
+		PQfinish(c->pg);
+		c->pg = NULL;
+		return queued;
+	}
+	return flush_by(c, deadline) == FB_IO_OK ? queued : 0;
+}
+
+/*
+ * The next statement's result, once its sync point has come back (the
+ * statement's transaction is over: committed, or not at all). NULL, with
+ * c->err set (naming c->doing for a server error), if it failed or the
+ * connection went before the sync point came: the outcome is unknown.
+ */
+static PGresult *pipeline_result(pg_conn *c, uint64_t deadline)
+{
+	PGresult *keep = NULL;
+	bool synced = false;
+	int ends = 0;
+	while (c->pg && !synced && ready_by(c, deadline) == FB_IO_OK) {
+		PGresult *res = PQgetResult(c->pg);
+		/* NULL ends the statement's results; twice running, or on a
+		 * broken connection, no sync point is coming */
+		if (!res && (PQstatus(c->pg) != CONNECTION_OK || ++ends > 1))
+			break;
+		if (!res)
+			continue;
+		ends = 0;
+		synced = PQresultStatus(res) == PGRES_PIPELINE_SYNC;
+		if (synced || keep)
+			PQclear(res);
+		else
+			keep = res;
+	}
+	if (synced && keep && PQresultStatus(keep) == PGRES_TUPLES_OK)
+		return keep;
+	if (c->pg)
+		fail(c, keep); /* the server's error, or lost before the sync point */
+	else
+		PQclear(keep); /* timed out: c->err says so */
+	return NULL;
+}
+
+/*
+ * A phase's operations in one round trip: every statement that can be sent
+ * queued with its own sync point, sent in one go, then each result taken
+ * in order as `one` takes its own. The first failure's reason is the one
+ * left on the connection. Back out of pipeline mode after, so that the
+ * single calls find the connection as they left it.
+ */
+static void pg_batch(void *conn, int n, const fb_store_op *ops, uint32_t key, uint64_t token,
+                     fb_store_result *r, fb_io *io)
+{
+	static const int kind_of[] = {[FB_STORE_READ] = ST_READ,
+	                              [FB_STORE_WRITE] = ST_WRITE,
+	                              [FB_STORE_DEBIT] = ST_DEBIT};
+	pg_conn *c = conn;
+	pg_call q[FB_BATCH_MAX];
+	int kind[FB_BATCH_MAX], sent[FB_BATCH_MAX], ns = 0;
+	for (int i = 0; i < n; i++) {
+		kind[i] = kind_of[ops[i].verb];
+		if (sendable(c, kind[i], ops[i].d, key, ops[i].value, token, &r[i], &io[i], &q[ns]))
+			sent[ns++] = i;
+	}
+	if (!ns)
+		return;
+	uint64_t deadline = deadline_of(c);
+	int queued = pipeline_send(c, ns, q, deadline);
+	char first[sizeof c->err] = "";
+	for (int j = 0; j < ns; j++) {
+		int i = sent[j];
+		c->doing = q[j].doing;
+		PGresult *res = j < queued ? pipeline_result(c, deadline) : NULL;
+		c->doing = NULL;
+		io[i] = outcome(c, kind[i], ops[i].d, key, res, &r[i]);
+		if (io[i] == FB_IO_ERROR && !first[0])
+			memcpy(first, c->err, sizeof first);
+	}
+	if (c->pg && PQpipelineStatus(c->pg) != PQ_PIPELINE_OFF && !PQexitPipelineMode(c->pg)) {
+		if (!first[0])
+			fail(c, NULL);
+		PQfinish(c->pg); /* results still due: no later call could trust it */
+		c->pg = NULL;
+	}
+	if (first[0])
+		memcpy(c->err, first, sizeof first);
+}
+
+#endif
 
 /* ---- after the run: plain statements, so any connection serves ----------- */
 
@@ -975,6 +1132,9 @@ const fb_store_ops fb_pg_store_ops = {
         .read = pg_read,
         .write = pg_write,
         .debit = pg_debit,
+#ifdef PG_PIPELINE
+        .batch = pg_batch,
+#endif
         .final = pg_final,
         .history = pg_history,
         .meta = pg_meta,

@@ -961,115 +961,166 @@ err:
 	return rc;
 }
 
-static bool store_args_ok(rconn *c, fb_discipline d, uint32_t key, const char *what)
+static const char *const op_name[] = {
+        [FB_STORE_READ] = "read", [FB_STORE_WRITE] = "write", [FB_STORE_DEBIT] = "debit"};
+
+/*
+ * What must be settled before an operation of store d is sent: a
+ * discipline or key out of range (FB_IO_ERROR), a token no lease can mint
+ * (refused, not stale, as the in-process store does), a debit that cannot
+ * be negated. False with *io and *r the outcome: nothing to send.
+ */
+static bool store_sendable(rconn *c, fb_store_verb op, fb_discipline d, uint32_t key,
+                           uint64_t token, int64_t value, fb_store_result *r, fb_io *io)
 {
-	if ((unsigned)d < FB_DISCIPLINES && key < c->e->cfg.keys)
+	*r = (fb_store_result){.token = token};
+	*io = FB_IO_ERROR;
+	if ((unsigned)d >= FB_DISCIPLINES || key >= c->e->cfg.keys)
+		fb_rl_fail(&c->l, "%s: discipline %d / key %" PRIu32 " out of range", op_name[op],
+		           (int)d, key);
+	else if (token > FB_FENCE_MAX)
+		*io = FB_IO_REFUSED;
+	else if (op == FB_STORE_DEBIT && value == INT64_MIN)
+		fb_rl_fail(&c->l, "debit: amount out of range");
+	else
 		return true;
-	fb_rl_fail(&c->l, "%s: discipline %d / key %" PRIu32 " out of range", what, (int)d, key);
 	return false;
 }
 
-/* The result for a token no lease can mint: refused, not stale, as the
- * in-process store does. */
-static fb_io out_of_range_token(uint64_t token, fb_store_result *r)
+/* The script call of an operation: the read script (KEYS account; ARGV
+ * token, fenced) or the write script (KEYS account, history; ARGV
+ * discipline, op, value, token, client, worker). */
+static void store_call(const rconn *c, fb_store_verb op, fb_discipline d, uint32_t key,
+                       uint64_t token, int64_t value, fb_rcmd *m)
 {
-	*r = (fb_store_result){.token = token};
-	return FB_IO_REFUSED;
+	static const char *const mode[FB_DISCIPLINES] = {"f", "w", "u"};
+	m->n = 0;
+	fb_rl_eval_begin(m, op == FB_STORE_READ ? 1 : 2);
+	fb_rl_evalsha(m, c->e->sha[op == FB_STORE_READ ? S_READ : S_WRITE]);
+	fb_rl_argf(m, "fb:acct:%s:%" PRIu32, fb_discipline_key(d), key);
+	if (op == FB_STORE_READ) {
+		fb_rl_argf(m, "%" PRIu64, token);
+		fb_rl_arg(m, d == FB_FENCED ? "1" : "0");
+		return;
+	}
+	fb_rl_argf(m, "fb:hist:%s:%" PRIu32, fb_discipline_key(d), key);
+	fb_rl_arg(m, mode[d]);
+	fb_rl_arg(m, op == FB_STORE_DEBIT ? "debit" : "set");
+	fb_rl_argf(m, "%" PRId64, op == FB_STORE_DEBIT ? -value : value);
+	fb_rl_argf(m, "%" PRIu64, token);
+	fb_rl_argf(m, "%" PRIu32, c->e->cfg.client_id);
+	fb_rl_argf(m, "%u", c->worker);
+}
+
+/*
+ * An operation's reply x (freed here) as store d's outcome. NULL: no reply
+ * came (the link says why); an error reply is the server's, named with
+ * its store ("write-fenced write: ..."). Read replies: ok, balance, last,
+ * highest (before), version; write replies: ok, balance after, before,
+ * last, highest (before), version, stale.
+ */
+static fb_io store_reply(rconn *c, fb_store_verb op, fb_discipline d, uint64_t token, redisReply *x,
+                         fb_store_result *r)
+{
+	char what[48];
+	snprintf(what, sizeof what, "%s %s", fb_discipline_name(d), op_name[op]);
+	if (!fb_rl_good(&c->l, x, what))
+		return FB_IO_ERROR;
+	long long v[7] = {0}; /* ok, after, before, last, high, version, stale */
+	static const int at[2][7] = {{0, 1, 1, 2, 3, 4, -1}, {0, 1, 2, 3, 4, 5, 6}};
+	const int *el = at[op != FB_STORE_READ];
+	bool good = true;
+	for (int i = 0; i < 7; i++)
+		good = good && (el[i] < 0 || fb_rl_el_int(x, (size_t)el[i], &v[i]));
+	freeReplyObject(x);
+	if (!good) {
+		fb_rl_fail(&c->l, "%s: unexpected reply", what);
+		return FB_IO_ERROR;
+	}
+	*r = (fb_store_result){.ok = v[0] == 1,
+	                       .stale = v[6] == 1,
+	                       .version = (uint16_t)v[5],
+	                       .balance = v[1],
+	                       .before = v[2],
+	                       .token = token,
+	                       .highest = (uint64_t)v[4],
+	                       .highest_written = d != FB_FENCED || v[4] == v[3]};
+	return r->ok ? FB_IO_OK : FB_IO_REFUSED;
+}
+
+/* One operation in its own round trip. */
+static fb_io store_one(rconn *c, fb_store_verb op, fb_discipline d, uint32_t key, uint64_t token,
+                       int64_t value, fb_store_result *r)
+{
+	fb_io io;
+	if (!store_sendable(c, op, d, key, token, value, r, &io))
+		return io;
+	fb_rcmd m;
+	store_call(c, op, d, key, token, value, &m);
+	int s = op == FB_STORE_READ ? S_READ : S_WRITE;
+	redisReply *x =
+	        fb_rl_noscript(&c->l, scripts[s].body, &m, fb_rl_command(&c->l, m.n, m.v, m.len));
+	return store_reply(c, op, d, token, x, r);
 }
 
 static fb_io store_read(void *conn, fb_discipline d, uint32_t key, uint64_t token,
                         fb_store_result *r)
 {
-	rconn *c = conn;
-	if (!store_args_ok(c, d, key, "read"))
-		return FB_IO_ERROR;
-	if (token > FB_FENCE_MAX)
-		return out_of_range_token(token, r);
-	fb_rcmd m = {0};
-	fb_rl_eval_begin(&m, 1);
-	fb_rl_argf(&m, "fb:acct:%s:%" PRIu32, fb_discipline_key(d), key);
-	fb_rl_argf(&m, "%" PRIu64, token);
-	fb_rl_arg(&m, d == FB_FENCED ? "1" : "0");
-	redisReply *x = eval(&c->l, c->e, S_READ, &m);
-	if (!x)
-		return FB_IO_ERROR;
-	long long ok, bal, last, high, ver;
-	if (!fb_rl_el_int(x, 0, &ok) || !fb_rl_el_int(x, 1, &bal) || !fb_rl_el_int(x, 2, &last) ||
-	    !fb_rl_el_int(x, 3, &high) || !fb_rl_el_int(x, 4, &ver)) {
-		freeReplyObject(x);
-		fb_rl_fail(&c->l, "read: unexpected reply");
-		return FB_IO_ERROR;
-	}
-	freeReplyObject(x);
-	*r = (fb_store_result){.ok = ok == 1,
-	                       .version = (uint16_t)ver,
-	                       .balance = bal,
-	                       .before = bal,
-	                       .token = token,
-	                       .highest = (uint64_t)high,
-	                       .highest_written = d != FB_FENCED || high == last};
-	return r->ok ? FB_IO_OK : FB_IO_REFUSED;
-}
-
-/* write and debit: one script, compare then apply and record. */
-static fb_io store_apply(rconn *c, fb_discipline d, uint32_t key, bool debit, int64_t value,
-                         uint64_t token, fb_store_result *r)
-{
-	static const char *const mode[FB_DISCIPLINES] = {"f", "w", "u"};
-	const char *what = debit ? "debit" : "write";
-	if (!store_args_ok(c, d, key, what))
-		return FB_IO_ERROR;
-	if (token > FB_FENCE_MAX)
-		return out_of_range_token(token, r);
-	if (debit && value == INT64_MIN) {
-		fb_rl_fail(&c->l, "debit: amount out of range");
-		return FB_IO_ERROR;
-	}
-	fb_rcmd m = {0};
-	fb_rl_eval_begin(&m, 2);
-	fb_rl_argf(&m, "fb:acct:%s:%" PRIu32, fb_discipline_key(d), key);
-	fb_rl_argf(&m, "fb:hist:%s:%" PRIu32, fb_discipline_key(d), key);
-	fb_rl_arg(&m, mode[d]);
-	fb_rl_arg(&m, debit ? "debit" : "set");
-	fb_rl_argf(&m, "%" PRId64, debit ? -value : value);
-	fb_rl_argf(&m, "%" PRIu64, token);
-	fb_rl_argf(&m, "%" PRIu32, c->e->cfg.client_id);
-	fb_rl_argf(&m, "%u", c->worker);
-	redisReply *x = eval(&c->l, c->e, S_WRITE, &m);
-	if (!x)
-		return FB_IO_ERROR;
-	long long ok, after, before, last, high, ver, stale;
-	if (!fb_rl_el_int(x, 0, &ok) || !fb_rl_el_int(x, 1, &after) ||
-	    !fb_rl_el_int(x, 2, &before) || !fb_rl_el_int(x, 3, &last) ||
-	    !fb_rl_el_int(x, 4, &high) || !fb_rl_el_int(x, 5, &ver) ||
-	    !fb_rl_el_int(x, 6, &stale)) {
-		freeReplyObject(x);
-		fb_rl_fail(&c->l, "%s: unexpected reply", what);
-		return FB_IO_ERROR;
-	}
-	freeReplyObject(x);
-	*r = (fb_store_result){.ok = ok == 1,
-	                       .stale = stale == 1,
-	                       .version = (uint16_t)ver,
-	                       .balance = after,
-	                       .before = before,
-	                       .token = token,
-	                       .highest = (uint64_t)high,
-	                       .highest_written = d != FB_FENCED || high == last};
-	return r->ok ? FB_IO_OK : FB_IO_REFUSED;
+	/* fenced: refused below the highest fence seen, registered otherwise */
+	return store_one(conn, FB_STORE_READ, d, key, token, 0, r);
 }
 
 static fb_io store_write(void *conn, fb_discipline d, uint32_t key, int64_t balance, uint64_t token,
                          const fb_store_result *read, fb_store_result *r)
 {
 	(void)read; /* the server decides on its own state */
-	return store_apply(conn, d, key, false, balance, token, r);
+	return store_one(conn, FB_STORE_WRITE, d, key, token, balance, r);
 }
 
 static fb_io store_debit(void *conn, fb_discipline d, uint32_t key, int64_t amount, uint64_t token,
                          fb_store_result *r)
 {
-	return store_apply(conn, d, key, true, amount, token, r);
+	return store_one(conn, FB_STORE_DEBIT, d, key, token, amount, r);
+}
+
+/*
+ * A phase's operations in one round trip: every call that can be sent
+ * goes out in one write (a pipeline, no MULTI: each script is its own
+ * server step), then the replies are taken in order, each as store_one
+ * takes its own. A script the server lost from its cache goes again as
+ * EVAL once every reply is in. The first failure's reason is the one
+ * left on the link: the store it names is the one that failed first.
+ */
+static void store_batch(void *conn, int n, const fb_store_op *ops, uint32_t key, uint64_t token,
+                        fb_store_result *r, fb_io *io)
+{
+	rconn *c = conn;
+	fb_rcmd m[FB_BATCH_MAX];
+	redisReply *x[FB_BATCH_MAX];
+	int sent[FB_BATCH_MAX], ns = 0;
+	for (int i = 0; i < n; i++)
+		if (store_sendable(c, ops[i].verb, ops[i].d, key, token, ops[i].value, &r[i],
+		                   &io[i])) {
+			store_call(c, ops[i].verb, ops[i].d, key, token, ops[i].value, &m[ns]);
+			sent[ns++] = i;
+		}
+	if (!ns)
+		return;
+	if (fb_rl_send(&c->l, ns, m))
+		fb_rl_receive_each(&c->l, ns, x);
+	else
+		for (int j = 0; j < ns; j++)
+			x[j] = NULL;
+	char first[FB_RL_ERRLEN] = "";
+	for (int j = 0; j < ns; j++) {
+		int i = sent[j], s = ops[i].verb == FB_STORE_READ ? S_READ : S_WRITE;
+		x[j] = fb_rl_noscript(&c->l, scripts[s].body, &m[j], x[j]);
+		io[i] = store_reply(c, ops[i].verb, ops[i].d, token, x[j], &r[i]);
+		if (io[i] == FB_IO_ERROR && !first[0])
+			memcpy(first, c->l.err, sizeof first);
+	}
+	if (first[0])
+		memcpy(c->l.err, first, sizeof first);
 }
 
 /* Each key's balance and last accepted fence: HMGETs pipelined in chunks. */
@@ -1254,6 +1305,7 @@ const fb_store_ops fb_redis_store_ops = {
         .read = store_read,
         .write = store_write,
         .debit = store_debit,
+        .batch = store_batch,
         .final = store_final,
         .history = store_history,
         .meta = store_meta,

@@ -135,38 +135,37 @@ bool fb_rl_send(fb_rlink *l, int n, fb_rcmd *cs)
 
 bool fb_rl_receive(fb_rlink *l, int n, fb_rcmd *cs, redisReply **out)
 {
-	for (int i = 0; i < n; i++)
-		out[i] = NULL;
-	if (!l->c)
-		return false;
-	bool ok = true;
-	for (int i = 0; i < n; i++) {
-		void *r = NULL;
-		if (ok && redisGetReply(l->c, &r) != REDIS_OK) {
-			fb_rl_lost(l);
-			ok = false;
-		}
-		out[i] = r;
-		if (ok && !fb_rl_good(l, out[i], cs[i].v[0])) {
+	/* every reply read, errors or not: the replies still due belong to
+	 * these commands, not to the next one */
+	bool open = l->c != NULL; /* closed: l->err says why */
+	bool ok = fb_rl_receive_each(l, n, out) == n && open;
+	for (int i = 0; ok && i < n; i++)
+		if (!fb_rl_good(l, out[i], cs[i].v[0])) {
 			out[i] = NULL;
-			/* keep reading: the replies still due belong to these
-			 * commands, not to the next one */
 			ok = false;
-			for (int j = i + 1; j < n; j++) {
-				void *rest = NULL;
-				if (redisGetReply(l->c, &rest) != REDIS_OK)
-					break;
-				freeReplyObject(rest);
-			}
-			break;
 		}
-	}
 	if (!ok)
 		for (int i = 0; i < n; i++) {
 			freeReplyObject(out[i]);
 			out[i] = NULL;
 		}
 	return ok;
+}
+
+int fb_rl_receive_each(fb_rlink *l, int n, redisReply **out)
+{
+	int got = 0;
+	for (; got < n && l->c; got++) {
+		void *r = NULL;
+		if (redisGetReply(l->c, &r) != REDIS_OK) {
+			fb_rl_lost(l);
+			break;
+		}
+		out[got] = r;
+	}
+	for (int i = got; i < n; i++)
+		out[i] = NULL;
+	return got;
 }
 
 /*
@@ -331,21 +330,30 @@ bool fb_rl_scan_delete(fb_rlink *l, const char *pattern)
 	return true;
 }
 
-redisReply *fb_rl_eval(fb_rlink *l, const char *sha, const char *body, const char *name, fb_rcmd *c)
+void fb_rl_evalsha(fb_rcmd *c, const char *sha)
 {
 	c->v[0] = "EVALSHA";
 	c->len[0] = strlen("EVALSHA");
 	c->v[1] = sha;
 	c->len[1] = 40;
-	redisReply *r = fb_rl_command(l, c->n, c->v, c->len);
-	if (r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
-		freeReplyObject(r);
-		c->v[0] = "EVAL";
-		c->len[0] = strlen("EVAL");
-		c->v[1] = body;
-		c->len[1] = strlen(body);
-		r = fb_rl_command(l, c->n, c->v, c->len);
-	}
+}
+
+redisReply *fb_rl_noscript(fb_rlink *l, const char *body, fb_rcmd *c, redisReply *r)
+{
+	if (!r || r->type != REDIS_REPLY_ERROR || strncmp(r->str, "NOSCRIPT", 8) != 0)
+		return r;
+	freeReplyObject(r);
+	c->v[0] = "EVAL";
+	c->len[0] = strlen("EVAL");
+	c->v[1] = body;
+	c->len[1] = strlen(body);
+	return fb_rl_command(l, c->n, c->v, c->len);
+}
+
+redisReply *fb_rl_eval(fb_rlink *l, const char *sha, const char *body, const char *name, fb_rcmd *c)
+{
+	fb_rl_evalsha(c, sha);
+	redisReply *r = fb_rl_noscript(l, body, c, fb_rl_command(l, c->n, c->v, c->len));
 	return fb_rl_good(l, r, name) ? r : NULL;
 }
 

@@ -58,6 +58,11 @@ bool fb_rl_pipeline(fb_rlink *l, int n, fb_rcmd *cs, redisReply **out);
  * commands out (without waiting), receive reads their n replies. */
 bool fb_rl_send(fb_rlink *l, int n, fb_rcmd *cs);
 bool fb_rl_receive(fb_rlink *l, int n, fb_rcmd *cs, redisReply **out);
+/* The n replies to commands sent, each as it came (an error reply is
+ * returned, not judged), into out; how many came. A reply that did not
+ * come (a lost connection, the timeout) closes the link, l->err saying
+ * why: that one and every later one is NULL. */
+int fb_rl_receive_each(fb_rlink *l, int n, redisReply **out);
 void fb_rl_free_replies(int n, redisReply **r);
 
 /* Connect (2 s), set the command timeout, AUTH with auth's user and
@@ -77,5 +82,11 @@ bool fb_rl_scan_delete(fb_rlink *l, const char *pattern);
 void fb_rl_eval_begin(fb_rcmd *c, int nkeys);
 redisReply *fb_rl_eval(fb_rlink *l, const char *sha, const char *body, const char *name,
                        fb_rcmd *c);
+/* The halves of fb_rl_eval, for a script call sent in a pipeline: evalsha
+ * makes c an EVALSHA of sha; noscript takes its reply r and, where the
+ * server lost its script cache, frees it and sends c again as EVAL body,
+ * returning that reply (else r itself). */
+void fb_rl_evalsha(fb_rcmd *c, const char *sha);
+redisReply *fb_rl_noscript(fb_rlink *l, const char *body, fb_rcmd *c, redisReply *r);
 
 #endif

@@ -176,3 +176,150 @@ int fb_test_start_with_store(fb_server_kind kind, fb_server *svc, fb_server *sto
 	}
 	return 1;
 }
+
+/* ---- a store's batched phases ---- */
+
+/* One operation of a phase as a call of its own. */
+static fb_io store_single(const fb_store_ops *S, void *conn, const fb_store_op *op, uint32_t key,
+                          uint64_t token, fb_store_result *r)
+{
+	switch (op->verb) {
+	case FB_STORE_READ:
+		return S->read(conn, op->d, key, token, r);
+	case FB_STORE_WRITE:
+		return S->write(conn, op->d, key, op->value, token, op->read, r);
+	default:
+		return S->debit(conn, op->d, key, op->value, token, r);
+	}
+}
+
+static void same_result(const fb_store_result *b, const fb_store_result *s, const char *what, int i)
+{
+	check(b->ok == s->ok && b->stale == s->stale && b->version == s->version &&
+	              b->balance == s->balance && b->before == s->before && b->token == s->token &&
+	              b->highest == s->highest && b->highest_written == s->highest_written,
+	      "%s, operation %d: batched {ok %d stale %d version %u balance %lld before %lld "
+	      "highest %llu%s} but alone {ok %d stale %d version %u balance %lld before %lld "
+	      "highest %llu%s}",
+	      what, i, b->ok, b->stale, b->version, (long long)b->balance, (long long)b->before,
+	      (unsigned long long)b->highest, b->highest_written ? " written" : "", s->ok, s->stale,
+	      s->version, (long long)s->balance, (long long)s->before,
+	      (unsigned long long)s->highest, s->highest_written ? " written" : "");
+}
+
+typedef struct batch_phase {
+	const char *what;
+	uint64_t token;
+	int n;
+	fb_store_op ops[FB_BATCH_MAX];
+	fb_io want[FB_BATCH_MAX];
+} batch_phase;
+
+#define RD(d)                                                                                      \
+	{                                                                                          \
+		FB_STORE_READ, d, 0, NULL                                                          \
+	}
+#define WR(d, v)                                                                                   \
+	{                                                                                          \
+		FB_STORE_WRITE, d, v, NULL                                                         \
+	}
+#define DB(d, v)                                                                                   \
+	{                                                                                          \
+		FB_STORE_DEBIT, d, v, NULL                                                         \
+	}
+
+void fb_test_store_batch_contract(const fb_store_ops *S, void *conn)
+{
+	const fb_discipline F = FB_FENCED, W = FB_WRITE_FENCED, U = FB_UNFENCED;
+	const fb_io OK = FB_IO_OK, NO = FB_IO_REFUSED;
+	const batch_phase phases[] = {
+	        {"reads below the registered 9", 5, 3, {RD(F), RD(W), RD(U)}, {NO, OK, OK}},
+	        {"writes with 5, one sent twice",
+	         5,
+	         4,
+	         {WR(F, 99), WR(W, 99), WR(W, 99), WR(U, 99)},
+	         {NO, OK, NO, OK}},
+	        {"reads with 9, another order", 9, 3, {RD(U), RD(F), RD(W)}, {OK, OK, OK}},
+	        {"debits with 9", 9, 3, {DB(W, 1), DB(U, 1), DB(F, 1)}, {OK, OK, OK}},
+	        {"writes with an equal 9", 9, 2, {WR(F, 7), WR(U, 7)}, {NO, OK}},
+	        {"a token no lease mints",
+	         FB_FENCE_MAX + 1,
+	         3,
+	         {WR(F, 1), RD(W), DB(U, 1)},
+	         {NO, NO, NO}},
+	};
+	check(S->batch != NULL, "the %s store batches its phases", S->name);
+	fb_store_result r;
+	for (uint32_t k = 0; k < 2; k++)
+		check_eq(S->read(conn, F, k, 9, &r), FB_IO_OK, "a fenced read registers 9");
+	for (size_t p = 0; p < sizeof phases / sizeof phases[0]; p++) {
+		const batch_phase *ph = &phases[p];
+		fb_store_result rb[FB_BATCH_MAX], rs;
+		fb_io io[FB_BATCH_MAX];
+		S->batch(conn, ph->n, ph->ops, 0, ph->token, rb, io);
+		for (int i = 0; i < ph->n; i++) {
+			check(io[i] == ph->want[i], "%s, operation %d (%s): %d, not %d (%s)",
+			      ph->what, i, fb_discipline_name(ph->ops[i].d), (int)io[i],
+			      (int)ph->want[i], S->error(conn));
+			fb_io alone = store_single(S, conn, &ph->ops[i], 1, ph->token, &rs);
+			check_eq(alone, io[i], "the same operation alone");
+			same_result(&rb[i], &rs, ph->what, i);
+		}
+	}
+	for (int d = 0; d < FB_DISCIPLINES; d++) {
+		int64_t bal[2];
+		uint64_t last[2];
+		check_eq(S->final(conn, (fb_discipline)d, 2, bal, last), FB_IO_OK, "final");
+		check(bal[0] == bal[1] && last[0] == last[1],
+		      "%s: batched key %lld (fence %llu), one by one %lld (fence %llu)",
+		      fb_discipline_name((fb_discipline)d), (long long)bal[0],
+		      (unsigned long long)last[0], (long long)bal[1], (unsigned long long)last[1]);
+	}
+}
+
+void fb_test_store_batch_one_store_fails(const fb_store_ops *S, void *conn, uint32_t key,
+                                         int64_t balance, bool reads_fail)
+{
+	const fb_discipline F = FB_FENCED, W = FB_WRITE_FENCED, U = FB_UNFENCED;
+	const fb_store_op writes[] = {WR(F, balance), WR(W, balance), WR(U, balance)};
+	const fb_store_op reads[] = {RD(F), RD(W), RD(U)};
+	fb_store_result r[3];
+	fb_io io[3];
+	S->batch(conn, 3, writes, key, 1, r, io);
+	char err[800];
+	snprintf(err, sizeof err, "%s", S->error(conn));
+	check(io[0] == FB_IO_OK && io[2] == FB_IO_OK,
+	      "the writes beside the broken store's are accepted (%d, %d): %s", (int)io[0],
+	      (int)io[2], err);
+	check_eq(io[1], FB_IO_ERROR, "the broken store's write fails");
+	check(strstr(err, "write-fenced write"), "the error names the store that failed: %s", err);
+	S->batch(conn, 3, reads, key, 2, r, io);
+	check(io[0] == FB_IO_OK && io[2] == FB_IO_OK,
+	      "the connection serves the next batch (%d, %d): %s", (int)io[0], (int)io[2],
+	      S->error(conn));
+	check(r[0].balance == balance && r[2].balance == balance,
+	      "fenced and unfenced hold what their writes left: %lld, %lld",
+	      (long long)r[0].balance, (long long)r[2].balance);
+	check_eq(io[1], reads_fail ? FB_IO_ERROR : FB_IO_OK, "the broken store's read");
+	if (reads_fail)
+		check(strstr(S->error(conn), "write-fenced read"), "named again: %s",
+		      S->error(conn));
+	else
+		check(r[1].balance != balance, "the write that failed left nothing");
+}
+
+void fb_test_store_batch_lost_after_first(const fb_store_ops *S, void *conn)
+{
+	const fb_store_op writes[] = {WR(FB_FENCED, 90), WR(FB_WRITE_FENCED, 90),
+	                              WR(FB_UNFENCED, 90)};
+	fb_store_result r[3], x;
+	fb_io io[3];
+	S->batch(conn, 3, writes, 0, 1, r, io);
+	check(io[0] == FB_IO_OK && r[0].ok && r[0].version == 1 && r[0].balance == 90,
+	      "the write answered before the loss stands (%d, version %u): %s", (int)io[0],
+	      r[0].version, S->error(conn));
+	check(io[1] == FB_IO_ERROR && io[2] == FB_IO_ERROR,
+	      "the writes never answered are of unknown outcome (%d, %d)", (int)io[1], (int)io[2]);
+	check_eq(S->read(conn, FB_FENCED, 0, 1, &x), FB_IO_ERROR,
+	         "a later call on the lost connection");
+}

@@ -1,7 +1,7 @@
-/* What the lease-engine tests share: opening an engine and its
- * connections through its ops vector (failing the test with the engine's
- * reason), the URL checks every engine must pass, and a run shared by two
- * processes. */
+/* What the engine tests share: opening an engine and its connections
+ * through its ops vector (failing the test with the engine's reason), the
+ * URL checks every engine must pass, a run shared by two processes, and
+ * the contract of a store's batched phases. */
 #ifndef FB_TEST_ENGINE_H
 #define FB_TEST_ENGINE_H
 
@@ -63,5 +63,38 @@ void fb_test_fenced_safe_unfenced_corrupted(json_object *doc, const char *out);
  * (said on stderr). On 0 and -1 nothing is left running. */
 int fb_test_start_with_store(fb_server_kind kind, fb_server *svc, fb_server *store,
                              const char *what, size_t tests);
+
+/* ---- a store's batched phases (fb_store_ops.batch) ---- */
+
+/*
+ * On a freshly prepared store (every discipline, keys 0 and 1 at the same
+ * balance, no token above 9 seen), the same phases sent as batches on key
+ * 0 and one call at a time on key 1 give the same outcomes, store by
+ * store, and the same final balances: reads where the fenced store refuses
+ * a token below one it registered while the others serve it, writes where
+ * it refuses as stale while the others accept and a resent copy is
+ * refused after its accepted twin, debits, and tokens no lease mints.
+ */
+void fb_test_store_batch_contract(const fb_store_ops *S, void *conn);
+
+/*
+ * The caller broke the write-fenced record of `key` (the server fails
+ * every write to it, and every read too when reads_fail): in a batch that
+ * store's operation is FB_IO_ERROR naming it ("write-fenced write"), the
+ * others' outcomes stand (their writes land, at `balance`), and the
+ * connection serves the next batch. The error is left in S->error(conn)
+ * for the caller to check the server's own words.
+ */
+void fb_test_store_batch_one_store_fails(const fb_store_ops *S, void *conn, uint32_t key,
+                                         int64_t balance, bool reads_fail);
+
+/*
+ * The caller arranged for the connection to be lost once the server has
+ * answered the first operation of the next batch: a batch of writes to the
+ * three stores on key 0 with token 1 gives the fenced write accepted and
+ * the other two FB_IO_ERROR (indeterminate), and a later call fails at
+ * once. What the server did with those two is the caller's to check.
+ */
+void fb_test_store_batch_lost_after_first(const fb_store_ops *S, void *conn);
 
 #endif

@@ -56,9 +56,10 @@ static void test_redis_leases_postgres_store_fenced_safe_unfenced_corrupted(void
 static void test_redis_store_fenced_safe_unfenced_corrupted(void **state)
 {
 	(void)state;
-	const char *args[] = {"-t",      "16",           "-d", "3s",      "--ttl",
-	                      "30ms",    "--pause-rate", "40", "--lease", redis.url,
-	                      "--store", redis.url,      NULL};
+	const char *args[] = {"-t",           "16",      "-d",       "3s",
+	                      "--ttl",        "30ms",    "--faults", "pause,retry,delay",
+	                      "--pause-rate", "40",      "--lease",  redis.url,
+	                      "--store",      redis.url, NULL};
 	fb_test_proc p;
 	json_object *doc = fb_test_run_doc(&p, args, 0);
 	check(fb_test_num(doc, "modes.unfenced.stale_accepted") > 0, "unfenced corrupted:\n%s",
@@ -67,6 +68,17 @@ static void test_redis_store_fenced_safe_unfenced_corrupted(void **state)
 	check_eq(fb_test_num(doc, "modes.fenced.lost_updates"), 0, "fenced lost updates");
 	json_object *a = fb_test_json(doc, "modes.fenced.checker_agrees");
 	check(a && json_object_get_boolean(a), "the checker agrees:\n%s", p.out);
+	/* each phase one round trip for the three stores, resent copies and
+	 * delayed writes among them */
+	a = fb_test_json(doc, "run.engines.batched");
+	check(a && json_object_get_boolean(a), "the Redis store batches its phases");
+	int64_t ops = fb_test_num(doc, "run.ops");
+	check(fb_test_num(doc, "run.engines.round_trip_ns.read.samples") <= ops + 16,
+	      "one read round trip a cycle, not one a store (%lld cycles):\n%s", (long long)ops,
+	      p.out);
+	check(fb_test_num(doc, "run.faults.retry.taken") > 0 &&
+	              fb_test_num(doc, "run.faults.delay.taken") > 0,
+	      "lost acknowledgements and delays were taken:\n%s", p.out);
 	json_object_put(doc);
 	fb_test_release(&p);
 }
@@ -206,6 +218,39 @@ static long long redis_fences(const fb_server *s)
 	return v;
 }
 
+/* Wait for a run on s to be under way (n fences minted), not for a time:
+ * up to 30 s, polled each ms. */
+static void await_fences(const fb_server *s, long long n)
+{
+	long long f = -1;
+	struct timespec ms = {0, 1000000};
+	for (int i = 0; i < 30000 && f < n; i++) {
+		f = redis_fences(s);
+		if (f < n)
+			nanosleep(&ms, NULL);
+	}
+	check(f >= n, "the run minted fences (%lld)", f);
+}
+
+/* Every write of a run's document is accounted for: accepted, refused,
+ * or of unknown outcome. Those of unknown outcome, summed. */
+static int64_t writes_accounted_for(json_object *doc)
+{
+	const char *modes[] = {"fenced", "write_fenced", "unfenced"};
+	int64_t unknown = 0;
+	for (int i = 0; i < 3; i++) {
+		char w[64], a[64], r[64], u[64];
+		snprintf(w, sizeof w, "modes.%s.writes", modes[i]);
+		snprintf(a, sizeof a, "modes.%s.accepted", modes[i]);
+		snprintf(r, sizeof r, "modes.%s.rejected_stale", modes[i]);
+		snprintf(u, sizeof u, "modes.%s.indeterminate", modes[i]);
+		check_eq(fb_test_num(doc, w),
+		         fb_test_num(doc, a) + fb_test_num(doc, r) + fb_test_num(doc, u), w);
+		unknown += fb_test_num(doc, u);
+	}
+	return unknown;
+}
+
 /* A server that dies mid-run: the run ends, exit 3, the results measured
  * so far are written, and the failure is named. */
 static void test_a_server_dying_mid_run_writes_partial_results(void **state)
@@ -219,15 +264,7 @@ static void test_a_server_dying_mid_run_writes_partial_results(void **state)
 	                      "--store", own.url, "-o", dir,   "--json", json,      NULL};
 	fb_test_proc p;
 	fb_test_start(&p, args);
-	/* wait for the run to be under way (fences minted), not for a time */
-	long long f = -1;
-	struct timespec ms = {0, 1000000};
-	for (int i = 0; i < 30000 && f < 1000; i++) { /* up to 30 s, polled each ms */
-		f = redis_fences(&own);
-		if (f < 1000)
-			nanosleep(&ms, NULL);
-	}
-	check(f >= 1000, "the run minted fences (%lld)", f);
+	await_fences(&own, 1000);
 	fb_server_kill(&own);
 	int code = fb_test_finish(&p);
 	check(code == 3, "exit 3 when the engine dies (got %d):\n%s\n%s", code, p.out, p.err);
@@ -237,22 +274,48 @@ static void test_a_server_dying_mid_run_writes_partial_results(void **state)
 	json_object *doc = json_object_from_file(json);
 	check(doc, "the partial results were written");
 	check(fb_test_json(doc, "run.engines.failure"), "the JSON names the failure");
-	/* every write is accounted for: accepted, refused, or of unknown outcome */
-	const char *modes[] = {"fenced", "write_fenced", "unfenced"};
-	int64_t unknown = 0;
-	for (int i = 0; i < 3; i++) {
-		char w[64], a[64], r[64], u[64];
-		snprintf(w, sizeof w, "modes.%s.writes", modes[i]);
-		snprintf(a, sizeof a, "modes.%s.accepted", modes[i]);
-		snprintf(r, sizeof r, "modes.%s.rejected_stale", modes[i]);
-		snprintf(u, sizeof u, "modes.%s.indeterminate", modes[i]);
-		check_eq(fb_test_num(doc, w),
-		         fb_test_num(doc, a) + fb_test_num(doc, r) + fb_test_num(doc, u), w);
-		unknown += fb_test_num(doc, u);
-	}
-	check(unknown <= 4, "at most one write per worker is of unknown outcome: %lld",
+	/* a worker's writes in flight when the server died: one batch, one
+	 * write to each of the three stores */
+	int64_t unknown = writes_accounted_for(doc);
+	check(unknown <= 4 * 3, "at most one batch per worker is of unknown outcome: %lld",
 	      (long long)unknown);
 	check(fb_test_num(doc, "run.ops") > 0, "what was measured is kept");
+	json_object_put(doc);
+	fb_test_release(&p);
+	fb_server_stop(&own);
+	fb_test_rmtree(dir);
+	free(dir);
+}
+
+/* The server fails one store's operations mid-run (its records turned to
+ * the wrong type): the batch it sat in keeps the other stores' outcomes,
+ * the run stops with exit 3, and the failure names that store. */
+static void test_a_server_error_on_one_store_stops_the_run_naming_it(void **state)
+{
+	(void)state;
+	fb_server own;
+	check_eq(fb_server_start(FB_SERVER_REDIS, &own), 1, "a second redis-server");
+	char *dir = fb_test_tmpdir(), json[300];
+	snprintf(json, sizeof json, "%s/out.json", dir);
+	const char *args[] = {"-t",    "4",       "-k",    "4",  "-d", "30s",    "-q", "--lease",
+	                      own.url, "--store", own.url, "-o", dir,  "--json", json, NULL};
+	fb_test_proc p;
+	fb_test_start(&p, args);
+	await_fences(&own, 200);
+	redisContext *c = redisConnect("127.0.0.1", own.port);
+	check(c && !c->err, "connect to the run's server");
+	for (int k = 0; k < 4; k++) /* SET replaces the hash in one step */
+		freeReplyObject(redisCommand(c, "SET fb:acct:write_fenced:%d broken", k));
+	redisFree(c);
+	int code = fb_test_finish(&p);
+	check(code == 3, "exit 3 when the store fails (got %d):\n%s\n%s", code, p.out, p.err);
+	check((strstr(p.err, "write-fenced read") || strstr(p.err, "write-fenced write")) &&
+	              strstr(p.err, "WRONGTYPE"),
+	      "the error names the store and the server's reason:\n%s", p.err);
+	json_object *doc = json_object_from_file(json);
+	check(doc, "the partial results were written");
+	writes_accounted_for(doc);
+	check(fb_test_num(doc, "modes.fenced.accepted") > 0, "what was measured is kept");
 	json_object_put(doc);
 	fb_test_release(&p);
 	fb_server_stop(&own);
@@ -271,6 +334,7 @@ int main(void)
 	        cmocka_unit_test(test_incr_after_set_is_caught_by_the_lease_witness),
 	        cmocka_unit_test(test_server_pauses_of_the_lease_service),
 	        cmocka_unit_test(test_a_server_dying_mid_run_writes_partial_results),
+	        cmocka_unit_test(test_a_server_error_on_one_store_stops_the_run_naming_it),
 	};
 	const size_t n = sizeof tests / sizeof tests[0];
 	if (!fb_servers_installed("engine tests (redis + postgres)",

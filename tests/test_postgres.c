@@ -23,6 +23,7 @@
 
 #include "fbtest.h"
 #include "backend.h"
+#include "fbengine.h"
 #include "options.h"
 #include "postgres.h"
 #include "servers.h"
@@ -535,6 +536,68 @@ static void test_isolation_is_pinned_to_read_committed(void **state)
 	sql_on(server.url, "DROP DATABASE fb_repeatable");
 }
 
+/* ---- a phase in one round trip: pipeline mode ------------------------------ */
+
+static void test_a_batch_takes_each_store_s_outcome_on_its_own(void **state)
+{
+	(void)state;
+	fb_engine_config cfg = config(2, 100);
+	pg p = pg_start(server.url, &cfg, true, 1);
+	fb_test_store_batch_contract(ops, p.conn);
+	pg_end(&p);
+}
+
+/* A trigger on the account table that acts on write-fenced updates only
+ * (`body`: plpgsql); prepare, which drops the tables, removes it. */
+static void arm_write_fenced_trigger(const char *body)
+{
+	char sql[1024];
+	snprintf(sql, sizeof sql,
+	         "CREATE OR REPLACE FUNCTION fb_test_trap() RETURNS trigger LANGUAGE plpgsql AS "
+	         "$$ BEGIN %s RETURN NEW; END $$",
+	         body);
+	sql_on(server.url, sql);
+	sql_on(server.url,
+	       "CREATE TRIGGER fb_test_trap BEFORE UPDATE ON fencebench_account "
+	       "FOR EACH ROW WHEN (NEW.discipline = 1) EXECUTE FUNCTION fb_test_trap()");
+}
+
+/* The server fails the write-fenced statement: with a sync point after
+ * each statement it is that statement's transaction alone that aborts,
+ * and the fenced and unfenced writes beside it in the pipeline commit. */
+static void test_a_server_error_in_a_batch_is_that_store_s_alone(void **state)
+{
+	(void)state;
+	fb_engine_config cfg = config(4, 100);
+	pg p = pg_start(server.url, &cfg, true, 1);
+	arm_write_fenced_trigger("RAISE EXCEPTION 'fb_test_trap refuses';");
+	fb_test_store_batch_one_store_fails(ops, p.conn, 2, 50, false);
+	check(strstr(ops->error(p.conn), "fb_test_trap refuses") &&
+	              strstr(ops->error(p.conn), "SQLSTATE P0001"),
+	      "in the server's own words: %s", ops->error(p.conn));
+	pg_end(&p);
+}
+
+/* The backend ends itself in the write-fenced statement (as a server shut
+ * down mid-batch): the fenced write before it committed at its sync
+ * point, the write-fenced one died with the backend, the unfenced one
+ * never ran; to the client the last two are of unknown outcome. */
+static void test_a_connection_lost_mid_batch_leaves_the_unanswered_indeterminate(void **state)
+{
+	(void)state;
+	fb_engine_config cfg = config(2, 100);
+	pg p = pg_start(server.url, &cfg, true, 1);
+	arm_write_fenced_trigger("PERFORM pg_terminate_backend(pg_backend_pid());");
+	fb_test_store_batch_lost_after_first(ops, p.conn);
+	pg q = pg_start(server.url, &cfg, false, 2);
+	rows *rs = history_of(q.conn);
+	check(rs->n == 1 && rs->r[0].d == FENCED && rs->r[0].after == 90,
+	      "the history holds the fenced write alone (%d rows)", rs->n);
+	free(rs);
+	pg_end(&q);
+	pg_end(&p);
+}
+
 /* ---- prepare ---------------------------------------------------------------- */
 
 static void drop_tables(const char *url)
@@ -938,6 +1001,10 @@ int main(void)
 	        cmocka_unit_test(test_history_records_exactly_the_accepted_writes),
 	        cmocka_unit_test(test_concurrent_writers_leave_one_chain_per_key),
 	        cmocka_unit_test(test_isolation_is_pinned_to_read_committed),
+	        cmocka_unit_test(test_a_batch_takes_each_store_s_outcome_on_its_own),
+	        cmocka_unit_test(test_a_server_error_in_a_batch_is_that_store_s_alone),
+	        cmocka_unit_test(
+	                test_a_connection_lost_mid_batch_leaves_the_unanswered_indeterminate),
 	        cmocka_unit_test(test_prepare_not_fresh_joins_a_matching_store_and_refuses_another),
 	        cmocka_unit_test(test_version_is_the_servers),
 	        cmocka_unit_test(test_unreachable_url_is_esys_with_the_password_redacted),

@@ -5,8 +5,14 @@
  * server looks like. No test sleeps: a lease is expired from the test's
  * own connection (PEXPIRE 0) instead of waiting for its TTL.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -16,6 +22,7 @@
 #include <hiredis/hiredis.h>
 
 #include "backend.h"
+#include "fbengine.h"
 #include "fbtest.h"
 #include "redis.h"
 #include "servers.h"
@@ -984,6 +991,213 @@ static void test_fresh_prepare_deletes_only_its_own_keys(void **state)
 	S->close(se);
 }
 
+/* ---- a phase in one round trip ---------------------------------------- */
+
+static void test_a_batch_takes_each_store_s_outcome_on_its_own(void **state)
+{
+	(void)state;
+	fb_engine_config cfg = base_cfg();
+	void *e = store_engine(&cfg, srv.url, true);
+	void *c = sconn(e, 1);
+	fb_test_store_batch_contract(S, c);
+	S->disconnect(c);
+	S->close(e);
+}
+
+/* A record of the wrong type: the server refuses every script on it with
+ * WRONGTYPE, an error reply of that one command in the pipeline. */
+static void test_a_server_error_in_a_batch_is_that_store_s_alone(void **state)
+{
+	(void)state;
+	fb_engine_config cfg = base_cfg();
+	void *e = store_engine(&cfg, srv.url, true);
+	void *c = sconn(e, 1);
+	adm_do("SET %s broken", "fb:acct:write_fenced:2"); /* replaces the hash */
+	fb_test_store_batch_one_store_fails(S, c, 2, 50, true);
+	check(strstr(S->error(c), "WRONGTYPE"), "in the server's own words: %s", S->error(c));
+	S->disconnect(c);
+	S->close(e);
+}
+
+static void test_a_batch_after_script_flush_falls_back_to_eval(void **state)
+{
+	(void)state;
+	fb_engine_config cfg = base_cfg();
+	void *e = store_engine(&cfg, srv.url, true);
+	void *c = sconn(e, 1);
+	adm_do("SCRIPT %s", "FLUSH"); /* as after a restart */
+	const fb_store_op ops[] = {{FB_STORE_DEBIT, FB_FENCED, 1, NULL},
+	                           {FB_STORE_DEBIT, FB_UNFENCED, 1, NULL}};
+	fb_store_result r[2];
+	fb_io io[2];
+	S->batch(c, 2, ops, 0, 1, r, io);
+	check(io[0] == FB_IO_OK && io[1] == FB_IO_OK && r[0].balance == 99 && r[1].balance == 99,
+	      "both debits land by EVAL (%d, %d): %s", (int)io[0], (int)io[1], S->error(c));
+	S->batch(c, 2, ops, 0, 2, r, io);
+	check(io[0] == FB_IO_OK && io[1] == FB_IO_OK && r[0].balance == 98,
+	      "and by SHA again (%d, %d): %s", (int)io[0], (int)io[1], S->error(c));
+	S->disconnect(c);
+	S->close(e);
+}
+
+/*
+ * A relay in front of srv that forwards both ways until armed with
+ * `keep`: of the next replies the server sends, it passes `keep` whole
+ * replies on and closes that connection, as a link lost mid-batch looks
+ * to the client (the server ran every command it received all the same).
+ * One thread, poll()ed; a pipe wakes it to stop.
+ */
+enum { RELAY_PAIRS = 8 };
+
+typedef struct relay {
+	int lfd, port, wake[2];
+	int cli[RELAY_PAIRS], up[RELAY_PAIRS];
+	_Atomic int keep; /* -1: not armed */
+	pthread_t t;
+} relay;
+
+static void relay_close(relay *r, int i)
+{
+	close(r->cli[i]);
+	close(r->up[i]);
+	r->cli[i] = r->up[i] = -1;
+}
+
+/* Server bytes on pair i while armed: up to the end of the keep-th reply,
+ * found by feeding a hiredis reader one byte at a time. */
+static void relay_cut(relay *r, int i, const char *buf, ssize_t n, redisReader *rd, int *seen)
+{
+	int keep = atomic_load(&r->keep);
+	ssize_t pass = 0;
+	while (pass < n && *seen < keep) {
+		redisReaderFeed(rd, buf + pass++, 1);
+		void *reply = NULL;
+		if (redisReaderGetReply(rd, &reply) == REDIS_OK && reply) {
+			freeReplyObject(reply);
+			++*seen;
+		}
+	}
+	if (pass && write(r->cli[i], buf, (size_t)pass) != pass)
+		*seen = keep;
+	if (*seen >= keep) {
+		relay_close(r, i);
+		atomic_store(&r->keep, -1);
+	}
+}
+
+static void relay_accept(relay *r)
+{
+	int c = accept(r->lfd, NULL, NULL), u = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)srv.port)};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	for (int i = 0; i < RELAY_PAIRS; i++)
+		if (r->cli[i] < 0 && c >= 0 && connect(u, (struct sockaddr *)&a, sizeof a) == 0) {
+			r->cli[i] = c;
+			r->up[i] = u;
+			return;
+		}
+	close(c);
+	close(u);
+}
+
+static void *relay_main(void *p)
+{
+	relay *r = p;
+	redisReader *rd = NULL;
+	int seen = 0;
+	for (;;) {
+		struct pollfd f[2 + 2 * RELAY_PAIRS] = {{r->wake[0], POLLIN, 0},
+		                                        {r->lfd, POLLIN, 0}};
+		for (int i = 0; i < RELAY_PAIRS; i++) {
+			f[2 + 2 * i] = (struct pollfd){r->cli[i], POLLIN, 0};
+			f[3 + 2 * i] = (struct pollfd){r->up[i], POLLIN, 0};
+		}
+		if (poll(f, 2 + 2 * RELAY_PAIRS, -1) < 0 || f[0].revents)
+			break;
+		if (f[1].revents)
+			relay_accept(r);
+		for (int i = 0; i < RELAY_PAIRS; i++) {
+			char buf[4096];
+			for (int dir = 0; dir < 2 && r->cli[i] >= 0; dir++) {
+				if (!f[2 + 2 * i + dir].revents)
+					continue;
+				int from = dir ? r->up[i] : r->cli[i],
+				    to = dir ? r->cli[i] : r->up[i];
+				ssize_t n = read(from, buf, sizeof buf);
+				if (n <= 0) {
+					relay_close(r, i);
+				} else if (dir && atomic_load(&r->keep) >= 0) {
+					if (!rd) {
+						rd = redisReaderCreate();
+						seen = 0;
+					}
+					relay_cut(r, i, buf, n, rd, &seen);
+				} else if (write(to, buf, (size_t)n) != n) {
+					relay_close(r, i);
+				}
+			}
+		}
+	}
+	if (rd)
+		redisReaderFree(rd);
+	return NULL;
+}
+
+static void relay_start(relay *r)
+{
+	memset(r, 0, sizeof *r);
+	atomic_init(&r->keep, -1);
+	for (int i = 0; i < RELAY_PAIRS; i++)
+		r->cli[i] = r->up[i] = -1;
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t len = sizeof a;
+	r->lfd = socket(AF_INET, SOCK_STREAM, 0);
+	check(r->lfd >= 0 && bind(r->lfd, (struct sockaddr *)&a, sizeof a) == 0 &&
+	              listen(r->lfd, 8) == 0 &&
+	              getsockname(r->lfd, (struct sockaddr *)&a, &len) == 0 && pipe(r->wake) == 0,
+	      "the relay listens on 127.0.0.1");
+	r->port = ntohs(a.sin_port);
+	check_eq(pthread_create(&r->t, NULL, relay_main, r), 0, "the relay's thread");
+}
+
+static void relay_stop(relay *r)
+{
+	check_eq(write(r->wake[1], "x", 1), 1, "wake the relay");
+	pthread_join(r->t, NULL);
+	for (int i = 0; i < RELAY_PAIRS; i++)
+		if (r->cli[i] >= 0)
+			relay_close(r, i);
+	close(r->lfd);
+	close(r->wake[0]);
+	close(r->wake[1]);
+}
+
+/* The link lost once the fenced write's reply is through: the other two
+ * writes are of unknown outcome to the client, yet the server ran them,
+ * and the history it keeps says so (what `fencebench check` reads). */
+static void test_a_link_lost_mid_batch_leaves_the_unanswered_indeterminate(void **state)
+{
+	(void)state;
+	relay rl;
+	relay_start(&rl);
+	char url[64];
+	snprintf(url, sizeof url, "redis://127.0.0.1:%d/0", rl.port);
+	fb_engine_config cfg = base_cfg();
+	void *e = store_engine(&cfg, url, true);
+	void *c = sconn(e, 1);
+	atomic_store(&rl.keep, 1);
+	fb_test_store_batch_lost_after_first(S, c);
+	check(strncmp(S->error(c), url, strlen(url)) == 0, "the error names the URL: %s",
+	      S->error(c));
+	check_eq(adm_int("LLEN %s", "fb:hist:write_fenced:0"), 1,
+	         "the server ran the unanswered write-fenced write");
+	check_eq(adm_int("LLEN %s", "fb:hist:unfenced:0"), 1, "and the unfenced one");
+	S->disconnect(c);
+	S->close(e);
+	relay_stop(&rl);
+}
+
 /* ---- a server that dies ------------------------------------------------ */
 
 static void test_server_killed_mid_run_gives_io_errors_not_crashes(void **state)
@@ -1157,6 +1371,10 @@ int main(void)
 	        cmocka_unit_test(test_meta_records_what_prepare_was_given),
 	        cmocka_unit_test(test_non_fresh_prepare_refuses_a_mismatched_meta_and_keeps_state),
 	        cmocka_unit_test(test_fresh_prepare_deletes_only_its_own_keys),
+	        cmocka_unit_test(test_a_batch_takes_each_store_s_outcome_on_its_own),
+	        cmocka_unit_test(test_a_server_error_in_a_batch_is_that_store_s_alone),
+	        cmocka_unit_test(test_a_batch_after_script_flush_falls_back_to_eval),
+	        cmocka_unit_test(test_a_link_lost_mid_batch_leaves_the_unanswered_indeterminate),
 	        cmocka_unit_test(test_server_killed_mid_run_gives_io_errors_not_crashes),
 	        cmocka_unit_test(test_stopped_server_is_io_error_by_the_timeout_then_fails_fast),
 	};

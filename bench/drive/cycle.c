@@ -339,17 +339,14 @@ static void refused(fb_worker *w, fb_discipline d, bool read, uint64_t highest)
 	                                    w->id, w->l.fence, highest, w->l.expires_at - now};
 }
 
-static HOT fb_step op_read(fb_worker *w)
+/* Store d's read came back (into w->rd[d]): served, or refused and counted.
+ * False: the store fell silent, and the run is over. */
+static HOT bool read_done(fb_worker *w, fb_discipline d, fb_io io)
 {
 	fb_env *e = w->env;
-	fb_discipline d = rotated(e, w->first, w->i);
-	uint64_t e0 = eop_start(e, e->remote);
-	w->rd[d] = (fb_store_result){0};
-	fb_io io = e->sops->read(w->sconn, d, w->key, w->l.fence, &w->rd[d]);
-	eop_end(e, w, FB_EOP_READ, e0);
-	if (io == FB_IO_ERROR) { /* the store fell silent: the run is over */
+	if (io == FB_IO_ERROR) {
 		fb_env_failed(e, "store", e->sops->error(w->sconn));
-		return stop(w);
+		return false;
 	}
 	w->served[d] = io == FB_IO_OK;
 	if (!w->served[d]) {
@@ -359,6 +356,47 @@ static HOT fb_step op_read(fb_worker *w)
 		w->stale = true;
 	}
 	w->bal[d] = w->rd[d].balance;
+	return true;
+}
+
+/* The read phase in one round trip, on a store that batches: every store's
+ * read sent together in the cycle's order, each outcome taken as op_read
+ * takes one. One step, so a fault "anywhere" falls before or after the
+ * whole phase; the round trip is the phase's. */
+static fb_step read_all(fb_worker *w)
+{
+	fb_env *e = w->env;
+	fb_store_op ops[FB_DISCIPLINES];
+	fb_store_result r[FB_DISCIPLINES];
+	fb_io io[FB_DISCIPLINES];
+	for (int i = 0; i < e->nactive; i++)
+		ops[i] = (fb_store_op){FB_STORE_READ, rotated(e, w->first, i), 0, NULL};
+	uint64_t e0 = eop_start(e, e->remote);
+	e->sops->batch(w->sconn, e->nactive, ops, w->key, w->l.fence, r, io);
+	eop_end(e, w, FB_EOP_READ, e0);
+	bool answered = true;
+	for (int i = 0; i < e->nactive; i++) {
+		w->rd[ops[i].d] = r[i];
+		answered &= read_done(w, ops[i].d, io[i]);
+	}
+	if (!answered)
+		return stop(w);
+	w->i = (uint8_t)e->nactive;
+	return go(w, FB_PC_FAULT);
+}
+
+static HOT fb_step op_read(fb_worker *w)
+{
+	fb_env *e = w->env;
+	if (e->batched)
+		return read_all(w);
+	fb_discipline d = rotated(e, w->first, w->i);
+	uint64_t e0 = eop_start(e, e->remote);
+	w->rd[d] = (fb_store_result){0};
+	fb_io io = e->sops->read(w->sconn, d, w->key, w->l.fence, &w->rd[d]);
+	eop_end(e, w, FB_EOP_READ, e0);
+	if (!read_done(w, d, io)) /* the store fell silent: the run is over */
+		return stop(w);
 	if (++w->i == e->nactive)
 		w->pc = FB_PC_FAULT;
 	return (fb_step){FB_GO, 0};
@@ -526,22 +564,20 @@ static HOT fb_step op_arm(fb_worker *w)
 
 /* ---- the writes ---- */
 
-/* One write (or its resent copy) to store d: sent, answered, counted. */
-static HOT bool write_one(fb_worker *w, fb_discipline d, int64_t value, uint64_t now, bool copy)
+/* Store d's write (or its resent copy, which is a write of its own) came
+ * back: counted, and an accepted one kept for the checker. False: no
+ * answer, so its outcome is unknown, and the run is over. */
+static HOT bool wrote(fb_worker *w, fb_discipline d, bool copy, uint64_t now, fb_io io,
+                      const fb_store_result *res)
 {
 	fb_env *e = w->env;
 	fb_mode_counters *mc = &w->m[d];
 	bool rmw = e->cfg->op == FB_OP_RMW;
-	if (copy) { /* the resent copy is a write of its own */
+	if (copy) {
 		fb_counter_add(&mc->writes, 1);
 		if (now >= w->l.expires_at)
 			fb_counter_add(&mc->zombie, 1);
 	}
-	fb_store_result *res = &w->res;
-	uint64_t e0 = eop_start(e, e->remote);
-	fb_io io = rmw ? e->sops->write(w->sconn, d, w->key, value, w->l.fence, &w->rd[d], res)
-	               : e->sops->debit(w->sconn, d, w->key, value, w->l.fence, res);
-	eop_end(e, w, FB_EOP_WRITE, e0);
 	w->highest[d] = res->highest;
 	if (io == FB_IO_ERROR) {
 		/* sent, never answered: it may or may not have landed; the
@@ -590,47 +626,115 @@ static HOT bool write_one(fb_worker *w, fb_discipline d, int64_t value, uint64_t
 	return true;
 }
 
+/* One write (or its resent copy) to store d: sent, answered, counted. */
+static HOT bool write_one(fb_worker *w, fb_discipline d, int64_t value, uint64_t now, bool copy)
+{
+	fb_env *e = w->env;
+	fb_store_result *res = &w->res;
+	uint64_t e0 = eop_start(e, e->remote);
+	fb_io io = e->cfg->op == FB_OP_RMW
+	                   ? e->sops->write(w->sconn, d, w->key, value, w->l.fence, &w->rd[d], res)
+	                   : e->sops->debit(w->sconn, d, w->key, value, w->l.fence, res);
+	eop_end(e, w, FB_EOP_WRITE, e0);
+	return wrote(w, d, copy, now, io, res);
+}
+
+/* The writes' instant on the lease clock, which the zombie count compares
+ * with the lease; the first also starts a sampled cycle's write latency. */
+static HOT uint64_t write_clock(fb_worker *w)
+{
+	fb_env *e = w->env;
+	uint64_t now = fb_clock_now(e->clock);
+	if (w->timed && !w->tw)
+		w->tw = e->clock == e->fast ? now : fb_clock_now(e->fast);
+	return now;
+}
+
+/* Store d's write is issued at `now`: counted (a zombie when the lease is
+ * over), its value worked out, and put in flight if a delay holds this
+ * cycle's writes. True: in flight, nothing to send now. */
+static HOT bool issue(fb_worker *w, fb_discipline d, uint64_t now, int64_t *value)
+{
+	fb_env *e = w->env;
+	const fb_config *cfg = e->cfg;
+	fb_counter_add(&w->m[d].writes, 1);
+	if (now >= w->l.expires_at)
+		fb_counter_add(&w->m[d].zombie, 1);
+	bool rmw = cfg->op == FB_OP_RMW;
+	*value = rmw ? w->bal[d] - cfg->amount : cfg->amount;
+	if (!w->delay)
+		return false;
+	fb_delayed_write dw = {fb_clock_now(e->fast) + w->delay,
+	                       w->l.fence,
+	                       now,
+	                       *value,
+	                       w->bal[d],
+	                       w->key,
+	                       w->id,
+	                       (uint8_t)d,
+	                       !rmw,
+	                       !w->sent};
+	if (e->send(e->send_ctx, &dw) != FB_OK)
+		return false; /* no memory to hold it: it goes out on time instead */
+	w->sent = true;
+	return true;
+}
+
+/*
+ * The write phase in one round trip, on a store that batches: the writes
+ * of every store that served its read (each twice when the acknowledgement
+ * is lost), sent together in the cycle's order at one instant, each
+ * outcome taken as op_write takes one. What a delay holds goes in flight
+ * as ever. One step, as the read phase.
+ */
+static fb_step write_all(fb_worker *w)
+{
+	fb_env *e = w->env;
+	uint64_t now = write_clock(w);
+	fb_store_verb verb = e->cfg->op == FB_OP_RMW ? FB_STORE_WRITE : FB_STORE_DEBIT;
+	fb_store_op ws[FB_BATCH_MAX];
+	int n = 0;
+	for (; w->i < e->nactive; w->i++) {
+		fb_discipline d = rotated(e, w->first, w->i);
+		int64_t value;
+		if (!w->served[d])
+			w->outcome[d] = w->outcome0[d] = FB_OUT_READ_REFUSED;
+		else if (!issue(w, d, now, &value))
+			for (int copy = 0; copy <= (int)w->resend; copy++)
+				ws[n++] = (fb_store_op){verb, d, value, &w->rd[d]};
+	}
+	w->i = 0;
+	if (!n)
+		return go(w, FB_PC_RELEASE);
+	fb_store_result r[FB_BATCH_MAX];
+	fb_io io[FB_BATCH_MAX];
+	uint64_t e0 = eop_start(e, e->remote);
+	e->sops->batch(w->sconn, n, ws, w->key, w->l.fence, r, io);
+	eop_end(e, w, FB_EOP_WRITE, e0);
+	bool answered = true;
+	for (int j = 0; j < n; j++)
+		answered &= wrote(w, ws[j].d, j > 0 && ws[j - 1].d == ws[j].d, now, io[j], &r[j]);
+	/* the engine is gone: what it accepted is history */
+	return go(w, answered ? FB_PC_RELEASE : FB_PC_COMMIT);
+}
+
 /* The next store that served the read: its write, in flight if delayed, and
  * sent twice if the acknowledgement is lost (a correct fenced store refuses
  * the second copy: an equal token is stale). */
 static HOT fb_step op_write(fb_worker *w)
 {
-	fb_env *e = w->env;
-	const fb_config *cfg = e->cfg;
-	fb_discipline d = rotated(e, w->first, w->i++);
-	fb_counter_add(&w->m[d].writes, 1);
-	/* Zombie: the writer's own lease is over as it issues the write (read
-	 * per write: a pause can fall between two of them). */
-	uint64_t now = fb_clock_now(e->clock);
-	if (w->timed && !w->tw) /* the write latency's start: sampled cycles only */
-		w->tw = e->clock == e->fast ? now : fb_clock_now(e->fast);
-	if (now >= w->l.expires_at)
-		fb_counter_add(&w->m[d].zombie, 1);
-	bool rmw = cfg->op == FB_OP_RMW;
-	int64_t value = rmw ? w->bal[d] - cfg->amount : cfg->amount;
-	if (w->delay) {
-		fb_delayed_write dw = {fb_clock_now(e->fast) + w->delay,
-		                       w->l.fence,
-		                       now,
-		                       value,
-		                       w->bal[d],
-		                       w->key,
-		                       w->id,
-		                       (uint8_t)d,
-		                       !rmw,
-		                       !w->sent};
-		if (e->send(e->send_ctx, &dw) == FB_OK) {
-			w->sent = true;
-			next_write(w);
-			return (fb_step){FB_GO, 0};
-		}
-		/* no memory to hold it: it goes out on time instead */
-	}
-	for (int copy = 0; copy <= (int)w->resend; copy++)
-		if (!write_one(w, d, value, now, copy)) { /* the engine is gone */
-			w->i = 0;
-			return go(w, FB_PC_COMMIT); /* what it accepted is history */
-		}
+	if (w->env->batched)
+		return write_all(w);
+	fb_discipline d = rotated(w->env, w->first, w->i++);
+	/* read per write: a pause can fall between two of them */
+	uint64_t now = write_clock(w);
+	int64_t value;
+	if (!issue(w, d, now, &value))
+		for (int copy = 0; copy <= (int)w->resend; copy++)
+			if (!write_one(w, d, value, now, copy)) { /* the engine is gone */
+				w->i = 0;
+				return go(w, FB_PC_COMMIT); /* what it accepted is history */
+			}
 	next_write(w);
 	return (fb_step){FB_GO, 0};
 }

@@ -52,7 +52,7 @@ typedef enum fb_pc {
 	FB_PC_BEGIN,       /* a new cycle: the stop flag, the plan */
 	FB_PC_PICK,        /* its key */
 	FB_PC_ACQUIRE,     /* the lease (again, after contention) */
-	FB_PC_READ,        /* the cycle's next store's read */
+	FB_PC_READ,        /* the cycle's next store's read (a batching store: all of them) */
 	FB_PC_FAULT,       /* an armed skew, crash or late heartbeat */
 	FB_PC_RENEW,       /* the late heartbeat itself */
 	FB_PC_PAUSE_READ,  /* the after-read point */
@@ -61,7 +61,7 @@ typedef enum fb_pc {
 	FB_PC_CHECK,       /* the lease check (--check-lease) */
 	FB_PC_PAUSE_CHECK, /* the after-check point */
 	FB_PC_ARM,         /* a lost acknowledgement or a delay for the writes */
-	FB_PC_WRITE,       /* the next store's write */
+	FB_PC_WRITE,       /* the next store's write (a batching store: all of them) */
 	FB_PC_RELEASE,
 	FB_PC_COMMIT, /* the next accepted write to the checker */
 	FB_PC_END,
@@ -155,12 +155,13 @@ struct fb_env {
 	_Atomic uint64_t server_pauses;
 	_Atomic uint64_t node_jumps; /* a node's clock jumped (Redlock under libfaketime) */
 	bool remote;                 /* round trips: every engine call is timed */
-	bool checking;               /* the history checker sees every write */
-	bool witnessing;             /* the lease witness hears every acquire */
-	bool blocking; /* a commit may wait for room (threads); else it yields (sim) */
-	bool skip;     /* --on-held skip */
-	bool crashes;  /* crash faults can strike: takeovers are timed */
-	bool stepping; /* a wall-clock lease service a skew fault can step */
+	bool batched;    /* the store takes a phase's reads (writes) in one round trip */
+	bool checking;   /* the history checker sees every write */
+	bool witnessing; /* the lease witness hears every acquire */
+	bool blocking;   /* a commit may wait for room (threads); else it yields (sim) */
+	bool skip;       /* --on-held skip */
+	bool crashes;    /* crash faults can strike: takeovers are timed */
+	bool stepping;   /* a wall-clock lease service a skew fault can step */
 	bool server_pausing;
 	bool jumping;         /* node-jump is on, and the lease service can take it */
 	uint64_t lease_slack; /* how far two readings of the lease clock may disagree */

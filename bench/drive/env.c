@@ -156,6 +156,7 @@ static fb_err open_engines(fb_env *e, const fb_env_driver *drv, fb_results *res)
 	e->sops->version(e->seng, v, sizeof v);
 	snprintf(res->store_engine, sizeof res->store_engine, "%s %s", e->sops->name, v);
 	res->remote = e->remote;
+	res->batched = e->batched;
 	res->check_deferred = !e->checking && !cfg->no_check;
 	return FB_OK;
 }
@@ -273,6 +274,7 @@ fb_err fb_env_open(fb_env *e, const fb_config *cfg, const fb_env_driver *drv, fb
 	e->send = drv->send;
 	e->send_ctx = drv->send_ctx;
 	e->remote = e->lops->remote || e->sops->remote;
+	e->batched = e->sops->batch != NULL;
 	/* Another process writes the same keys: this one's checker would wait
 	 * for versions it never sees. `fencebench check` reads the whole
 	 * history afterwards. */

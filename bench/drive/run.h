@@ -140,6 +140,7 @@ typedef struct fb_results {
 	fb_hist eop[FB_EOPS];                    /* the engines' round trips */
 	char lease_engine[96], store_engine[96]; /* "Redis 7.0.15" */
 	bool remote;                             /* an engine with round trips drove the run */
+	bool batched;        /* the store took each phase's operations in one round trip */
 	bool check_deferred; /* a shared run: the global history is `fencebench check`'s */
 	char failure[400];   /* an engine that stopped answering: which, and why */
 	fb_mode_result mode[FB_DISCIPLINES];

@@ -548,8 +548,9 @@ static void print_performance(FILE *out, const fb_results *res)
 	lat(out, cfg, "acquire", &res->acquire);
 	lat(out, cfg, "write", &res->write);
 	if (res->remote) {
-		fprintf(out, "engine round trips (lease %s, store %s):\n", res->lease_engine,
-		        res->store_engine);
+		fprintf(out, "engine round trips (lease %s, store %s%s):\n", res->lease_engine,
+		        res->store_engine,
+		        res->batched ? "; read, write: every store in one round trip" : "");
 		for (int e = 0; e < FB_EOPS; e++)
 			if (res->eop[e].count)
 				lat(out, cfg, fb_engine_op_names[e], &res->eop[e]);
@@ -995,6 +996,7 @@ static json_object *j_run(const fb_results *res)
 			json_object_object_add(rtt, fb_engine_op_names[e],
 			                       j_hist(res->cfg, &res->eop[e]));
 	json_object_object_add(eng, "round_trip_ns", rtt);
+	json_object_object_add(eng, "batched", json_object_new_boolean(res->batched));
 	json_object_object_add(eng, "check_deferred", json_object_new_boolean(res->check_deferred));
 	if (res->failure[0])
 		json_object_object_add(eng, "failure", json_object_new_string(res->failure));
