@@ -36,11 +36,27 @@ char *fb_test_slurp(int fd)
 	return buf;
 }
 
-void fb_test_child_signals(void)
+pid_t fb_test_fork(void)
 {
-	signal(SIGINT, SIG_DFL);
-	signal(SIGQUIT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
+	/* blocked across the fork: a signal sent to the child before its
+	 * dispositions are reset stays pending instead of being ignored */
+	sigset_t set, old;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGQUIT);
+	sigaddset(&set, SIGTERM);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	pid_t pid = fork();
+	if (pid == 0) {
+		signal(SIGINT, SIG_DFL);
+		signal(SIGQUIT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		sigdelset(&old, SIGINT);
+		sigdelset(&old, SIGQUIT);
+		sigdelset(&old, SIGTERM);
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return pid;
 }
 
 char *fb_test_tmpdir(void)
@@ -129,7 +145,7 @@ void fb_test_start_within(fb_test_proc *p, const char *const *args, unsigned lim
 	for (int i = 0; args[i] && n < 63; i++)
 		argv[n++] = args[i];
 	argv[n] = NULL;
-	pid_t pid = fork();
+	pid_t pid = fb_test_fork();
 	if (pid < 0) {
 		perror("fork");
 		abort();
@@ -145,7 +161,6 @@ void fb_test_start_within(fb_test_proc *p, const char *const *args, unsigned lim
 		dup2(e, 2);
 		if (limit_s) /* a hang ends in SIGALRM, which nothing in it blocks */
 			alarm(limit_s);
-		fb_test_child_signals();
 		execv(argv[0], (char *const *)argv);
 		_exit(127);
 	}

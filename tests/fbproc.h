@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 /* The binary under test: $FB_BIN (make test sets it per flavour). */
 const char *fb_test_bin(void);
@@ -14,10 +15,11 @@ const char *fb_test_bin(void);
 /* Everything left on fd, NUL-terminated; closes fd. Free it. */
 char *fb_test_slurp(int fd);
 
-/* In a child about to exec the binary: SIGINT and SIGTERM as a terminal
- * would deliver them, even where the suite was started in the background
- * (a shell's `&` starts it with SIGINT ignored, and an exec keeps that). */
-void fb_test_child_signals(void);
+/* fork() for a child that execs the binary: in the child SIGINT, SIGQUIT
+ * and SIGTERM act as from a terminal, even where the suite was started in
+ * the background (a shell's `&` starts it with SIGINT ignored, and an exec
+ * keeps that), and one sent at once is not lost. */
+pid_t fb_test_fork(void);
 
 /* A fresh directory under /tmp (free the name), its listing (names one a
  * line in sorted order, . and .. left out), the first file ending in suffix, removal of it

@@ -71,7 +71,7 @@ static void start_fs(proc *p, const char *const *args, rlim_t rlimit_as, const c
 	for (; args[n - 1]; n++)
 		argv[n] = args[n - 1];
 	argv[n] = NULL;
-	p->pid = fork();
+	p->pid = fb_test_fork();
 	check(p->pid >= 0, "fork failed: %s", strerror(errno));
 	if (p->pid == 0) {
 		dup2(o[1], 1);
@@ -84,7 +84,6 @@ static void start_fs(proc *p, const char *const *args, rlim_t rlimit_as, const c
 		}
 		if (fs != FS_NONE)
 			child_fs(fsdir, fs);
-		fb_test_child_signals();
 		execv(argv[0], (char *const *)argv);
 		_exit(127);
 	}

@@ -207,7 +207,7 @@ static uint64_t unstick(fb_feed *f)
 	uint64_t n = 0;
 	for (uint32_t i = 0; i < f->n; i++) {
 		fb_feed_log *l = &f->logs[i];
-		if (l->taken == atomic_load_explicit(&l->published, memory_order_relaxed))
+		if (l->taken == atomic_load_explicit(&l->published, memory_order_acquire))
 			continue;
 		const fb_check_rec *r = &l->ring[l->cslot];
 		fb_checker *c = f->checker[r->d & 3];
