@@ -192,6 +192,10 @@ const fb_store_ops *fb_store_engine(const char *url);
 const char *fb_lease_schemes(void);
 const char *fb_store_schemes(void);
 
+/* snprintf into buf that may cut (a message too long for its buffer is
+ * still one); false, so a check can `return fb_say(err, ...)`. */
+bool fb_say(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* Copy url into buf with any password replaced by "***" (URL userinfo or
  * a conninfo's password=...). */
 void fb_url_redact(const char *url, char *buf, size_t len);

@@ -1,6 +1,7 @@
 #include "backend.h"
 
 #include <ctype.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -64,6 +65,15 @@ const fb_store_ops *fb_store_engine(const char *url)
 		if (scheme_is(url, store_engines[i]->scheme))
 			return store_engines[i];
 	return NULL;
+}
+
+bool fb_say(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+	return false;
 }
 
 const char *fb_lease_schemes(void)

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,16 +73,6 @@ struct pg_engine {
 	char version[64]; /* the server's, read at open */
 };
 
-/* snprintf that may cut: a message too long for its buffer is still one. */
-static void say(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void say(char *buf, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf, len, fmt, ap);
-	va_end(ap);
-}
-
 /* The first line of a libpq message, without its trailing newline. */
 static void first_line(const char *msg, char *buf, size_t len)
 {
@@ -116,12 +105,12 @@ static fb_io fail(pg_conn *c, PGresult *res)
 	char line[512];
 	if (state && PQstatus(c->pg) == CONNECTION_OK) {
 		first_line(PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY), line, sizeof line);
-		say(c->err, sizeof c->err, "%s: %s (SQLSTATE %s)", c->e->redacted, line, state);
+		fb_say(c->err, sizeof c->err, "%s: %s (SQLSTATE %s)", c->e->redacted, line, state);
 	} else {
 		first_line(res && *PQresultErrorMessage(res) ? PQresultErrorMessage(res)
 		                                             : PQerrorMessage(c->pg),
 		           line, sizeof line);
-		say(c->err, sizeof c->err, "%s: %s", c->e->redacted, line);
+		fb_say(c->err, sizeof c->err, "%s: %s", c->e->redacted, line);
 	}
 	PQclear(res);
 	return FB_IO_ERROR;
@@ -144,7 +133,7 @@ static uint64_t deadline_of(const pg_conn *c)
 /* ns as seconds, without trailing zeros: "10", "0.5", "2.25". */
 static void seconds(char *buf, size_t len, uint64_t ns)
 {
-	say(buf, len, "%.3f", (double)ns / 1e9);
+	fb_say(buf, len, "%.3f", (double)ns / 1e9);
 	char *end = buf + strlen(buf);
 	while (end > buf && end[-1] == '0')
 		*--end = 0;
@@ -156,7 +145,7 @@ static void say_no_reply(char *buf, size_t len, const pg_engine *e, uint64_t ns)
 {
 	char s[32];
 	seconds(s, sizeof s, ns);
-	say(buf, len, "%s: no reply within %s s", e->redacted, s);
+	fb_say(buf, len, "%s: no reply within %s s", e->redacted, s);
 }
 
 /* Wait until pg's socket is ready for events: 1 ready, 0 the deadline
@@ -205,7 +194,7 @@ static fb_io waited(pg_conn *c, int w)
 		return FB_IO_OK;
 	if (w == 0)
 		return timed_out(c);
-	say(c->err, sizeof c->err, "%s: poll: %s", c->e->redacted, strerror(errno));
+	fb_say(c->err, sizeof c->err, "%s: poll: %s", c->e->redacted, strerror(errno));
 	return FB_IO_ERROR;
 }
 
@@ -312,7 +301,7 @@ static fb_err dial(pg_engine *e, uint16_t worker, pg_conn *c, char *err, size_t 
 	const char *const vals[] = {e->url, NULL};
 	c->pg = PQconnectStartParams(keys, vals, 1);
 	if (!c->pg) {
-		say(err, errlen, "%s: out of memory for a connection", e->redacted);
+		fb_say(err, errlen, "%s: out of memory for a connection", e->redacted);
 		return FB_ENOMEM;
 	}
 	uint64_t limit = e->timeout_ns > MIN_CONNECT_NS ? e->timeout_ns : MIN_CONNECT_NS;
@@ -326,7 +315,7 @@ static fb_err dial(pg_engine *e, uint16_t worker, pg_conn *c, char *err, size_t 
 			goto fail;
 		}
 		if (w < 0) {
-			say(err, errlen, "%s: poll: %s", e->redacted, strerror(errno));
+			fb_say(err, errlen, "%s: poll: %s", e->redacted, strerror(errno));
 			goto fail;
 		}
 		st = PQconnectPoll(c->pg);
@@ -337,13 +326,13 @@ static fb_err dial(pg_engine *e, uint16_t worker, pg_conn *c, char *err, size_t 
 		/* libpq splits a URL at its first '@': a password holding one
 		 * comes back quoted as part of the host */
 		scrub(line, e->redacted);
-		say(err, errlen, "%s: %s", e->redacted, line);
+		fb_say(err, errlen, "%s: %s", e->redacted, line);
 		goto fail;
 	}
 	PQsetNoticeProcessor(c->pg, quiet, NULL);
 	if (PQsetnonblocking(c->pg, 1) != 0) {
 		fail(c, NULL);
-		say(err, errlen, "%s", c->err);
+		fb_say(err, errlen, "%s", c->err);
 		goto fail;
 	}
 	PGresult *res = query(c,
@@ -351,7 +340,7 @@ static fb_err dial(pg_engine *e, uint16_t worker, pg_conn *c, char *err, size_t 
 	                      "COMMITTED",
 	                      false);
 	if (!res) {
-		say(err, errlen, "%s", c->err);
+		fb_say(err, errlen, "%s", c->err);
 		goto fail;
 	}
 	PQclear(res);
@@ -397,7 +386,7 @@ static fb_err pg_open(const fb_engine_config *cfg, const char *url, void **eng, 
 	pg_engine *e = calloc(1, sizeof *e);
 	if (!e || !(e->url = strdup(url))) {
 		free(e);
-		say(err, errlen, "out of memory");
+		fb_say(err, errlen, "out of memory");
 		return FB_ENOMEM;
 	}
 	e->cfg = *cfg;
@@ -411,7 +400,7 @@ static fb_err pg_open(const fb_engine_config *cfg, const char *url, void **eng, 
 		char line[512];
 		first_line(perr ? perr : "malformed URL or conninfo", line, sizeof line);
 		scrub(line, e->redacted);
-		say(err, errlen, "%s: %s", e->redacted, line);
+		fb_say(err, errlen, "%s: %s", e->redacted, line);
 		PQfreemem(perr);
 		free(e->url);
 		free(e);
@@ -427,7 +416,7 @@ static fb_err pg_open(const fb_engine_config *cfg, const char *url, void **eng, 
 	}
 	/* "15.13 (Debian 15.13-0+deb12u1)": the number is the version */
 	const char *v = PQparameterStatus(e->admin.pg, "server_version");
-	say(e->version, sizeof e->version, "%.*s", v ? (int)strcspn(v, " ") : 1, v ? v : "?");
+	fb_say(e->version, sizeof e->version, "%.*s", v ? (int)strcspn(v, " ") : 1, v ? v : "?");
 	*eng = e;
 	return FB_OK;
 }
@@ -435,7 +424,7 @@ static fb_err pg_open(const fb_engine_config *cfg, const char *url, void **eng, 
 static void pg_version(void *eng, char *buf, size_t len)
 {
 	pg_engine *e = eng;
-	say(buf, len, "%s", e->version);
+	fb_say(buf, len, "%s", e->version);
 }
 
 static void pg_close(void *eng)
@@ -458,7 +447,7 @@ static bool exec_ok(pg_engine *e, const char *sql, char *err, size_t errlen)
 		PQclear(res);
 		return true;
 	}
-	say(err, errlen, "%s", e->admin.err);
+	fb_say(err, errlen, "%s", e->admin.err);
 	return false;
 }
 
@@ -498,9 +487,9 @@ static bool meta_matches(pg_engine *e, const fb_store_meta *m, char *err, size_t
 		                      o ? ", " : "", m->keys, c->keys);
 	if (!o)
 		return true;
-	say(err, errlen,
-	    "%s: the store was prepared with %s; prepare it afresh or run with its settings",
-	    e->redacted, diff);
+	fb_say(err, errlen,
+	       "%s: the store was prepared with %s; prepare it afresh or run with its settings",
+	       e->redacted, diff);
 	return false;
 }
 
@@ -526,11 +515,11 @@ static bool seed(pg_engine *e, char *err, size_t errlen)
 		for (uint32_t lo = 0; lo < c->keys; lo += SEED_CHUNK) {
 			uint32_t hi = c->keys - lo > SEED_CHUNK ? lo + SEED_CHUNK - 1 : c->keys - 1;
 			char sql[512];
-			say(sql, sizeof sql,
-			    "INSERT INTO fencebench_account (discipline, id, balance)"
-			    " SELECT %d, k, %lld FROM generate_series(%u, %u) AS k"
-			    " ON CONFLICT DO NOTHING",
-			    d, (long long)c->initial_balance, lo, hi);
+			fb_say(sql, sizeof sql,
+			       "INSERT INTO fencebench_account (discipline, id, balance)"
+			       " SELECT %d, k, %lld FROM generate_series(%u, %u) AS k"
+			       " ON CONFLICT DO NOTHING",
+			       d, (long long)c->initial_balance, lo, hi);
 			if (!exec_ok(e, sql, err, errlen))
 				return false;
 		}
@@ -561,30 +550,30 @@ static fb_err pg_prepare(void *eng, bool fresh, char *err, size_t errlen)
 	                      "fencebench_meta",
 	                      err, errlen))
 		goto fail;
-	say(sql, sizeof sql,
-	    "CREATE TABLE %sfencebench_account " ACCOUNT_COLUMNS "; "
-	    "CREATE TABLE %sfencebench_history " HISTORY_COLUMNS "; "
-	    "CREATE TABLE %sfencebench_meta " META_COLUMNS,
-	    ine, ine, ine);
+	fb_say(sql, sizeof sql,
+	       "CREATE TABLE %sfencebench_account " ACCOUNT_COLUMNS "; "
+	       "CREATE TABLE %sfencebench_history " HISTORY_COLUMNS "; "
+	       "CREATE TABLE %sfencebench_meta " META_COLUMNS,
+	       ine, ine, ine);
 	if (!exec_ok(e, sql, err, errlen))
 		goto fail;
-	say(sql, sizeof sql,
-	    "INSERT INTO fencebench_meta (initial_balance, amount, keys, op, modes)"
-	    " VALUES (%lld, %lld, %u, %d, %u) ON CONFLICT (one) DO NOTHING",
-	    (long long)c->initial_balance, (long long)c->amount, c->keys, c->op, c->modes);
+	fb_say(sql, sizeof sql,
+	       "INSERT INTO fencebench_meta (initial_balance, amount, keys, op, modes)"
+	       " VALUES (%lld, %lld, %u, %d, %u) ON CONFLICT (one) DO NOTHING",
+	       (long long)c->initial_balance, (long long)c->amount, c->keys, c->op, c->modes);
 	if (!exec_ok(e, sql, err, errlen))
 		goto fail;
 	if (!fresh) {
 		fb_store_meta m;
 		if (read_meta(&e->admin, &m) != FB_IO_OK) {
-			say(err, errlen, "%s", e->admin.err);
+			fb_say(err, errlen, "%s", e->admin.err);
 			goto fail;
 		}
 		if (!meta_matches(e, &m, err, errlen)) {
 			rollback(e);
 			return FB_EINVAL;
 		}
-		say(sql, sizeof sql, "UPDATE fencebench_meta SET modes = modes | %u", c->modes);
+		fb_say(sql, sizeof sql, "UPDATE fencebench_meta SET modes = modes | %u", c->modes);
 		if (!exec_ok(e, sql, err, errlen))
 			goto fail;
 	}
@@ -624,39 +613,39 @@ static const char *const stale_expr[FB_DISCIPLINES] = {
 
 static void write_sql(char *buf, size_t len, fb_discipline d, bool debit)
 {
-	say(buf, len,
-	    "WITH u AS (UPDATE fencebench_account"
-	    " SET prev_balance = balance, prev_fence = last_fence, prev_seen = seen,"
-	    " balance = %s, last_fence = $2, seen = greatest(seen, $2), version = version + 1"
-	    " WHERE discipline = %d AND id = $3%s"
-	    " RETURNING version, balance, prev_balance, prev_fence, prev_seen, %s AS stale),"
-	    " h AS (INSERT INTO fencebench_history"
-	    " (discipline, id, version, fence, before, after, stale, client, worker)"
-	    " SELECT %d, $3, version, $2, prev_balance, balance, stale, $4, $5 FROM u)"
-	    " SELECT version, balance, prev_balance, prev_fence, prev_seen, stale FROM u",
-	    debit ? "balance - $1" : "$1", (int)d, rule[d], stale_expr[d], (int)d);
+	fb_say(buf, len,
+	       "WITH u AS (UPDATE fencebench_account"
+	       " SET prev_balance = balance, prev_fence = last_fence, prev_seen = seen,"
+	       " balance = %s, last_fence = $2, seen = greatest(seen, $2), version = version + 1"
+	       " WHERE discipline = %d AND id = $3%s"
+	       " RETURNING version, balance, prev_balance, prev_fence, prev_seen, %s AS stale),"
+	       " h AS (INSERT INTO fencebench_history"
+	       " (discipline, id, version, fence, before, after, stale, client, worker)"
+	       " SELECT %d, $3, version, $2, prev_balance, balance, stale, $4, $5 FROM u)"
+	       " SELECT version, balance, prev_balance, prev_fence, prev_seen, stale FROM u",
+	       debit ? "balance - $1" : "$1", (int)d, rule[d], stale_expr[d], (int)d);
 }
 
 static void read_sql(char *buf, size_t len, fb_discipline d)
 {
 	if (d == FB_FENCED)
-		say(buf, len,
-		    "UPDATE fencebench_account SET prev_seen = seen, seen = $2"
-		    " WHERE discipline = %d AND id = $1 AND seen <= $2"
-		    " RETURNING balance, prev_seen, last_fence, version",
-		    (int)d);
+		fb_say(buf, len,
+		       "UPDATE fencebench_account SET prev_seen = seen, seen = $2"
+		       " WHERE discipline = %d AND id = $1 AND seen <= $2"
+		       " RETURNING balance, prev_seen, last_fence, version",
+		       (int)d);
 	else
-		say(buf, len,
-		    "SELECT balance, seen, last_fence, version FROM fencebench_account"
-		    " WHERE discipline = %d AND id = $1",
-		    (int)d);
+		fb_say(buf, len,
+		       "SELECT balance, seen, last_fence, version FROM fencebench_account"
+		       " WHERE discipline = %d AND id = $1",
+		       (int)d);
 }
 
 enum { ST_WRITE, ST_DEBIT, ST_READ };
 
 static void statement_name(char *buf, size_t len, int kind, fb_discipline d)
 {
-	say(buf, len, "fb_%c%d", "wdr"[kind], (int)d);
+	fb_say(buf, len, "fb_%c%d", "wdr"[kind], (int)d);
 }
 
 static fb_err prepare_statements(pg_conn *c, char *err, size_t errlen)
@@ -679,7 +668,7 @@ static fb_err prepare_statements(pg_conn *c, char *err, size_t errlen)
 			                             kind == ST_READ ? read_types : write_types),
 			               false);
 			if (!res) {
-				say(err, errlen, "%s", c->err);
+				fb_say(err, errlen, "%s", c->err);
 				return FB_ESYS;
 			}
 			PQclear(res);
@@ -694,7 +683,7 @@ static fb_err pg_connect(void *eng, uint16_t worker, void **conn, char *err, siz
 	*conn = NULL;
 	pg_conn *c = calloc(1, sizeof *c);
 	if (!c) {
-		say(err, errlen, "out of memory");
+		fb_say(err, errlen, "out of memory");
 		return FB_ENOMEM;
 	}
 	fb_err rc = dial(e, worker, c, err, errlen);
@@ -733,7 +722,7 @@ static bool bad_discipline(pg_conn *c, fb_discipline d)
 {
 	if ((unsigned)d < FB_DISCIPLINES)
 		return false;
-	say(c->err, sizeof c->err, "%s: no discipline %d", c->e->redacted, (int)d);
+	fb_say(c->err, sizeof c->err, "%s: no discipline %d", c->e->redacted, (int)d);
 	return true;
 }
 
@@ -823,8 +812,8 @@ static fb_io pg_read(void *conn, fb_discipline d, uint32_t key, uint64_t token, 
 		PQclear(res);
 		if (d == FB_FENCED)
 			return FB_IO_REFUSED;
-		say(c->err, sizeof c->err, "%s: no %s row for key %u: is the store prepared?",
-		    c->e->redacted, fb_discipline_name(d), key);
+		fb_say(c->err, sizeof c->err, "%s: no %s row for key %u: is the store prepared?",
+		       c->e->redacted, fb_discipline_name(d), key);
 		return FB_IO_ERROR;
 	}
 	uint64_t seen = (uint64_t)i64(res, 0, 1), last = (uint64_t)i64(res, 0, 2);
@@ -869,8 +858,8 @@ static fb_io pg_final(void *conn, fb_discipline d, uint32_t keys, int64_t *balan
 	}
 	PQclear(res);
 	if (!whole) {
-		say(c->err, sizeof c->err, "%s: %d %s rows for %u keys: is the store prepared?",
-		    c->e->redacted, n, fb_discipline_name(d), keys);
+		fb_say(c->err, sizeof c->err, "%s: %d %s rows for %u keys: is the store prepared?",
+		       c->e->redacted, n, fb_discipline_name(d), keys);
 		return FB_IO_ERROR;
 	}
 	return FB_IO_OK;
@@ -943,8 +932,8 @@ static fb_io read_meta(pg_conn *c, fb_store_meta *out)
 		return FB_IO_ERROR;
 	if (PQntuples(res) != 1) {
 		PQclear(res);
-		say(c->err, sizeof c->err, "%s: the store has no meta row: it was never prepared",
-		    c->e->redacted);
+		fb_say(c->err, sizeof c->err,
+		       "%s: the store has no meta row: it was never prepared", c->e->redacted);
 		return FB_IO_REFUSED;
 	}
 	out->initial_balance = i64(res, 0, 0);
