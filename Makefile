@@ -168,9 +168,12 @@ bench: all
 	$(COREBENCH)
 
 man: $(MAN)
-$(MAN): $(BIN)
+# the adapter protocol (--store exec:COMMAND) is a section of its own
+MAN_INCLUDE := scripts/adapters/protocol.h2m
+$(MAN): $(BIN) $(MAN_INCLUDE)
 	@mkdir -p $(dir $@)
 	help2man --no-info --name='is your distributed lock a lease or a safety boundary?' \
+	  --include $(MAN_INCLUDE) \
 	  --version-string=$$($(BIN) --version | awk '{print $$2}') ./$(BIN) > $@.tmp && mv $@.tmp $@
 
 install: all $(MAN)

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fbtest.h"
+
 const char *fb_test_bin(void)
 {
 	const char *b = getenv("FB_BIN");
@@ -99,6 +101,20 @@ json_object *fb_test_json(json_object *o, const char *path)
 		if (!json_object_object_get_ex(o, t, &o))
 			return NULL;
 	return o;
+}
+
+json_object *fb_test_load(const char *path)
+{
+	json_object *doc = json_object_from_file(path);
+	check(doc, "no valid JSON document at %s", path);
+	return doc;
+}
+
+int64_t fb_test_num(json_object *doc, const char *path)
+{
+	json_object *v = fb_test_json(doc, path);
+	check(v, "the JSON lacks %s", path);
+	return json_object_get_int64(v);
 }
 
 void fb_test_start(fb_test_proc *p, const char *const *args)

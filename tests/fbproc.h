@@ -26,6 +26,11 @@ void fb_test_rmtree(const char *dir);
  * or NULL if any step is missing. */
 json_object *fb_test_json(json_object *doc, const char *path);
 
+/* The JSON document in the file at path (put it), and the integer at a
+ * dotted path of one: the test fails, saying which, if either is missing. */
+json_object *fb_test_load(const char *path);
+int64_t fb_test_num(json_object *doc, const char *path);
+
 /* The binary under test run in the background with args (argv[0] left
  * out, NULL-terminated); its stdout and stderr go to files in a scratch
  * directory. fb_test_finish waits for it and reads them. */

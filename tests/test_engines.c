@@ -20,17 +20,10 @@ static json_object *load(const char *dir)
 {
 	char path[400];
 	snprintf(path, sizeof path, "%s/out.json", dir);
-	json_object *doc = json_object_from_file(path);
-	check(doc, "no JSON document at %s", path);
-	return doc;
+	return fb_test_load(path);
 }
 
-static int64_t num(json_object *doc, const char *path)
-{
-	json_object *v = fb_test_json(doc, path);
-	check(v, "the JSON lacks %s", path);
-	return json_object_get_int64(v);
-}
+#define num fb_test_num
 
 /* Run the binary with args plus -q, an output directory and --json; the
  * document comes back (put it). */

@@ -168,6 +168,7 @@ struct fb_env {
 	bool stepping;   /* a wall-clock lease service a skew fault can step */
 	bool server_pausing;
 	uint64_t lease_slack; /* how far two readings of the lease clock may disagree */
+	uint32_t timed_modes; /* store calls timed as round trips: remote, not exec's controls */
 	fb_checker *checker[FB_DISCIPLINES];
 	fb_witness *witness;
 	fb_pause_trap *traps;

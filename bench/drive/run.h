@@ -123,6 +123,7 @@ typedef struct fb_results {
 	bool check_deferred; /* a shared run: the global history is `fencebench check`'s */
 	char failure[400];   /* an engine that stopped answering: which, and why */
 	fb_mode_result mode[FB_DISCIPLINES];
+	char column[FB_DISCIPLINES][16]; /* each one's heading: its name, or an adapter's */
 	fb_key_result *keys;
 	fb_first_corruption first;
 	fb_witness_counts lease;                        /* the lease witness's violations */
