@@ -945,6 +945,29 @@ static bool value_text(const fb_config *cfg, const opt *o, char *v, size_t len)
 	}
 }
 
+/* v as one shell word: as it is if nothing in it is special to a shell,
+ * else in single quotes (an exec:COMMAND, a libpq conninfo hold spaces). */
+static void shell_word(const char *v, char *out, size_t len)
+{
+	if (!*v || strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	                     "_@%+=:,./-") != strlen(v)) {
+		size_t o = 0;
+		for (const char *p = v; o + 6 < len; p++) {
+			if (p == v || !*p)
+				out[o++] = '\'';
+			if (!*p)
+				break;
+			if (*p == '\'') /* close, an escaped quote, reopen */
+				o += (size_t)snprintf(out + o, len - o, "'\\''");
+			else
+				out[o++] = *p;
+		}
+		out[o] = 0;
+		return;
+	}
+	snprintf(out, len, "%s", v);
+}
+
 void fb_config_replay(const fb_config *cfg, char *buf, size_t len)
 {
 	size_t at = (size_t)snprintf(buf, len, "fencebench");
@@ -964,10 +987,12 @@ void fb_config_replay(const fb_config *cfg, char *buf, size_t len)
 			needs |= 1u << FB_FAULT_SERVER_PAUSE;
 		if (needs && !(cfg->faults & needs))
 			continue;
+		char w[420];
+		shell_word(v, w, sizeof w);
 		if (o->k == K_FLAG)
 			at += (size_t)snprintf(buf + at, len - at, " --%s", o->name);
 		else
-			at += (size_t)snprintf(buf + at, len - at, " --%s %s", o->name, v);
+			at += (size_t)snprintf(buf + at, len - at, " --%s %s", o->name, w);
 	}
 }
 
