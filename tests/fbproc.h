@@ -45,6 +45,11 @@ void fb_test_start(fb_test_proc *p, const char *const *args);
 int fb_test_finish(fb_test_proc *p);
 /* Start and finish in one. */
 int fb_test_run(fb_test_proc *p, const char *const *args);
+/* The binary quiet on store (--store), its results in dir, with extra args
+ * (NULL-terminated, or NULL); the test fails unless it exits want. Its JSON
+ * document comes back (put it), or NULL if the run wrote none. */
+json_object *fb_test_run_store(fb_test_proc *p, const char *dir, const char *store,
+                               const char *const *extra, int want);
 void fb_test_release(fb_test_proc *p);
 
 #endif

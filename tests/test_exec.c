@@ -454,23 +454,8 @@ static void test_a_bad_hello_or_command_fails_at_open(void **state)
 #define load fb_test_load
 #define num  fb_test_num
 
-/* The binary on store with extra args; its exit code must be want; the
- * document comes back (put it), or NULL if the run wrote none. */
-static json_object *run(fb_test_proc *p, const char *store, const char *const *extra, int want)
-{
-	char json[600];
-	snprintf(json, sizeof json, "%s/out-%d.json", scratch, (int)getpid());
-	const char *args[40] = {"-q", "-o", scratch, "--json", json, "--store", store};
-	int n = 7;
-	for (int i = 0; extra[i] && n < 39; i++)
-		args[n++] = extra[i];
-	args[n] = NULL;
-	unlink(json);
-	int code = fb_test_run(p, args);
-	check(code == want, "exit %d, expected %d\nstdout:\n%s\nstderr:\n%s", code, want, p->out,
-	      p->err);
-	return access(json, F_OK) == 0 ? load(json) : NULL;
-}
+/* The binary on store, its results in scratch (fb_test_run_store). */
+#define run(p, store, extra, want) fb_test_run_store(p, scratch, store, extra, want)
 
 /* The acceptance run: the reference adapter's column SAFE beside the
  * controls, under pauses that bit (unfenced corrupted), in the report and

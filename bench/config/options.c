@@ -152,7 +152,9 @@ static const opt opts[] = {
          0, W_STRESS},
         {"store", 0, "URL", K_ENGINE, OFF(store_url), 0, 0, 0, NULL, 0, "store", 0, true,
          "where the balances are written: inproc (default), redis://HOST:PORT/DB, "
-         "postgres://USER@HOST:PORT/DB or a libpq conninfo, or exec:COMMAND: your own store "
+         "postgres://USER@HOST:PORT/DB or a libpq conninfo (?sql=FILE, or sql=FILE in a "
+         "conninfo: your own statements on your own table as the fenced column; see YOUR OWN "
+         "SQL), or exec:COMMAND: your own store "
          "as the fenced column (beside in-process controls), through an adapter program "
          "that speaks JSON lines on stdin and stdout (the protocol: fencebench(1), ADAPTER "
          "PROTOCOL, or README.md, Bring your own store)",
