@@ -1183,9 +1183,13 @@ static fb_io pg_history(void *conn, void (*row)(void *ctx, const fb_history_row 
 	pg_conn *c = conn;
 	if (!c->pg)
 		return FB_IO_ERROR; /* closed by an earlier timeout */
-	if (!PQsendQuery(c->pg, "SELECT discipline, id, version, fence, before, after, stale,"
-	                        " client, worker FROM fencebench_history"
-	                        " ORDER BY discipline, id, version"))
+	/* sql=FILE: the fenced column is the user's table, not this history's */
+	char sql[256];
+	fb_say(sql, sizeof sql,
+	       "SELECT discipline, id, version, fence, before, after, stale, client, worker"
+	       " FROM fencebench_history WHERE discipline <> %d ORDER BY discipline, id, version",
+	       c->e->own ? (int)FB_FENCED : -1);
+	if (!PQsendQuery(c->pg, sql))
 		return fail(c, NULL);
 	/* Should single-row mode be refused, the rows come in one result:
 	 * the loop serves both. */
@@ -1261,9 +1265,15 @@ static const char *pg_column(void *eng, fb_discipline d)
 	return e->user.name[0] ? e->user.name : "yours";
 }
 
+/* With sql=FILE the fenced column is the user's table, which keeps no
+ * history: whichever run wrote the meta row, `check` reads the controls. */
 static fb_io pg_meta(void *conn, fb_store_meta *out)
 {
-	return read_meta(conn, out);
+	pg_conn *c = conn;
+	fb_io io = read_meta(c, out);
+	if (io == FB_IO_OK && c->e->own)
+		out->modes &= ~(1u << FB_FENCED);
+	return io;
 }
 
 const fb_store_ops fb_pg_store_ops = {

@@ -193,6 +193,18 @@ static void test_your_update_without_its_predicate_is_caught(void **state)
 	      "the verdict names what the UPDATE let through:\n%s", p.out);
 	json_object_put(doc);
 	fb_test_release(&p);
+	/* a check given the sql=FILE URL after a run on fencebench's own tables
+	 * reads the controls only, not the fenced history against the user's
+	 * finals */
+	const char *own[] = {"-t", "2", "-d", "1s", NULL};
+	json_object_put(run(&p, pg.url, own, 0));
+	fb_test_release(&p);
+	const char *chk[] = {"check", "--store", with_sql(file), NULL};
+	check_eq(fb_test_run(&p, chk), 0, "check with sql=FILE after a run without it");
+	check(strstr(p.out, "disciplines write-fenced, unfenced\n") &&
+	              strstr(p.out, "PASS: write-fenced writes="),
+	      "the controls only:\n%s", p.out);
+	fb_test_release(&p);
 }
 
 static void test_statements_that_cannot_work_are_refused_before_the_run(void **state)
