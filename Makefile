@@ -181,9 +181,12 @@ bench: all
 	$(COREBENCH)
 
 man: $(MAN)
-$(MAN): $(BIN)
+# the adapter protocol (--store exec:COMMAND) is a section of its own
+MAN_INCLUDE := scripts/adapters/protocol.h2m
+$(MAN): $(BIN) $(MAN_INCLUDE)
 	@mkdir -p $(dir $@)
 	help2man --no-info --name='is your distributed lock a lease or a safety boundary?' \
+	  --include $(MAN_INCLUDE) \
 	  --version-string=$$($(BIN) --version | awk '{print $$2}') ./$(BIN) > $@.tmp && mv $@.tmp $@
 
 install: all $(MAN)
@@ -206,7 +209,8 @@ clean:
 
 # ---- fuzzing: libFuzzer harnesses, built with clang -------------------------
 #
-#   make fuzz                    build tests/fuzz/fuzz_*.c and run each for
+#   make fuzz                    build tests/fuzz/fuzz_*.c (the duration, option,
+#                                scenario, plan, adapter-reply and SQL-file parsers) and run each for
 #                                FUZZ_SECONDS (default 30)
 #   make fuzz FUZZ_SECONDS=10    CI's short run
 #   make fuzz-build              build only
@@ -223,7 +227,7 @@ clean:
 CLANG        ?= clang
 FUZZ_SECONDS ?= 30
 FZ           := build/fuzz
-FUZZ_NAMES   := duration options scenario plan list doc
+FUZZ_NAMES   := duration options scenario plan list doc reply sql
 FUZZ_CFLAGS  := -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 $(WARN) $(ARCH) -pthread \
                 -fsanitize=address,undefined -fno-sanitize-recover=all \
                 -fno-omit-frame-pointer -MMD -MP $(INC_tests) $(CFLAGS_JSON)
@@ -236,6 +240,8 @@ FUZZ_SRC_scenario := bench/tools/scenario_parse.c bench/tools/scenario.c core/co
 FUZZ_SRC_plan     := inject/plan.c inject/fault.c core/outfile.c
 FUZZ_SRC_list     := bench/config/options.c inject/fault.c core/common.c $(FUZZ_ENGINES)
 FUZZ_SRC_doc      := bench/report/compare.c bench/report/output.c
+FUZZ_SRC_reply    := core/common.c $(FUZZ_ENGINES)
+FUZZ_SRC_sql      := core/common.c $(FUZZ_ENGINES)
 fuzz_objs = $(patsubst %.c,$(FZ)/%.o,tests/fuzz/fuzz_$(1).c $(FUZZ_SRC_$(1)))
 FUZZ_BINS := $(patsubst %,$(FZ)/fuzz_%,$(FUZZ_NAMES))
 FUZZ_OBJ  := $(sort $(foreach n,$(FUZZ_NAMES),$(call fuzz_objs,$(n))))

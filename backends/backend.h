@@ -4,7 +4,8 @@
  * vectors, one for the lease service (--lease URL) and one for the store
  * (--store URL), and never to an engine directly. The in-process engine
  * (core/lease, core/store) is the default and the first instance; Redis
- * (leases and store) and PostgreSQL (store) are the others.
+ * (leases and store), PostgreSQL (store) and exec (a store of the user's
+ * own, through an adapter program: exec.h) are the others.
  *
  * An engine is opened once per run (open), prepared (prepare: tables,
  * scripts, initial balances), then every worker thread connects for its own
@@ -174,9 +175,12 @@ typedef struct fb_store_op {
  * in the key's commit order, mod 2^16; stale: the store's own view that
  * the token was <= the last accepted fence; before / balance / highest). */
 typedef struct fb_store_ops {
-	const char *scheme; /* "inproc", "redis", "postgres" */
+	const char *scheme; /* "inproc", "redis", "postgres", "exec" */
 	const char *name;
 	bool remote; /* calls are round trips */
+	/* Disciplines a remote engine serves in process all the same (exec's
+	 * controls): their calls are not timed as round trips. */
+	uint32_t local_modes;
 	fb_err (*open)(const fb_engine_config *cfg, const char *url, void **eng, char *err,
 	               size_t errlen);
 	void (*version)(void *eng, char *buf, size_t len);
@@ -222,6 +226,10 @@ typedef struct fb_store_ops {
 	fb_io (*history)(void *conn, void (*row)(void *ctx, const fb_history_row *h), void *ctx);
 	/* Optional: what prepare recorded (balance, amount, keys, op). */
 	fb_io (*meta)(void *conn, fb_store_meta *out);
+	/* Optional (NULL: every column is its discipline's name): the heading
+	 * of discipline d's column, for a store that is not fencebench's own
+	 * (an adapter's "yours"), or NULL for the discipline's name. */
+	const char *(*column)(void *eng, fb_discipline d);
 } fb_store_ops;
 
 /* ---- the registry ------------------------------------------------------ */
@@ -231,9 +239,17 @@ typedef struct fb_store_ops {
 const fb_lease_ops *fb_lease_engine(const char *url);
 const fb_store_ops *fb_store_engine(const char *url);
 
+/* The heading of discipline d's column in a run on ops' engine eng: the
+ * engine's own name for it, else fb_discipline_name(d). */
+const char *fb_store_column(const fb_store_ops *ops, void *eng, fb_discipline d);
+
 /* "inproc, redis" / "inproc, redis, postgres": for the error line. */
 const char *fb_lease_schemes(void);
 const char *fb_store_schemes(void);
+
+/* snprintf into buf that may cut (a message too long for its buffer is
+ * still one); false, so a check can `return fb_say(err, ...)`. */
+bool fb_say(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Copy url into buf with any password replaced by "***" (URL userinfo or
  * a conninfo's password=...). */

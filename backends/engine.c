@@ -1,10 +1,12 @@
 #include "backend.h"
 
 #include <ctype.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "etcd.h"
+#include "exec.h"
 #include "inproc.h"
 #include "postgres.h"
 #include "redis.h"
@@ -17,16 +19,21 @@ static const fb_lease_ops *const lease_engines[] = {&fb_inproc_lease_ops, &fb_re
                                                     &fb_zk_lease_ops, &fb_etcd_lease_ops,
                                                     &fb_redlock_lease_ops};
 static const fb_store_ops *const store_engines[] = {&fb_inproc_store_ops, &fb_redis_store_ops,
-                                                    &fb_pg_store_ops};
+                                                    &fb_pg_store_ops, &fb_exec_store_ops};
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 /*
- * The scheme of a URL: what precedes "://", or the whole word "inproc".
- * A libpq conninfo ("host=... dbname=...") has no scheme but an '=': it is
+ * The scheme of a URL: "exec" for "exec:COMMAND" (whatever the command
+ * holds), what precedes "://", or the whole word "inproc". A libpq
+ * conninfo ("host=... dbname=...") has no scheme but an '=': it is
  * PostgreSQL's. *len is the scheme's length.
  */
 static const char *scheme_of(const char *url, size_t *len)
 {
+	if (strncmp(url, "exec:", 5) == 0) {
+		*len = 4;
+		return url;
+	}
 	const char *sep = strstr(url, "://");
 	if (sep) {
 		*len = (size_t)(sep - url);
@@ -71,6 +78,21 @@ const fb_store_ops *fb_store_engine(const char *url)
 	return NULL;
 }
 
+bool fb_say(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+	return false;
+}
+
+const char *fb_store_column(const fb_store_ops *ops, void *eng, fb_discipline d)
+{
+	const char *name = ops && eng && ops->column ? ops->column(eng, d) : NULL;
+	return name ? name : fb_discipline_name(d);
+}
+
 const char *fb_lease_schemes(void)
 {
 	return "inproc, redis://HOST:PORT/DB, zk://HOST:PORT[,...][/PREFIX], "
@@ -79,7 +101,8 @@ const char *fb_lease_schemes(void)
 
 const char *fb_store_schemes(void)
 {
-	return "inproc, redis://HOST:PORT/DB, postgres://USER@HOST:PORT/DB or a libpq conninfo";
+	return "inproc, redis://HOST:PORT/DB, postgres://USER@HOST:PORT/DB or a libpq conninfo, "
+	       "exec:COMMAND (an adapter to your own store)";
 }
 
 /*

@@ -3,13 +3,14 @@
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include <libpq-fe.h>
+
+#include "pg_sql.h"
 
 /*
  * The tables. One row per (discipline, key): balance, last_fence (the last
@@ -70,20 +71,16 @@ struct pg_engine {
 	pg_conn admin;
 	fb_engine_config cfg;
 	uint64_t timeout_ns; /* cfg.timeout_ns, or the default */
-	char *url;
+	char *url;           /* as libpq takes it: without sql=FILE */
 	char redacted[512];
 	char version[64]; /* the server's, read at open */
+	/* sql=FILE: the fenced column is the user's own statements on their
+	 * own table (pg_sql.h); fencebench's tables keep the other columns */
+	bool own;
+	fb_user_sql user;
+	char sql_path[256];
+	uint32_t table_modes; /* the disciplines fencebench's tables hold */
 };
-
-/* snprintf that may cut: a message too long for its buffer is still one. */
-static void say(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void say(char *buf, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf, len, fmt, ap);
-	va_end(ap);
-}
 
 /* The first line of a libpq message, without its trailing newline. */
 static void first_line(const char *msg, char *buf, size_t len)
@@ -119,13 +116,13 @@ static fb_io fail(pg_conn *c, PGresult *res)
 	if (state && PQstatus(c->pg) == CONNECTION_OK) {
 		/* the server's own error: the store operation's it answered */
 		first_line(PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY), line, sizeof line);
-		say(c->err, sizeof c->err, "%s: %s%s%s (SQLSTATE %s)", c->e->redacted,
-		    c->doing ? c->doing : "", c->doing ? ": " : "", line, state);
+		fb_say(c->err, sizeof c->err, "%s: %s%s%s (SQLSTATE %s)", c->e->redacted,
+		       c->doing ? c->doing : "", c->doing ? ": " : "", line, state);
 	} else {
 		first_line(res && *PQresultErrorMessage(res) ? PQresultErrorMessage(res)
 		                                             : PQerrorMessage(c->pg),
 		           line, sizeof line);
-		say(c->err, sizeof c->err, "%s: %s", c->e->redacted, line);
+		fb_say(c->err, sizeof c->err, "%s: %s", c->e->redacted, line);
 	}
 	PQclear(res);
 	return FB_IO_ERROR;
@@ -148,7 +145,7 @@ static uint64_t deadline_of(const pg_conn *c)
 /* ns as seconds, without trailing zeros: "10", "0.5", "2.25". */
 static void seconds(char *buf, size_t len, uint64_t ns)
 {
-	say(buf, len, "%.3f", (double)ns / 1e9);
+	fb_say(buf, len, "%.3f", (double)ns / 1e9);
 	char *end = buf + strlen(buf);
 	while (end > buf && end[-1] == '0')
 		*--end = 0;
@@ -160,7 +157,7 @@ static void say_no_reply(char *buf, size_t len, const pg_engine *e, uint64_t ns)
 {
 	char s[32];
 	seconds(s, sizeof s, ns);
-	say(buf, len, "%s: no reply within %s s", e->redacted, s);
+	fb_say(buf, len, "%s: no reply within %s s", e->redacted, s);
 }
 
 /* Wait until pg's socket is ready for events: 1 ready, 0 the deadline
@@ -209,7 +206,7 @@ static fb_io waited(pg_conn *c, int w)
 		return FB_IO_OK;
 	if (w == 0)
 		return timed_out(c);
-	say(c->err, sizeof c->err, "%s: poll: %s", c->e->redacted, strerror(errno));
+	fb_say(c->err, sizeof c->err, "%s: poll: %s", c->e->redacted, strerror(errno));
 	return FB_IO_ERROR;
 }
 
@@ -316,7 +313,7 @@ static fb_err dial(pg_engine *e, uint16_t worker, pg_conn *c, char *err, size_t 
 	const char *const vals[] = {e->url, NULL};
 	c->pg = PQconnectStartParams(keys, vals, 1);
 	if (!c->pg) {
-		say(err, errlen, "%s: out of memory for a connection", e->redacted);
+		fb_say(err, errlen, "%s: out of memory for a connection", e->redacted);
 		return FB_ENOMEM;
 	}
 	uint64_t limit = e->timeout_ns > MIN_CONNECT_NS ? e->timeout_ns : MIN_CONNECT_NS;
@@ -330,7 +327,7 @@ static fb_err dial(pg_engine *e, uint16_t worker, pg_conn *c, char *err, size_t 
 			goto fail;
 		}
 		if (w < 0) {
-			say(err, errlen, "%s: poll: %s", e->redacted, strerror(errno));
+			fb_say(err, errlen, "%s: poll: %s", e->redacted, strerror(errno));
 			goto fail;
 		}
 		st = PQconnectPoll(c->pg);
@@ -341,13 +338,13 @@ static fb_err dial(pg_engine *e, uint16_t worker, pg_conn *c, char *err, size_t 
 		/* libpq splits a URL at its first '@': a password holding one
 		 * comes back quoted as part of the host */
 		scrub(line, e->redacted);
-		say(err, errlen, "%s: %s", e->redacted, line);
+		fb_say(err, errlen, "%s: %s", e->redacted, line);
 		goto fail;
 	}
 	PQsetNoticeProcessor(c->pg, quiet, NULL);
 	if (PQsetnonblocking(c->pg, 1) != 0) {
 		fail(c, NULL);
-		say(err, errlen, "%s", c->err);
+		fb_say(err, errlen, "%s", c->err);
 		goto fail;
 	}
 	PGresult *res = query(c,
@@ -355,7 +352,7 @@ static fb_err dial(pg_engine *e, uint16_t worker, pg_conn *c, char *err, size_t 
 	                      "COMMITTED",
 	                      false);
 	if (!res) {
-		say(err, errlen, "%s", c->err);
+		fb_say(err, errlen, "%s", c->err);
 		goto fail;
 	}
 	PQclear(res);
@@ -392,6 +389,8 @@ static void scrub(char *msg, const char *redacted)
 	}
 }
 
+static void pg_close(void *eng);
+
 static fb_err pg_open(const fb_engine_config *cfg, const char *url, void **eng, char *err,
                       size_t errlen)
 {
@@ -399,14 +398,28 @@ static fb_err pg_open(const fb_engine_config *cfg, const char *url, void **eng, 
 	if (!url)
 		url = "";
 	pg_engine *e = calloc(1, sizeof *e);
-	if (!e || !(e->url = strdup(url))) {
+	char *bare = malloc(strlen(url) + 1);
+	if (!e || !bare ||
+	    !fb_user_sql_take(url, bare, strlen(url) + 1, e->sql_path, sizeof e->sql_path) ||
+	    !(e->url = strdup(bare))) {
 		free(e);
-		say(err, errlen, "out of memory");
+		free(bare);
+		fb_say(err, errlen, "out of memory");
 		return FB_ENOMEM;
 	}
+	free(bare);
 	e->cfg = *cfg;
 	e->timeout_ns = cfg->timeout_ns ? cfg->timeout_ns : DEFAULT_TIMEOUT_NS;
 	fb_url_redact(url, e->redacted, sizeof e->redacted);
+	e->own = e->sql_path[0] != 0;
+	e->table_modes = cfg->modes & ~(e->own ? 1u << FB_FENCED : 0u);
+	char why[480];
+	if (e->own && !fb_user_sql_load(e->sql_path, &e->user, why, sizeof why)) {
+		fb_say(err, errlen, "%s: sql=%s", e->redacted, why);
+		pg_close(e);
+		return FB_EINVAL;
+	}
+	url = e->url;
 
 	/* A URL libpq cannot parse is the user's typo, not an unreachable server. */
 	char *perr = NULL;
@@ -415,23 +428,21 @@ static fb_err pg_open(const fb_engine_config *cfg, const char *url, void **eng, 
 		char line[512];
 		first_line(perr ? perr : "malformed URL or conninfo", line, sizeof line);
 		scrub(line, e->redacted);
-		say(err, errlen, "%s: %s", e->redacted, line);
+		fb_say(err, errlen, "%s: %s", e->redacted, line);
 		PQfreemem(perr);
-		free(e->url);
-		free(e);
+		pg_close(e);
 		return FB_EINVAL;
 	}
 	PQconninfoFree(opts);
 
 	fb_err rc = dial(e, 0, &e->admin, err, errlen);
 	if (rc != FB_OK) {
-		free(e->url);
-		free(e);
+		pg_close(e);
 		return rc;
 	}
 	/* "15.13 (Debian 15.13-0+deb12u1)": the number is the version */
 	const char *v = PQparameterStatus(e->admin.pg, "server_version");
-	say(e->version, sizeof e->version, "%.*s", v ? (int)strcspn(v, " ") : 1, v ? v : "?");
+	fb_say(e->version, sizeof e->version, "%.*s", v ? (int)strcspn(v, " ") : 1, v ? v : "?");
 	*eng = e;
 	return FB_OK;
 }
@@ -439,7 +450,7 @@ static fb_err pg_open(const fb_engine_config *cfg, const char *url, void **eng, 
 static void pg_version(void *eng, char *buf, size_t len)
 {
 	pg_engine *e = eng;
-	say(buf, len, "%s", e->version);
+	fb_say(buf, len, "%s", e->version);
 }
 
 static void pg_close(void *eng)
@@ -448,6 +459,7 @@ static void pg_close(void *eng)
 	if (!e)
 		return;
 	PQfinish(e->admin.pg);
+	fb_user_sql_free(&e->user);
 	free(e->url);
 	free(e);
 }
@@ -462,7 +474,7 @@ static bool exec_ok(pg_engine *e, const char *sql, char *err, size_t errlen)
 		PQclear(res);
 		return true;
 	}
-	say(err, errlen, "%s", e->admin.err);
+	fb_say(err, errlen, "%s", e->admin.err);
 	return false;
 }
 
@@ -502,9 +514,9 @@ static bool meta_matches(pg_engine *e, const fb_store_meta *m, char *err, size_t
 		                      o ? ", " : "", m->keys, c->keys);
 	if (!o)
 		return true;
-	say(err, errlen,
-	    "%s: the store was prepared with %s; prepare it afresh or run with its settings",
-	    e->redacted, diff);
+	fb_say(err, errlen,
+	       "%s: the store was prepared with %s; prepare it afresh or run with its settings",
+	       e->redacted, diff);
 	return false;
 }
 
@@ -525,21 +537,226 @@ static bool seed(pg_engine *e, char *err, size_t errlen)
 {
 	const fb_engine_config *c = &e->cfg;
 	for (int d = 0; d < FB_DISCIPLINES; d++) {
-		if (!(c->modes & (1u << d)))
+		if (!(e->table_modes & (1u << d)))
 			continue;
 		for (uint32_t lo = 0; lo < c->keys; lo += SEED_CHUNK) {
 			uint32_t hi = c->keys - lo > SEED_CHUNK ? lo + SEED_CHUNK - 1 : c->keys - 1;
 			char sql[512];
-			say(sql, sizeof sql,
-			    "INSERT INTO fencebench_account (discipline, id, balance)"
-			    " SELECT %d, k, %lld FROM generate_series(%u, %u) AS k"
-			    " ON CONFLICT DO NOTHING",
-			    d, (long long)c->initial_balance, lo, hi);
+			fb_say(sql, sizeof sql,
+			       "INSERT INTO fencebench_account (discipline, id, balance)"
+			       " SELECT %d, k, %lld FROM generate_series(%u, %u) AS k"
+			       " ON CONFLICT DO NOTHING",
+			       d, (long long)c->initial_balance, lo, hi);
 			if (!exec_ok(e, sql, err, errlen))
 				return false;
 		}
 	}
 	return true;
+}
+
+/* ---- the user's own statements (sql=FILE) ------------------------------- */
+
+/* The columns each of the user's statements must return. */
+static const char *const user_columns[FB_SQL_RESET][4] = {
+        [FB_SQL_READ] = {"balance"},
+        [FB_SQL_WRITE] = {"before", "balance", "version", "last_fence"},
+        [FB_SQL_DEBIT] = {"before", "balance", "version", "last_fence"},
+        [FB_SQL_FINAL] = {"balance", "last_fence"},
+};
+
+/* The types fencebench binds each kind's parameters as (pg_sql.h's order). */
+static const Oid *user_types(fb_sql_kind k)
+{
+	static const Oid write_types[] = {INT8OID, INT8OID, INT4OID, INT4OID, INT4OID};
+	static const Oid read_types[] = {INT4OID, INT8OID};
+	static const Oid final_types[] = {INT4OID};
+	static const Oid reset_types[] = {INT4OID, INT8OID};
+	return k == FB_SQL_READ    ? read_types
+	       : k == FB_SQL_FINAL ? final_types
+	       : k == FB_SQL_RESET ? reset_types
+	                           : write_types;
+}
+
+/* A server's refusal of the user's statement is bad input (FB_EINVAL);
+ * a connection that failed is not (FB_ESYS). */
+static fb_err user_refused(pg_engine *e, const char *what, char *err, size_t errlen)
+{
+	size_t n = strlen(e->redacted);
+	const char *why = strncmp(e->admin.err, e->redacted, n) == 0 && e->admin.err[n] == ':'
+	                          ? e->admin.err + n + 2
+	                          : e->admin.err;
+	fb_say(err, errlen, "%s: sql=%s: %s: %s", e->redacted, e->sql_path, what, why);
+	return e->admin.pg && PQstatus(e->admin.pg) == CONNECTION_OK ? FB_EINVAL : FB_ESYS;
+}
+
+/* Before anything is written: the statements the run needs are there (the
+ * parameters were checked as the file was read). */
+static fb_err needed_user_sql(pg_engine *e, char *err, size_t errlen)
+{
+	const fb_user_sql *u = &e->user;
+	bool debit = e->cfg.op == 1;
+	const char *miss = !u->sql[FB_SQL_FINAL]             ? "@final"
+	                   : !u->nreset                      ? "@reset"
+	                   : debit && !u->sql[FB_SQL_DEBIT]  ? "@debit"
+	                   : !debit && !u->sql[FB_SQL_READ]  ? "@read"
+	                   : !debit && !u->sql[FB_SQL_WRITE] ? "@write"
+	                                                     : NULL;
+	if (!miss)
+		return FB_OK;
+	fb_say(err, errlen, "%s: sql=%s has no %s: a run with --op %s needs @reset, %s and @final",
+	       e->redacted, e->sql_path, miss, debit ? "debit" : "rmw",
+	       debit ? "@debit" : "@read, @write");
+	return FB_EINVAL;
+}
+
+/* "before, balance, version and last_fence" */
+static void columns_list(const char *const *want, char *buf, size_t len)
+{
+	buf[0] = 0;
+	for (int c = 0; c < 4 && want[c]; c++)
+		snprintf(buf + strlen(buf), len - strlen(buf), "%s%s",
+		         !c                     ? ""
+		         : c < 3 && want[c + 1] ? ", "
+		                                : " and ",
+		         want[c]);
+}
+
+/*
+ * After the resets (which may create the user's table): the server prepares
+ * each statement (syntax, tables, parameter types) and each returns the
+ * columns fencebench reads. Either failing is the user's to fix:
+ * FB_EINVAL, with the server's reason.
+ */
+static fb_err check_user_sql(pg_engine *e, char *err, size_t errlen)
+{
+	for (int k = 0; k < FB_SQL_RESET; k++) {
+		const char *sql = e->user.sql[k];
+		if (!sql)
+			continue;
+		char name[32], what[32];
+		int np;
+		fb_sql_params((fb_sql_kind)k, &np);
+		fb_say(name, sizeof name, "fb_user_%s", fb_sql_kind_names[k]);
+		fb_say(what, sizeof what, "@%s", fb_sql_kind_names[k]);
+		PGresult *res = finish(&e->admin, deadline_of(&e->admin),
+		                       e->admin.pg && PQsendPrepare(e->admin.pg, name, sql, np,
+		                                                    user_types((fb_sql_kind)k)),
+		                       false);
+		if (res) {
+			PQclear(res);
+			res = finish(&e->admin, deadline_of(&e->admin),
+			             PQsendDescribePrepared(e->admin.pg, name), false);
+		}
+		if (!res)
+			return user_refused(e, what, err, errlen);
+		const char *const *want = user_columns[k];
+		for (int c = 0; c < 4 && want[c]; c++) {
+			if (PQfnumber(res, want[c]) >= 0)
+				continue;
+			char has[256] = "", must[96];
+			for (int f = 0; f < PQnfields(res); f++)
+				snprintf(has + strlen(has), sizeof has - strlen(has), "%s%s",
+				         f ? ", " : "", PQfname(res, f));
+			columns_list(want, must, sizeof must);
+			fb_say(err, errlen,
+			       "%s: sql=%s: %s returns (%s), no column \"%s\": it must return %s",
+			       e->redacted, e->sql_path, what, has, want[c], must);
+			PQclear(res);
+			return FB_EINVAL;
+		}
+		PQclear(res);
+	}
+	return FB_OK;
+}
+
+/* The user's resets, in order, each with ($keys, $initial_balance), when
+ * the run is fresh; then the statements, checked. */
+static fb_err reset_user(pg_engine *e, bool fresh, char *err, size_t errlen)
+{
+	char keys[16], bal[24];
+	snprintf(keys, sizeof keys, "%u", e->cfg.keys);
+	snprintf(bal, sizeof bal, "%lld", (long long)e->cfg.initial_balance);
+	const char *vals[2] = {keys, bal};
+	for (int i = 0; fresh && i < e->user.nreset; i++) {
+		PGresult *res =
+		        finish(&e->admin, deadline_of(&e->admin),
+		               e->admin.pg && PQsendQueryParams(e->admin.pg, e->user.reset[i], 2,
+		                                                user_types(FB_SQL_RESET), vals,
+		                                                NULL, NULL, 0),
+		               false);
+		if (!res) {
+			char what[32];
+			fb_say(what, sizeof what, "@reset %d of %d", i + 1, e->user.nreset);
+			return user_refused(e, what, err, errlen);
+		}
+		PQclear(res);
+	}
+	return check_user_sql(e, err, errlen);
+}
+
+/* Column col of row 0 of a result of the user's `what`, as an integer; a
+ * column that is missing, NULL or not an integer fails the call. */
+static bool user_int(pg_conn *c, const PGresult *res, const char *what, const char *col, int64_t *v)
+{
+	int f = PQfnumber(res, col);
+	if (f < 0 || PQgetisnull(res, 0, f)) {
+		fb_say(c->err, sizeof c->err, "%s: sql=%s: %s returned %s \"%s\"", c->e->redacted,
+		       c->e->sql_path, what, f < 0 ? "no column" : "NULL for", col);
+		return false;
+	}
+	const char *s = PQgetvalue(res, 0, f);
+	char *end;
+	errno = 0;
+	*v = strtoll(s, &end, 10);
+	if (errno || end == s || *end) {
+		fb_say(c->err, sizeof c->err,
+		       "%s: sql=%s: %s returned \"%s\" = '%.40s', not an integer", c->e->redacted,
+		       c->e->sql_path, what, col, s);
+		return false;
+	}
+	return true;
+}
+
+/* How many rows the user's statement touched: none is a refusal, one the
+ * key's row, more a statement that is not about one key. */
+static bool user_rows(pg_conn *c, const PGresult *res, const char *what, uint32_t key)
+{
+	int n = PQntuples(res);
+	if (n <= 1)
+		return true;
+	fb_say(c->err, sizeof c->err,
+	       "%s: sql=%s: %s returned %d rows for key %u: one key, one row", c->e->redacted,
+	       c->e->sql_path, what, n, key);
+	return false;
+}
+
+/* An accepted write of the user's (its one row): what the checker needs. */
+static fb_io user_applied(pg_conn *c, PGresult *res, const char *what, uint32_t key, uint64_t token,
+                          fb_store_result *r)
+{
+	int64_t version, last;
+	if (!user_rows(c, res, what, key)) {
+		PQclear(res);
+		return FB_IO_ERROR;
+	}
+	if (PQntuples(res) == 0) {
+		PQclear(res);
+		r->stale = true;
+		return FB_IO_REFUSED;
+	}
+	bool ok = user_int(c, res, what, "before", &r->before) &&
+	          user_int(c, res, what, "balance", &r->balance) &&
+	          user_int(c, res, what, "version", &version) &&
+	          user_int(c, res, what, "last_fence", &last);
+	PQclear(res);
+	if (!ok)
+		return FB_IO_ERROR;
+	r->ok = true;
+	r->version = (uint16_t)version;
+	r->stale = last >= 0 && token <= (uint64_t)last; /* the store's own record */
+	r->highest = last > 0 ? (uint64_t)last : 0;
+	r->highest_written = true;
+	return FB_IO_OK;
 }
 
 /*
@@ -555,6 +772,9 @@ static fb_err pg_prepare(void *eng, bool fresh, char *err, size_t errlen)
 	const fb_engine_config *c = &e->cfg;
 	const char *ine = fresh ? "" : "IF NOT EXISTS ";
 	char sql[2048];
+	fb_err rc = e->own ? needed_user_sql(e, err, errlen) : FB_OK;
+	if (rc != FB_OK)
+		return rc;
 	if (!exec_ok(e, "BEGIN", err, errlen))
 		return FB_ESYS;
 	if (!exec_ok(e, "SELECT pg_advisory_xact_lock(hashtext('fencebench prepare'))", err,
@@ -565,36 +785,39 @@ static fb_err pg_prepare(void *eng, bool fresh, char *err, size_t errlen)
 	                      "fencebench_meta",
 	                      err, errlen))
 		goto fail;
-	say(sql, sizeof sql,
-	    "CREATE TABLE %sfencebench_account " ACCOUNT_COLUMNS "; "
-	    "CREATE TABLE %sfencebench_history " HISTORY_COLUMNS "; "
-	    "CREATE TABLE %sfencebench_meta " META_COLUMNS,
-	    ine, ine, ine);
+	fb_say(sql, sizeof sql,
+	       "CREATE TABLE %sfencebench_account " ACCOUNT_COLUMNS "; "
+	       "CREATE TABLE %sfencebench_history " HISTORY_COLUMNS "; "
+	       "CREATE TABLE %sfencebench_meta " META_COLUMNS,
+	       ine, ine, ine);
 	if (!exec_ok(e, sql, err, errlen))
 		goto fail;
-	say(sql, sizeof sql,
-	    "INSERT INTO fencebench_meta (initial_balance, amount, keys, op, modes)"
-	    " VALUES (%lld, %lld, %u, %d, %u) ON CONFLICT (one) DO NOTHING",
-	    (long long)c->initial_balance, (long long)c->amount, c->keys, c->op, c->modes);
+	fb_say(sql, sizeof sql,
+	       "INSERT INTO fencebench_meta (initial_balance, amount, keys, op, modes)"
+	       " VALUES (%lld, %lld, %u, %d, %u) ON CONFLICT (one) DO NOTHING",
+	       (long long)c->initial_balance, (long long)c->amount, c->keys, c->op, e->table_modes);
 	if (!exec_ok(e, sql, err, errlen))
 		goto fail;
 	if (!fresh) {
 		fb_store_meta m;
 		if (read_meta(&e->admin, &m) != FB_IO_OK) {
-			say(err, errlen, "%s", e->admin.err);
+			fb_say(err, errlen, "%s", e->admin.err);
 			goto fail;
 		}
 		if (!meta_matches(e, &m, err, errlen)) {
 			rollback(e);
 			return FB_EINVAL;
 		}
-		say(sql, sizeof sql, "UPDATE fencebench_meta SET modes = modes | %u", c->modes);
+		fb_say(sql, sizeof sql, "UPDATE fencebench_meta SET modes = modes | %u",
+		       e->table_modes);
 		if (!exec_ok(e, sql, err, errlen))
 			goto fail;
 	}
 	if (!exec_ok(e, "COMMIT", err, errlen))
 		goto fail;
-	return seed(e, err, errlen) ? FB_OK : FB_ESYS;
+	if (!seed(e, err, errlen))
+		return FB_ESYS;
+	return e->own ? reset_user(e, fresh, err, errlen) : FB_OK;
 fail:
 	rollback(e);
 	return FB_ESYS;
@@ -628,62 +851,72 @@ static const char *const stale_expr[FB_DISCIPLINES] = {
 
 static void write_sql(char *buf, size_t len, fb_discipline d, bool debit)
 {
-	say(buf, len,
-	    "WITH u AS (UPDATE fencebench_account"
-	    " SET prev_balance = balance, prev_fence = last_fence, prev_seen = seen,"
-	    " balance = %s, last_fence = $2, seen = greatest(seen, $2), version = version + 1"
-	    " WHERE discipline = %d AND id = $3%s"
-	    " RETURNING version, balance, prev_balance, prev_fence, prev_seen, %s AS stale),"
-	    " h AS (INSERT INTO fencebench_history"
-	    " (discipline, id, version, fence, before, after, stale, client, worker)"
-	    " SELECT %d, $3, version, $2, prev_balance, balance, stale, $4, $5 FROM u)"
-	    " SELECT version, balance, prev_balance, prev_fence, prev_seen, stale FROM u",
-	    debit ? "balance - $1" : "$1", (int)d, rule[d], stale_expr[d], (int)d);
+	fb_say(buf, len,
+	       "WITH u AS (UPDATE fencebench_account"
+	       " SET prev_balance = balance, prev_fence = last_fence, prev_seen = seen,"
+	       " balance = %s, last_fence = $2, seen = greatest(seen, $2), version = version + 1"
+	       " WHERE discipline = %d AND id = $3%s"
+	       " RETURNING version, balance, prev_balance, prev_fence, prev_seen, %s AS stale),"
+	       " h AS (INSERT INTO fencebench_history"
+	       " (discipline, id, version, fence, before, after, stale, client, worker)"
+	       " SELECT %d, $3, version, $2, prev_balance, balance, stale, $4, $5 FROM u)"
+	       " SELECT version, balance, prev_balance, prev_fence, prev_seen, stale FROM u",
+	       debit ? "balance - $1" : "$1", (int)d, rule[d], stale_expr[d], (int)d);
 }
 
 static void read_sql(char *buf, size_t len, fb_discipline d)
 {
 	if (d == FB_FENCED)
-		say(buf, len,
-		    "UPDATE fencebench_account SET prev_seen = seen, seen = $2"
-		    " WHERE discipline = %d AND id = $1 AND seen <= $2"
-		    " RETURNING balance, prev_seen, last_fence, version",
-		    (int)d);
+		fb_say(buf, len,
+		       "UPDATE fencebench_account SET prev_seen = seen, seen = $2"
+		       " WHERE discipline = %d AND id = $1 AND seen <= $2"
+		       " RETURNING balance, prev_seen, last_fence, version",
+		       (int)d);
 	else
-		say(buf, len,
-		    "SELECT balance, seen, last_fence, version FROM fencebench_account"
-		    " WHERE discipline = %d AND id = $1",
-		    (int)d);
+		fb_say(buf, len,
+		       "SELECT balance, seen, last_fence, version FROM fencebench_account"
+		       " WHERE discipline = %d AND id = $1",
+		       (int)d);
 }
 
-enum { ST_WRITE, ST_DEBIT, ST_READ };
+enum { ST_WRITE, ST_DEBIT, ST_READ, ST_FINAL /* the user's only */ };
 
 static void statement_name(char *buf, size_t len, int kind, fb_discipline d)
 {
-	say(buf, len, "fb_%c%d", "wdr"[kind], (int)d);
+	fb_say(buf, len, "fb_%c%d", "wdrf"[kind], (int)d);
 }
 
 static fb_err prepare_statements(pg_conn *c, char *err, size_t errlen)
 {
 	static const Oid write_types[] = {INT8OID, INT8OID, INT4OID, INT4OID, INT4OID};
 	static const Oid read_types[] = {INT4OID, INT8OID};
+	static const fb_sql_kind user_kind[] = {FB_SQL_WRITE, FB_SQL_DEBIT, FB_SQL_READ,
+	                                        FB_SQL_FINAL};
+	const fb_user_sql *u = c->e->own ? &c->e->user : NULL;
 	for (int d = 0; d < FB_DISCIPLINES; d++) {
-		for (int kind = ST_WRITE; kind <= ST_READ; kind++) {
+		bool user = u && d == FB_FENCED;
+		for (int kind = ST_WRITE; kind <= (user ? ST_FINAL : ST_READ); kind++) {
 			char name[16], sql[1024];
-			if (kind == ST_READ)
+			const char *text = sql;
+			if (user)
+				text = u->sql[user_kind[kind]];
+			else if (kind == ST_READ)
 				read_sql(sql, sizeof sql, (fb_discipline)d);
 			else
 				write_sql(sql, sizeof sql, (fb_discipline)d, kind == ST_DEBIT);
+			if (!text) /* a statement the run does not use */
+				continue;
 			statement_name(name, sizeof name, kind, (fb_discipline)d);
-			int n = kind != ST_READ ? 5 : d == FB_FENCED ? 2 : 1;
+			int n = kind == ST_FINAL ? 1 : kind != ST_READ ? 5 : d == FB_FENCED ? 2 : 1;
 			uint64_t deadline = deadline_of(c);
-			PGresult *res =
-			        finish(c, deadline,
-			               PQsendPrepare(c->pg, name, sql, n,
-			                             kind == ST_READ ? read_types : write_types),
-			               false);
+			PGresult *res = finish(c, deadline,
+			                       PQsendPrepare(c->pg, name, text, n,
+			                                     user ? user_types(user_kind[kind])
+			                                     : kind == ST_READ ? read_types
+			                                                       : write_types),
+			                       false);
 			if (!res) {
-				say(err, errlen, "%s", c->err);
+				fb_say(err, errlen, "%s", c->err);
 				return FB_ESYS;
 			}
 			PQclear(res);
@@ -698,7 +931,7 @@ static fb_err pg_connect(void *eng, uint16_t worker, void **conn, char *err, siz
 	*conn = NULL;
 	pg_conn *c = calloc(1, sizeof *c);
 	if (!c) {
-		say(err, errlen, "out of memory");
+		fb_say(err, errlen, "out of memory");
 		return FB_ENOMEM;
 	}
 	fb_err rc = dial(e, worker, c, err, errlen);
@@ -737,7 +970,7 @@ static bool bad_discipline(pg_conn *c, fb_discipline d)
 {
 	if ((unsigned)d < FB_DISCIPLINES)
 		return false;
-	say(c->err, sizeof c->err, "%s: no discipline %d", c->e->redacted, (int)d);
+	fb_say(c->err, sizeof c->err, "%s: no discipline %d", c->e->redacted, (int)d);
 	return true;
 }
 
@@ -772,7 +1005,7 @@ static bool sendable(pg_conn *c, int kind, fb_discipline d, uint32_t key, int64_
 	}
 	static const char *const what[] = {"write", "debit", "read"};
 	statement_name(q->name, sizeof q->name, kind, d);
-	say(q->doing, sizeof q->doing, "%s %s", fb_discipline_name(d), what[kind]);
+	fb_say(q->doing, sizeof q->doing, "%s %s", fb_discipline_name(d), what[kind]);
 	int at = 0;
 	if (kind != ST_READ)
 		snprintf(q->v[at++], sizeof q->v[0], "%lld", (long long)value);
@@ -796,6 +1029,33 @@ static int send_call(pg_conn *c, const pg_call *q)
 	return c->pg && PQsendQueryPrepared(c->pg, q->name, q->n, q->vals, NULL, NULL, 0);
 }
 
+/* The user's read: no row is a refusal; one row serves its balance (and,
+ * if it returns them, the fences the key had seen and accepted). */
+static fb_io user_read(pg_conn *c, PGresult *res, uint32_t key, fb_store_result *r)
+{
+	if (!user_rows(c, res, "@read", key)) {
+		PQclear(res);
+		return FB_IO_ERROR;
+	}
+	if (PQntuples(res) == 0) {
+		PQclear(res);
+		return FB_IO_REFUSED;
+	}
+	int64_t seen = 0, last = 0;
+	bool ok = user_int(c, res, "@read", "balance", &r->balance) &&
+	          (PQfnumber(res, "seen") < 0 || user_int(c, res, "@read", "seen", &seen)) &&
+	          (PQfnumber(res, "last_fence") < 0 ||
+	           user_int(c, res, "@read", "last_fence", &last));
+	PQclear(res);
+	if (!ok)
+		return FB_IO_ERROR;
+	r->ok = true;
+	r->before = r->balance;
+	r->highest = (uint64_t)(seen > last ? seen : last);
+	r->highest_written = last >= seen;
+	return FB_IO_OK;
+}
+
 /*
  * An operation's result (cleared here) as store d's outcome. NULL: it
  * failed, c->err says why. A write or debit that touched no row was
@@ -804,11 +1064,16 @@ static int send_call(pg_conn *c, const pg_call *q)
  * Write rows: version, balance, prev_balance, prev_fence, prev_seen, stale;
  * read rows: balance, prev_seen (seen, unfenced), last_fence, version.
  */
-static fb_io outcome(pg_conn *c, int kind, fb_discipline d, uint32_t key, PGresult *res,
-                     fb_store_result *r)
+static fb_io outcome(pg_conn *c, int kind, fb_discipline d, uint32_t key, uint64_t token,
+                     PGresult *res, fb_store_result *r)
 {
 	if (!res)
 		return FB_IO_ERROR;
+	if (d == FB_FENCED && c->e->own) /* the user's statements, judged as theirs */
+		return kind == ST_READ
+		               ? user_read(c, res, key, r)
+		               : user_applied(c, res, kind == ST_DEBIT ? "@debit" : "@write", key,
+		                              token, r);
 	if (PQntuples(res) != 1) {
 		PQclear(res);
 		if (kind != ST_READ) {
@@ -817,8 +1082,8 @@ static fb_io outcome(pg_conn *c, int kind, fb_discipline d, uint32_t key, PGresu
 		}
 		if (d == FB_FENCED)
 			return FB_IO_REFUSED;
-		say(c->err, sizeof c->err, "%s: no %s row for key %u: is the store prepared?",
-		    c->e->redacted, fb_discipline_name(d), key);
+		fb_say(c->err, sizeof c->err, "%s: no %s row for key %u: is the store prepared?",
+		       c->e->redacted, fb_discipline_name(d), key);
 		return FB_IO_ERROR;
 	}
 	bool read = kind == ST_READ;
@@ -852,7 +1117,7 @@ static fb_io one(pg_conn *c, int kind, fb_discipline d, uint32_t key, int64_t va
 	c->doing = q.doing;
 	PGresult *res = finish(c, deadline, send_call(c, &q), true);
 	c->doing = NULL;
-	return outcome(c, kind, d, key, res, r);
+	return outcome(c, kind, d, key, token, res, r);
 }
 
 static fb_io pg_write(void *conn, fb_discipline d, uint32_t key, int64_t balance, uint64_t token,
@@ -978,7 +1243,7 @@ static void pg_batch(void *conn, int n, const fb_store_op *ops, uint32_t key, ui
 		c->doing = q[j].doing;
 		PGresult *res = j < queued ? pipeline_result(c, deadline) : NULL;
 		c->doing = NULL;
-		io[i] = outcome(c, kind[i], ops[i].d, key, res, &r[i]);
+		io[i] = outcome(c, kind[i], ops[i].d, key, token, res, &r[i]);
 		if (io[i] == FB_IO_ERROR && !first[0])
 			memcpy(first, c->err, sizeof first);
 	}
@@ -996,12 +1261,44 @@ static void pg_batch(void *conn, int n, const fb_store_op *ops, uint32_t key, ui
 
 /* ---- after the run: plain statements, so any connection serves ----------- */
 
+/* The user's @final, once a key: its row's balance and last fence. */
+static fb_io user_final(pg_conn *c, uint32_t keys, int64_t *balance, uint64_t *last_fence)
+{
+	char name[16];
+	statement_name(name, sizeof name, ST_FINAL, FB_FENCED);
+	for (uint32_t k = 0; k < keys; k++) {
+		char kv[16];
+		snprintf(kv, sizeof kv, "%u", k);
+		const char *vals[1] = {kv};
+		PGresult *res = finish(
+		        c, deadline_of(c),
+		        c->pg && PQsendQueryPrepared(c->pg, name, 1, vals, NULL, NULL, 0), true);
+		if (!res)
+			return FB_IO_ERROR;
+		int64_t last;
+		bool ok = PQntuples(res) == 1 &&
+		          user_int(c, res, "@final", "balance", &balance[k]) &&
+		          user_int(c, res, "@final", "last_fence", &last);
+		if (PQntuples(res) != 1)
+			fb_say(c->err, sizeof c->err,
+			       "%s: sql=%s: @final returned %d rows for key %u", c->e->redacted,
+			       c->e->sql_path, PQntuples(res), k);
+		PQclear(res);
+		if (!ok)
+			return FB_IO_ERROR;
+		last_fence[k] = (uint64_t)last;
+	}
+	return FB_IO_OK;
+}
+
 static fb_io pg_final(void *conn, fb_discipline d, uint32_t keys, int64_t *balance,
                       uint64_t *last_fence)
 {
 	pg_conn *c = conn;
 	if (bad_discipline(c, d))
 		return FB_IO_ERROR;
+	if (d == FB_FENCED && c->e->own)
+		return user_final(c, keys, balance, last_fence);
 	char dv[8], kv[16];
 	snprintf(dv, sizeof dv, "%d", (int)d);
 	snprintf(kv, sizeof kv, "%u", keys);
@@ -1026,8 +1323,8 @@ static fb_io pg_final(void *conn, fb_discipline d, uint32_t keys, int64_t *balan
 	}
 	PQclear(res);
 	if (!whole) {
-		say(c->err, sizeof c->err, "%s: %d %s rows for %u keys: is the store prepared?",
-		    c->e->redacted, n, fb_discipline_name(d), keys);
+		fb_say(c->err, sizeof c->err, "%s: %d %s rows for %u keys: is the store prepared?",
+		       c->e->redacted, n, fb_discipline_name(d), keys);
 		return FB_IO_ERROR;
 	}
 	return FB_IO_OK;
@@ -1044,9 +1341,13 @@ static fb_io pg_history(void *conn, void (*row)(void *ctx, const fb_history_row 
 	pg_conn *c = conn;
 	if (!c->pg)
 		return FB_IO_ERROR; /* closed by an earlier timeout */
-	if (!PQsendQuery(c->pg, "SELECT discipline, id, version, fence, before, after, stale,"
-	                        " client, worker FROM fencebench_history"
-	                        " ORDER BY discipline, id, version"))
+	/* sql=FILE: the fenced column is the user's table, not this history's */
+	char sql[256];
+	fb_say(sql, sizeof sql,
+	       "SELECT discipline, id, version, fence, before, after, stale, client, worker"
+	       " FROM fencebench_history WHERE discipline <> %d ORDER BY discipline, id, version",
+	       c->e->own ? (int)FB_FENCED : -1);
+	if (!PQsendQuery(c->pg, sql))
 		return fail(c, NULL);
 	/* Should single-row mode be refused, the rows come in one result:
 	 * the loop serves both. */
@@ -1100,8 +1401,8 @@ static fb_io read_meta(pg_conn *c, fb_store_meta *out)
 		return FB_IO_ERROR;
 	if (PQntuples(res) != 1) {
 		PQclear(res);
-		say(c->err, sizeof c->err, "%s: the store has no meta row: it was never prepared",
-		    c->e->redacted);
+		fb_say(c->err, sizeof c->err,
+		       "%s: the store has no meta row: it was never prepared", c->e->redacted);
 		return FB_IO_REFUSED;
 	}
 	out->initial_balance = i64(res, 0, 0);
@@ -1113,9 +1414,24 @@ static fb_io read_meta(pg_conn *c, fb_store_meta *out)
 	return FB_IO_OK;
 }
 
+/* sql=FILE: the fenced column is the user's, named by its @name. */
+static const char *pg_column(void *eng, fb_discipline d)
+{
+	const pg_engine *e = eng;
+	if (d != FB_FENCED || !e->own)
+		return NULL;
+	return e->user.name[0] ? e->user.name : "yours";
+}
+
+/* With sql=FILE the fenced column is the user's table, which keeps no
+ * history: whichever run wrote the meta row, `check` reads the controls. */
 static fb_io pg_meta(void *conn, fb_store_meta *out)
 {
-	return read_meta(conn, out);
+	pg_conn *c = conn;
+	fb_io io = read_meta(c, out);
+	if (io == FB_IO_OK && c->e->own)
+		out->modes &= ~(1u << FB_FENCED);
+	return io;
 }
 
 const fb_store_ops fb_pg_store_ops = {
@@ -1138,4 +1454,5 @@ const fb_store_ops fb_pg_store_ops = {
         .final = pg_final,
         .history = pg_history,
         .meta = pg_meta,
+        .column = pg_column,
 };

@@ -128,6 +128,37 @@ json_object *fb_test_json(json_object *o, const char *path)
 	return o;
 }
 
+json_object *fb_test_load(const char *path)
+{
+	json_object *doc = json_object_from_file(path);
+	check(doc, "no valid JSON document at %s", path);
+	return doc;
+}
+
+int64_t fb_test_num(json_object *doc, const char *path)
+{
+	json_object *v = fb_test_json(doc, path);
+	check(v, "the JSON lacks %s", path);
+	return json_object_get_int64(v);
+}
+
+json_object *fb_test_run_store(fb_test_proc *p, const char *dir, const char *store,
+                               const char *const *extra, int want)
+{
+	char json[4200];
+	snprintf(json, sizeof json, "%s/out-%d.json", dir, (int)getpid());
+	const char *args[48] = {"-q", "-o", dir, "--json", json, "--store", store};
+	int n = 7;
+	for (int i = 0; extra && extra[i] && n < 47; i++)
+		args[n++] = extra[i];
+	args[n] = NULL;
+	unlink(json);
+	int code = fb_test_run(p, args);
+	check(code == want, "exit %d, expected %d\nstdout:\n%s\nstderr:\n%s", code, want, p->out,
+	      p->err);
+	return access(json, F_OK) == 0 ? fb_test_load(json) : NULL;
+}
+
 void fb_test_start(fb_test_proc *p, const char *const *args)
 {
 	fb_test_start_within(p, args, 0);
@@ -215,13 +246,6 @@ json_object *fb_test_run_doc(fb_test_proc *p, const char *const *extra, int want
 	fb_test_rmtree(dir);
 	free(dir);
 	return doc;
-}
-
-int64_t fb_test_num(json_object *doc, const char *path)
-{
-	json_object *v = fb_test_json(doc, path);
-	check(v, "the JSON lacks %s", path);
-	return json_object_get_int64(v);
 }
 
 void fb_test_skipped(unsigned n, const char *packages, const char *why)

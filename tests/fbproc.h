@@ -33,6 +33,11 @@ void fb_test_rmtree(const char *dir);
  * or NULL if any step is missing. */
 json_object *fb_test_json(json_object *doc, const char *path);
 
+/* The JSON document in the file at path (put it), and the integer at a
+ * dotted path of one: the test fails, saying which, if either is missing. */
+json_object *fb_test_load(const char *path);
+int64_t fb_test_num(json_object *doc, const char *path);
+
 /* The binary under test run in the background with args (argv[0] left
  * out, NULL-terminated); its stdout and stderr go to files in a scratch
  * directory. fb_test_finish waits for it and reads them. */
@@ -50,14 +55,16 @@ void fb_test_start_within(fb_test_proc *p, const char *const *args, unsigned lim
 int fb_test_finish(fb_test_proc *p);
 /* Start and finish in one. */
 int fb_test_run(fb_test_proc *p, const char *const *args);
+/* The binary quiet on store (--store), its results in dir, with extra args
+ * (NULL-terminated, or NULL); the test fails unless it exits want. Its JSON
+ * document comes back (put it), or NULL if the run wrote none. */
+json_object *fb_test_run_store(fb_test_proc *p, const char *dir, const char *store,
+                               const char *const *extra, int want);
 void fb_test_release(fb_test_proc *p);
 
 /* Run the binary with extra args (NULL-terminated) plus -q, a scratch
  * results directory and --json, check that it exits `want` (printing its
  * output if not), and return the JSON document it wrote (put it). */
 json_object *fb_test_run_doc(fb_test_proc *p, const char *const *extra, int want);
-
-/* The integer at a dotted path, which must exist. */
-int64_t fb_test_num(json_object *doc, const char *path);
 
 #endif

@@ -164,7 +164,12 @@ static const opt opts[] = {
          0, W_STRESS},
         {"store", 0, "URL", K_ENGINE, OFF(store_url), 0, 0, 0, NULL, 0, "store", 0, true,
          "where the balances are written: inproc (default), redis://HOST:PORT/DB, "
-         "postgres://USER@HOST:PORT/DB or a libpq conninfo",
+         "postgres://USER@HOST:PORT/DB or a libpq conninfo (?sql=FILE, or sql=FILE in a "
+         "conninfo: your own statements on your own table as the fenced column; see YOUR OWN "
+         "SQL), or exec:COMMAND: your own store "
+         "as the fenced column (beside in-process controls), through an adapter program "
+         "that speaks JSON lines on stdin and stdout (the protocol: fencebench(1), ADAPTER "
+         "PROTOCOL, or README.md, Bring your own store)",
          0, W_STRESS},
         {"client-id", 0, "N", K_U32, OFF(client_id), 0, 1, 65535, NULL, 0, "client_id", 0, true,
          "process N of a shared run on real engines: unique owners, the engines are not reset, "
@@ -1157,6 +1162,29 @@ static bool value_text(const fb_config *cfg, const opt *o, char *v, size_t len)
 	}
 }
 
+/* v as one shell word: as it is if nothing in it is special to a shell,
+ * else in single quotes (an exec:COMMAND, a libpq conninfo hold spaces). */
+static void shell_word(const char *v, char *out, size_t len)
+{
+	if (!*v || strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	                     "_@%+=:,./-") != strlen(v)) {
+		size_t o = 0;
+		for (const char *p = v; o + 6 < len; p++) {
+			if (p == v || !*p)
+				out[o++] = '\'';
+			if (!*p)
+				break;
+			if (*p == '\'') /* close, an escaped quote, reopen */
+				o += (size_t)snprintf(out + o, len - o, "'\\''");
+			else
+				out[o++] = *p;
+		}
+		out[o] = 0;
+		return;
+	}
+	snprintf(out, len, "%s", v);
+}
+
 void fb_config_replay(const fb_config *cfg, char *buf, size_t len)
 {
 	size_t at = (size_t)snprintf(buf, len, "fencebench");
@@ -1178,10 +1206,12 @@ void fb_config_replay(const fb_config *cfg, char *buf, size_t len)
 			needs |= 1u << FB_FAULT_NODE_JUMP;
 		if (needs && !(cfg->faults & needs))
 			continue;
+		char w[420];
+		shell_word(v, w, sizeof w);
 		if (o->k == K_FLAG)
 			at += (size_t)snprintf(buf + at, len - at, " --%s", o->name);
 		else
-			at += (size_t)snprintf(buf + at, len - at, " --%s %s", o->name, v);
+			at += (size_t)snprintf(buf + at, len - at, " --%s %s", o->name, w);
 	}
 }
 

@@ -391,7 +391,7 @@ static HOT fb_step op_read(fb_worker *w)
 	if (e->batched)
 		return read_all(w);
 	fb_discipline d = rotated(e, w->first, w->i);
-	uint64_t e0 = eop_start(e, e->remote);
+	uint64_t e0 = eop_start(e, e->timed_modes >> d & 1);
 	w->rd[d] = (fb_store_result){0};
 	fb_io io = e->sops->read(w->sconn, d, w->key, w->l.fence, &w->rd[d]);
 	eop_end(e, w, FB_EOP_READ, e0);
@@ -631,7 +631,7 @@ static HOT bool write_one(fb_worker *w, fb_discipline d, int64_t value, uint64_t
 {
 	fb_env *e = w->env;
 	fb_store_result *res = &w->res;
-	uint64_t e0 = eop_start(e, e->remote);
+	uint64_t e0 = eop_start(e, e->timed_modes >> d & 1);
 	fb_io io = e->cfg->op == FB_OP_RMW
 	                   ? e->sops->write(w->sconn, d, w->key, value, w->l.fence, &w->rd[d], res)
 	                   : e->sops->debit(w->sconn, d, w->key, value, w->l.fence, res);

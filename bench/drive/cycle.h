@@ -165,6 +165,7 @@ struct fb_env {
 	bool server_pausing;
 	bool jumping;         /* node-jump is on, and the lease service can take it */
 	uint64_t lease_slack; /* how far two readings of the lease clock may disagree */
+	uint32_t timed_modes; /* store calls timed as round trips: remote, not exec's controls */
 	fb_checker *checker[FB_DISCIPLINES];
 	fb_feed *feed;        /* the workers' logs to the checkers, one more for the deliveries */
 	fb_feed_log *net_log; /* ... the deliveries' */

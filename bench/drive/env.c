@@ -155,6 +155,9 @@ static fb_err open_engines(fb_env *e, const fb_env_driver *drv, fb_results *res)
 	snprintf(res->lease_engine, sizeof res->lease_engine, "%s %s", e->lops->name, v);
 	e->sops->version(e->seng, v, sizeof v);
 	snprintf(res->store_engine, sizeof res->store_engine, "%s %s", e->sops->name, v);
+	for (int d = 0; d < FB_DISCIPLINES; d++)
+		snprintf(res->column[d], sizeof res->column[d], "%s",
+		         fb_store_column(e->sops, e->seng, (fb_discipline)d));
 	res->remote = e->remote;
 	res->batched = e->batched;
 	res->check_deferred = !e->checking && !cfg->no_check;
@@ -275,6 +278,7 @@ fb_err fb_env_open(fb_env *e, const fb_config *cfg, const fb_env_driver *drv, fb
 	e->send_ctx = drv->send_ctx;
 	e->remote = e->lops->remote || e->sops->remote;
 	e->batched = e->sops->batch != NULL;
+	e->timed_modes = e->remote ? ~e->sops->local_modes : 0;
 	/* Another process writes the same keys: this one's checker would wait
 	 * for versions it never sees. `fencebench check` reads the whole
 	 * history afterwards. */

@@ -144,6 +144,7 @@ typedef struct fb_results {
 	bool check_deferred; /* a shared run: the global history is `fencebench check`'s */
 	char failure[400];   /* an engine that stopped answering: which, and why */
 	fb_mode_result mode[FB_DISCIPLINES];
+	char column[FB_DISCIPLINES][16]; /* each one's heading: its name, or an adapter's */
 	fb_key_result *keys;
 	fb_first_corruption first;  /* the run's first corruption */
 	fb_first_corruption shaped; /* the first of the article's shape (may be the same) */
@@ -174,5 +175,12 @@ typedef void (*fb_tick_fn)(void *ctx, const fb_sample *s);
  */
 fb_err fb_run(const fb_config *cfg, fb_tick_fn tick, void *ctx, fb_results *res);
 void fb_results_free(fb_results *res);
+
+/* Discipline d's column heading: the store's own name for it (an adapter's
+ * column), else the discipline's. */
+static inline const char *fb_column(const fb_results *res, fb_discipline d)
+{
+	return res->column[d][0] ? res->column[d] : fb_discipline_name(d);
+}
 
 #endif

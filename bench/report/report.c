@@ -25,6 +25,10 @@ static const char *dur(char *buf, size_t len, uint64_t ns)
 /* "1 thread", "2 threads": words that add up */
 #define PL(n, one, many) ((n) == 1 ? (one) : (many))
 
+/* Discipline d's column heading: the store's own name for it (an adapter's
+ * column), else the discipline's. */
+#define col fb_column
+
 void fb_report_open(fb_report *rp, const fb_config *cfg)
 {
 	memset(rp, 0, sizeof *rp);
@@ -490,7 +494,7 @@ static void print_false_rejection(FILE *out, const fb_results *res)
 	        "  first, key %u: w%u's %s with fence %llu refused by %s (it had seen fence %llu) "
 	        "with %s of its lease still to run\n",
 	        x->key, x->worker, x->read ? "read" : "write", (unsigned long long)x->fence,
-	        fb_discipline_name(x->d), (unsigned long long)x->highest, D(x->left_ns));
+	        col(res, x->d), (unsigned long long)x->highest, D(x->left_ns));
 }
 
 /* The side-by-side table: one column per discipline. */
@@ -499,7 +503,7 @@ static void print_table(FILE *out, const fb_results *res)
 	fprintf(out, "\n%-22s", "");
 	for (int d = 0; d < FB_DISCIPLINES; d++)
 		if (res->mode[d].on)
-			fprintf(out, " %13s", fb_discipline_name((fb_discipline)d));
+			fprintf(out, " %13s", col(res, (fb_discipline)d));
 	fprintf(out, "   (same workers, leases and faults)\n");
 	row(out, res, "writes accepted", NULL, g_accepted);
 	row(out, res, "reads refused", NULL, g_refused);
@@ -585,8 +589,8 @@ static void print_status(FILE *out, const fb_results *res)
 	for (int d = 0; d < FB_DISCIPLINES; d++) {
 		const fb_mode_result *m = &res->mode[d];
 		if (m->on && !m->checker_agrees)
-			fprintf(out, "%s: CHECKER DISAGREES: %s\n",
-			        fb_discipline_name((fb_discipline)d), m->disagreement);
+			fprintf(out, "%s: CHECKER DISAGREES: %s\n", col(res, (fb_discipline)d),
+			        m->disagreement);
 	}
 }
 
@@ -613,24 +617,25 @@ static void say_broken(FILE *out, const fb_mode_result *m, bool lost_counts)
 static void say_fenced(FILE *out, const fb_results *res, bool vacuous)
 {
 	const fb_mode_result *f = &res->mode[FB_FENCED];
+	const char *name = col(res, FB_FENCED);
 	if (!f->on)
 		return;
 	if (f->unchecked && !f->stale_accepted && !f->false_rejections) {
 		fprintf(out,
-		        "fenced: no stale write accepted by the store's own count (%s refused); "
+		        "%s: no stale write accepted by the store's own count (%s refused); "
 		        "not "
 		        "verified here\n",
-		        G(f->rejected_stale + f->reads_refused));
+		        name, G(f->rejected_stale + f->reads_refused));
 	} else if (f->stale_accepted || f->lost_updates || f->false_rejections) {
-		fprintf(out, "fenced: VIOLATED !!! (");
+		fprintf(out, "%s: VIOLATED !!! (", name);
 		say_broken(out, f, true);
 		fprintf(out, ")\n");
 	} else if (!f->checker_agrees) {
-		fprintf(out, "fenced: FAIL !!! (its checker disagrees with it, above)\n");
+		fprintf(out, "%s: FAIL !!! (its checker disagrees with it, above)\n", name);
 	} else if (vacuous) {
-		fprintf(out, "fenced: no violation, but vacuous: no stale write attempted\n");
+		fprintf(out, "%s: no violation, but vacuous: no stale write attempted\n", name);
 	} else {
-		fprintf(out, "fenced: SAFE (%s stale %s refused", G(f->rejected_stale),
+		fprintf(out, "%s: SAFE (%s stale %s refused", name, G(f->rejected_stale),
 		        PL(f->rejected_stale, "write", "writes"));
 		if (f->reads_refused)
 			fprintf(out, ", and %s stale %s", G(f->reads_refused),
@@ -724,7 +729,7 @@ static int print_verdict_line(FILE *out, const fb_results *res, bool vacuous)
 	                              : "PASS");
 	for (int d = 0; d < FB_DISCIPLINES; d++) {
 		const fb_mode_result *m = &res->mode[d];
-		const char *name = fb_discipline_name((fb_discipline)d);
+		const char *name = col(res, (fb_discipline)d);
 		if (m->on && m->unchecked) /* the stores' own stale counts, nothing else */
 			fprintf(out, " %s stale=%llu lost=- agree=-;", name,
 			        (unsigned long long)m->stale_accepted);
@@ -861,6 +866,7 @@ static json_object *j_mode(const fb_results *res, fb_discipline d)
 	const fb_config *cfg = res->cfg;
 	json_object *o = json_object_new_object();
 	double tput = res->elapsed_s > 0 ? (double)res->ops / res->elapsed_s : 0;
+	json_object_object_add(o, "column", json_object_new_string(col(res, d)));
 	json_object_object_add(o, "ops", j_u(res->ops));
 	json_object_object_add(o, "acquired", j_u(res->acquired));
 	json_object_object_add(o, "contended", j_u(res->contended));
@@ -1235,7 +1241,7 @@ void fb_report_reasons(FILE *out, const fb_results *res)
 		        G(l->regressions), G(l->duplicates), G(l->inversions), G(l->overlaps));
 	for (int d = 0; d < FB_DISCIPLINES; d++) {
 		const fb_mode_result *m = &res->mode[d];
-		const char *name = fb_discipline_name((fb_discipline)d);
+		const char *name = col(res, (fb_discipline)d);
 		if (!m->on)
 			continue;
 		if (!m->checker_agrees)

@@ -60,10 +60,10 @@ static void add(timeline *tl, bool timed, double at, const char *fmt, ...)
 }
 
 /* What one store did with the stale write, in words. */
-static void said(char *buf, size_t len, const fb_first_corruption *fc, fb_discipline d,
-                 bool erased_here)
+static void said(char *buf, size_t len, const fb_results *res, const fb_first_corruption *fc,
+                 fb_discipline d, bool erased_here)
 {
-	const char *name = fb_discipline_name(d);
+	const char *name = fb_column(res, d);
 	unsigned long long h = (unsigned long long)fc->highest[d];
 	switch (fc->outcome[d]) {
 	case FB_OUT_STALE:
@@ -142,14 +142,14 @@ static void tell_writer(timeline *tl, const fb_first_corruption *fc)
 }
 
 /* B: who took the lease over, when, and what its write did. */
-static void tell_newer(timeline *tl, const fb_first_corruption *fc, uint64_t ttl)
+static void tell_newer(timeline *tl, const fb_results *res, const fb_first_corruption *fc)
 {
 	unsigned long long f = (unsigned long long)fc->newer_fence;
 	if (fc->newer_written) {
 		if (fc->newer_acquired_at && !fc->resent) /* a resend's is the writer's own */
 			add(tl, true, ms(fc, fc->newer_acquired_at),
 			    "w%u acquires fence %llu (lease until %.3f ms)", fc->newer_owner, f,
-			    ms(fc, fc->newer_acquired_at + ttl));
+			    ms(fc, fc->newer_acquired_at + res->cfg->ttl_ns));
 		char stores[200] = "";
 		size_t at = 0;
 		for (size_t i = 0; i < sizeof shown / sizeof shown[0]; i++) {
@@ -157,7 +157,7 @@ static void tell_newer(timeline *tl, const fb_first_corruption *fc, uint64_t ttl
 			if (!o || at >= sizeof stores)
 				continue;
 			at += (size_t)snprintf(stores + at, sizeof stores - at, "%s%s %s",
-			                       at ? ", " : "", fb_discipline_name(shown[i]),
+			                       at ? ", " : "", fb_column(res, shown[i]),
 			                       o == FB_OUT_ACCEPTED   ? "accepted"
 			                       : o == FB_OUT_STALE    ? "ACCEPTED (stale)"
 			                       : o == FB_OUT_REJECTED ? "REJECTED"
@@ -196,11 +196,18 @@ static void print_one(FILE *out, const fb_results *res, const fb_first_corruptio
 {
 	timeline tl = {.n = 0};
 	tell_writer(&tl, fc);
-	tell_newer(&tl, fc, res->cfg->ttl_ns);
+	tell_newer(&tl, res, fc);
 	if (fc->resent)
 		add(&tl, true, ms(fc, fc->wrote_at),
 		    "w%u sends the same write again, fence %llu:", fc->writer,
 		    (unsigned long long)fc->fence);
+	else if (fc->newer_written && fc->wrote_at < fc->newer_wrote_at)
+		/* its clock was read as it was sent, and a pause fell before
+		 * it reached the store: it landed after the newer write */
+		add(&tl, true, ms(fc, fc->newer_wrote_at),
+		    "w%u's write with fence %llu, sent at %.3f ms, lands (a pause held it between "
+		    "the send and the store):",
+		    fc->writer, (unsigned long long)fc->fence, ms(fc, fc->wrote_at));
 	else
 		add(&tl, true, ms(fc, fc->wrote_at), "%sw%u%s with fence %llu:",
 		    fc->fault == FB_FAULT_DELAY ? "the network delivers " : "", fc->writer,
@@ -227,7 +234,7 @@ static void print_stores(FILE *out, const fb_results *res, const fb_first_corrup
 		char line[300];
 		if (!res->mode[d].on || !fc->outcome[d])
 			continue;
-		said(line, sizeof line, fc, d, (int)d == here);
+		said(line, sizeof line, res, fc, d, (int)d == here);
 		fprintf(out, "  %10s       %s\n", "", line);
 	}
 }
@@ -241,7 +248,7 @@ static void print_total(FILE *out, const fb_results *res)
 		const fb_mode_result *m = &res->mode[shown[i]];
 		if (!m->on)
 			continue;
-		fprintf(out, "%s%s %s %s", sep, fb_discipline_name(shown[i]), G(m->stale_accepted),
+		fprintf(out, "%s%s %s %s", sep, fb_column(res, shown[i]), G(m->stale_accepted),
 		        m->stale_accepted == 1 ? "stale write accepted" : "stale writes accepted");
 		sep = ", ";
 	}

@@ -28,7 +28,13 @@ typedef struct check {
 	bool progress;
 	uint64_t next_progress;
 	bool client_oom;
+	char column[FB_DISCIPLINES][16]; /* each discipline's heading (an adapter's "yours") */
 } check;
+
+static const char *col(const check *c, int d)
+{
+	return c->column[d][0] ? c->column[d] : fb_discipline_name((fb_discipline)d);
+}
 
 #define PROGRESS_EVERY (UINT64_C(1) << 20)
 
@@ -128,7 +134,7 @@ static void print_table(check *c)
 	fprintf(out, "\n%-*s", LABEL_W, "");
 	for (int d = 0; d < FB_DISCIPLINES; d++)
 		if (c->v[d].on)
-			fprintf(out, " %13s", fb_discipline_name((fb_discipline)d));
+			fprintf(out, " %13s", col(c, d));
 	fprintf(out, "\n");
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
 		bool any = false;
@@ -167,7 +173,7 @@ static void print_clients(check *c)
 	fprintf(out, "\n%-*s", LABEL_W, "writes per client");
 	for (int d = 0; d < FB_DISCIPLINES; d++)
 		if (c->v[d].on)
-			fprintf(out, " %13s", fb_discipline_name((fb_discipline)d));
+			fprintf(out, " %13s", col(c, d));
 	fprintf(out, "\n");
 	for (size_t i = 0; i < got && i < CLIENTS_SHOWN; i++) {
 		char label[32];
@@ -244,8 +250,7 @@ static void print_verdicts(check *c)
 	for (int d = 0; d < FB_DISCIPLINES; d++) {
 		const fb_history_verdict *v = &c->v[d];
 		if (v->on && !v->agrees) {
-			fprintf(out, "%s: CHECKER DISAGREES: %s\n",
-			        fb_discipline_name((fb_discipline)d), v->disagreement);
+			fprintf(out, "%s: CHECKER DISAGREES: %s\n", col(c, d), v->disagreement);
 			any_disagrees = true;
 		}
 	}
@@ -256,15 +261,15 @@ static void print_verdicts(check *c)
 	if (f->on) {
 		if (fb_history_failed(FB_FENCED, f)) {
 			violations(why, sizeof why, f, true);
-			fprintf(out, "fenced: VIOLATED !!! (%s)\n", why);
+			fprintf(out, "%s: VIOLATED !!! (%s)\n", col(c, FB_FENCED), why);
 		} else if (!f->rows) {
-			fprintf(out,
-			        "fenced: no violation, but vacuous: the history holds no write\n");
+			fprintf(out, "%s: no violation, but vacuous: the history holds no write\n",
+			        col(c, FB_FENCED));
 		} else {
 			fprintf(out,
-			        "fenced: SAFE (%s writes re-verified: none stale, no update lost, "
+			        "%s: SAFE (%s writes re-verified: none stale, no update lost, "
 			        "none missing)\n",
-			        G(f->rows));
+			        col(c, FB_FENCED), G(f->rows));
 		}
 	}
 	if (w->on) {
@@ -307,6 +312,7 @@ static json_object *j_verdict(check *c, const fb_history_verdict *v, int d,
                               const fb_history_client *cl, size_t ncl)
 {
 	json_object *o = json_object_new_object();
+	json_object_object_add(o, "column", json_object_new_string(col(c, d)));
 	json_object_object_add(o, "rows", j_u(v->rows));
 	json_object_object_add(o, "stale_accepted", j_u(v->stale_accepted));
 	json_object_object_add(o, "store_stale", j_u(v->store_stale));
@@ -434,8 +440,8 @@ static int finish(check *c, void *conn)
 			continue;
 		if (c->ops->final(conn, (fb_discipline)d, keys, bal, last) != FB_IO_OK) {
 			char why[512];
-			snprintf(why, sizeof why, "reading the %s final balances: %s",
-			         fb_discipline_name((fb_discipline)d), conn_error(c, conn));
+			snprintf(why, sizeof why, "reading the %s final balances: %s", col(c, d),
+			         conn_error(c, conn));
 			code = runtime(c, why);
 			goto out;
 		}
@@ -494,6 +500,9 @@ int fb_check_store(const fb_store_ops *ops, const fb_check_opts *o)
 		}
 		return runtime(&c, err);
 	}
+	for (int d = 0; d < FB_DISCIPLINES; d++)
+		snprintf(c.column[d], sizeof c.column[d], "%s",
+		         fb_store_column(c.ops, eng, (fb_discipline)d));
 	snprintf(c.server, sizeof c.server, "?");
 	if (c.ops->version)
 		c.ops->version(eng, c.server, sizeof c.server);
@@ -555,8 +564,7 @@ int fb_check_store(const fb_store_ops *ops, const fb_check_opts *o)
 		        c.meta.op == FB_OP_DEBIT ? "debit" : "rmw");
 		for (int d = 0, n = 0; d < FB_DISCIPLINES; d++)
 			if (c.v[d].on)
-				fprintf(out, "%s %s", n++ ? "," : "",
-				        fb_discipline_name((fb_discipline)d));
+				fprintf(out, "%s %s", n++ ? "," : "", col(&c, d));
 		fprintf(out, "\n");
 		print_table(&c);
 		print_clients(&c);
@@ -567,10 +575,9 @@ int fb_check_store(const fb_store_ops *ops, const fb_check_opts *o)
 	for (int d = 0; d < FB_DISCIPLINES; d++) {
 		const fb_history_verdict *v = &c.v[d];
 		if (v->on)
-			fprintf(out, " %s writes=%llu stale=%llu lost=%lld agree=%s;",
-			        fb_discipline_name((fb_discipline)d), (unsigned long long)v->rows,
-			        (unsigned long long)v->stale_accepted, (long long)v->lost_updates,
-			        v->agrees ? "yes" : "NO");
+			fprintf(out, " %s writes=%llu stale=%llu lost=%lld agree=%s;", col(&c, d),
+			        (unsigned long long)v->rows, (unsigned long long)v->stale_accepted,
+			        (long long)v->lost_updates, v->agrees ? "yes" : "NO");
 	}
 	fprintf(out, " store: %s\n", c.url);
 	fflush(out);

@@ -1,0 +1,25 @@
+/*
+ * The adapter engine: --store exec:COMMAND. The fenced column is the
+ * user's own store, reached through COMMAND, a program in any language that
+ * speaks the adapter protocol (exec_proto.h; the README specifies it) on its
+ * standard input and output. The write-fenced and unfenced columns are the
+ * in-process stores, driven by the same workers, leases and faults: the
+ * controls that prove the faults bit and show what a bare lease loses.
+ *
+ * One adapter process per connection (each worker's, and fencebench's own
+ * for setup, delayed writes and the read-back), started with /bin/sh -c
+ * COMMAND in a process group of its own: an adapter is one client of the
+ * user's store, as each thread of their service is, so the store sees as
+ * many concurrent clients as the run has workers, and an adapter needs no
+ * threads, no request ids and no locks of its own. A single shared process
+ * would serialize every call and hide exactly the races (a check in one
+ * statement, the write in another) the run is there to find.
+ */
+#ifndef FB_EXEC_H
+#define FB_EXEC_H
+
+#include "backend.h"
+
+extern const fb_store_ops fb_exec_store_ops;
+
+#endif
