@@ -72,6 +72,7 @@ test)
 	need etcd-server command -v etcd
 	need libfaketime any /usr/lib/*/faketime/libfaketime.so.1
 	need gnuplot-nox command -v gnuplot
+	need python3 python3 -c "import sqlite3" # the reference adapters
 	;;
 *)
 	echo "scripts/deps.sh: unknown mode '$mode' (build or test)" >&2

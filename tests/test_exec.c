@@ -614,7 +614,11 @@ int main(void)
 	FILE *py =
 	        popen("python3 -c 'import sqlite3, sys; print(sys.executable)' 2>/dev/null", "r");
 	if (!py || !fgets(python, sizeof python, py) || pclose(py) != 0 || !*python) {
-		printf("SKIPPED: adapter tests (python3 with sqlite3 is not installed)\n");
+		unsigned n = 16; /* the table below */
+		printf("SKIPPED: adapter tests, %u tests: python3 with sqlite3 is not installed "
+		       "(apt-get install -y python3)\n",
+		       n);
+		fb_test_skipped(n, "python3", "the reference adapters are Python");
 		return 0;
 	}
 	python[strcspn(python, "\n")] = 0;
