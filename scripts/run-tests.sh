@@ -7,6 +7,9 @@
 # Debian packages that would run them:
 #
 #   binaries: 24 passed, 0 failed, 31 tests skipped: apt-get install -y redis-server to run them
+# A binary that hangs fails alone instead of holding the run: it is stopped
+# after FB_TEST_LIMIT seconds (the slowest takes a few minutes under TSan).
+limit=${FB_TEST_LIMIT:-900}
 failed=0
 ran=0
 skips=$(mktemp "${TMPDIR:-/tmp}/fb-skips.XXXXXX") || exit 3
@@ -19,8 +22,13 @@ for t in "$@"; do
 	name=$(basename "$t")
 	echo "== $name"
 	: >"$FB_SKIPS"
-	if "$t"; then :; else
-		echo "FAILED: $name (exit $?)"
+	if timeout --kill-after=10 "$limit" "$t"; then :; else
+		rc=$?
+		if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+			echo "FAILED: $name (hung: stopped after ${limit} s)"
+		else
+			echo "FAILED: $name (exit $rc)"
+		fi
 		failed=$((failed + 1))
 	fi
 	ran=$((ran + 1))

@@ -238,6 +238,31 @@ static void test_options_that_would_be_ignored_are_refused(void **state)
 	refused(det, 2, "--duration: not for --deterministic");
 }
 
+/* One of a thing is said in the singular, wherever the summary counts it:
+ * a one-thread run with one fault of each kind that counts in ones. */
+static void test_words_add_up(void **state)
+{
+	(void)state;
+	char *dir = fb_test_tmpdir();
+	const char *args[] = {"-t", "1", "-d", "300ms", "--pause-rate", "3", "-o", dir, NULL};
+	fb_test_proc p;
+	int code = fb_test_run(&p, args);
+	check(code == 0, "a one-thread run: exit %d\n%s", code, p.err);
+	static const char *const plural[] = {"threads", "workers", "debits", "writes", "reads",
+	                                     "pauses",  "leases",  "fences", "times"};
+	for (const char *q = p.out; (q = strstr(q, "1 ")) != NULL; q++) {
+		if (q > p.out && (q[-1] == '.' || q[-1] == ',' || (q[-1] >= '0' && q[-1] <= '9')))
+			continue; /* 0.1, 2,001, 11 */
+		for (size_t i = 0; i < sizeof plural / sizeof plural[0]; i++)
+			check(strncmp(q + 2, plural[i], strlen(plural[i])),
+			      "'1 %s' in the summary:\n%s", plural[i], p.out);
+	}
+	check(strstr(p.out, "1 thread)") != NULL, "the floor's thread count in words:\n%s", p.out);
+	fb_test_release(&p);
+	fb_test_rmtree(dir);
+	free(dir);
+}
+
 /* plot and compare name the first bad value by its JSON path. */
 static void test_documents_are_judged_by_path(void **state)
 {
@@ -296,6 +321,7 @@ int main(void)
 	        cmocka_unit_test(test_plans_are_judged_as_input),
 	        cmocka_unit_test(test_lists_have_one_rule),
 	        cmocka_unit_test(test_options_that_would_be_ignored_are_refused),
+	        cmocka_unit_test(test_words_add_up),
 	        cmocka_unit_test(test_documents_are_judged_by_path),
 	};
 	return cmocka_run_group_tests_name("edges", tests, NULL, NULL);

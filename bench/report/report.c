@@ -538,9 +538,10 @@ static void print_performance(FILE *out, const fb_results *res)
 	else
 		fprintf(out, "ops %s in %.2fs: %s ops/s", G(res->ops), res->elapsed_s, G(tput));
 	if (res->floor_ops_s > 0)
-		fprintf(out, " = %.2f x the floor pipeline's %s ops/s (%s fence, %u threads)",
+		fprintf(out, " = %.2f x the floor pipeline's %s ops/s (%s fence, %u %s)",
 		        tput / res->floor_ops_s, G(res->floor_ops_s),
-		        fb_fence_source_name(cfg->fence), cfg->threads);
+		        fb_fence_source_name(cfg->fence), cfg->threads,
+		        PL(cfg->threads, "thread", "threads"));
 	fprintf(out,
 	        "\ncontention: %s acquires found the lease held, %.3f CAS retries/op, %s fences "
 	        "minted and never used; fairness %.2f%s\n",
