@@ -48,6 +48,14 @@ static void test_redis_leases_postgres_store_fenced_safe_unfenced_corrupted(void
 	check(strstr(p.out, "engine round trips (lease Redis"), "the table shows round trips:\n%s",
 	      p.out);
 	check(strstr(p.out, "fenced: SAFE"), "fenced is safe:\n%s", p.out);
+	/* the story on real engines: both workers, both fences, each store in words */
+	check(strstr(p.out, "first corruption, key") &&
+	              strstr(p.out, "ACCEPTED it although it was stale") &&
+	              fb_test_json(doc, "first_corruption.newer.worker") &&
+	              fb_test_num(doc, "first_corruption.newer.fence") >
+	                      fb_test_num(doc, "first_corruption.writer.fence"),
+	      "the first corruption told whole on real engines:\n%s", p.out);
+	check(!strstr(p.out, "seen fence 0)"), "no store said it had seen fence 0:\n%s", p.out);
 	json_object_put(doc);
 	fb_test_release(&p);
 }

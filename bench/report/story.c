@@ -74,15 +74,23 @@ static void said(char *buf, size_t len, const fb_results *res, const fb_first_co
 		         erased_here ? ", erasing " : "", erased_here ? G(fc->erased) : "",
 		         erased_here ? (fc->erased == 1 ? " debit" : " debits") : "");
 		break;
-	case FB_OUT_REJECTED:
-		snprintf(buf, len, "%s REJECTED it as stale (it had seen fence %llu)", name, h);
+	case FB_OUT_REJECTED: /* a store that refuses without saying what it had seen: 0 */
+		if (h)
+			snprintf(buf, len, "%s REJECTED it as stale (it had seen fence %llu)", name,
+			         h);
+		else
+			snprintf(buf, len, "%s REJECTED it as stale", name);
 		break;
 	case FB_OUT_READ_REFUSED:
-		snprintf(buf, len,
-		         "%s refused its read as stale (it had seen fence %llu), so it wrote "
-		         "nothing "
-		         "there",
-		         name, h);
+		if (h)
+			snprintf(buf, len,
+			         "%s refused its read as stale (it had seen fence %llu), so it "
+			         "wrote "
+			         "nothing there",
+			         name, h);
+		else
+			snprintf(buf, len,
+			         "%s refused its read as stale, so it wrote nothing there", name);
 		break;
 	case FB_OUT_ACCEPTED:
 		snprintf(buf, len,
@@ -356,7 +364,7 @@ static json_object *j_story(const fb_results *res, const fb_first_corruption *fc
 		json_object *s = json_object_new_object();
 		json_object_object_add(s, "outcome",
 		                       json_object_new_string(outcome_key(fc->outcome[d])));
-		if (fc->outcome[d] && fc->outcome[d] != FB_OUT_ACCEPTED)
+		if (fc->outcome[d] && fc->outcome[d] != FB_OUT_ACCEPTED && fc->highest[d])
 			json_object_object_add(s, "had_seen_fence",
 			                       json_object_new_int64((int64_t)fc->highest[d]));
 		json_object_object_add(st, fb_discipline_key((fb_discipline)d), s);
