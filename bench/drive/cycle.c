@@ -579,6 +579,8 @@ static HOT bool wrote(fb_worker *w, fb_discipline d, bool copy, uint64_t now, fb
 			fb_counter_add(&mc->zombie, 1);
 	}
 	w->highest[d] = res->highest;
+	if (!copy)
+		w->highest0[d] = res->highest;
 	if (io == FB_IO_ERROR) {
 		/* sent, never answered: it may or may not have landed; the
 		 * store's history knows, we do not */
@@ -772,6 +774,22 @@ static void peek_newer(fb_env *e, void *lconn, fb_first_corruption *fc)
 	}
 }
 
+/* What the cycle's stale write did at each store: a resent write's first
+ * copy where that copy was stale somewhere (the checker's watch keeps the
+ * first stale record of a key and fence, so the story tells that copy). */
+static const uint8_t *told_outcome(const fb_worker *w, const uint64_t **highest)
+{
+	*highest = w->highest;
+	if (!w->resend)
+		return w->outcome;
+	for (int d = 0; d < FB_DISCIPLINES; d++)
+		if (w->outcome0[d] == FB_OUT_STALE) {
+			*highest = w->highest0;
+			return w->outcome0;
+		}
+	return w->outcome;
+}
+
 /* This cycle as the story's stale write: who, what, the fault, what each
  * store did. */
 static void tell(fb_worker *w, fb_first_corruption *fc)
@@ -789,8 +807,9 @@ static void tell(fb_worker *w, fb_first_corruption *fc)
 	                            .newer_fence = w->stale_newer,
 	                            .erased = w->erased,
 	                            .t0 = e->first.t0};
-	memcpy(fc->outcome, w->outcome, sizeof fc->outcome);
-	memcpy(fc->highest, w->highest, sizeof fc->highest);
+	const uint64_t *highest;
+	memcpy(fc->outcome, told_outcome(w, &highest), sizeof fc->outcome);
+	memcpy(fc->highest, highest, sizeof fc->highest);
 	for (int i = 0; i < e->nactive; i++)
 		fc->order[i] = (uint8_t)rotated(e, w->first, i);
 	uint32_t faulted = atomic_load_explicit(&p->faulted, memory_order_relaxed);
@@ -811,9 +830,10 @@ static void tell(fb_worker *w, fb_first_corruption *fc)
  * one refused it (its write, or the read before it). */
 static bool article_shaped(const fb_worker *w)
 {
-	uint8_t f = w->outcome[FB_FENCED];
-	return w->outcome[FB_UNFENCED] == FB_OUT_STALE &&
-	       (f == FB_OUT_REJECTED || f == FB_OUT_READ_REFUSED);
+	const uint64_t *h;
+	const uint8_t *o = told_outcome(w, &h);
+	uint8_t f = o[FB_FENCED];
+	return o[FB_UNFENCED] == FB_OUT_STALE && (f == FB_OUT_REJECTED || f == FB_OUT_READ_REFUSED);
 }
 
 /* A store accepted this cycle's write although it was stale: if it is the

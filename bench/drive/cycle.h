@@ -125,6 +125,7 @@ typedef struct fb_worker {
 	uint8_t outcome[FB_DISCIPLINES];
 	uint8_t outcome0[FB_DISCIPLINES];      /* ... after a resent write's first copy */
 	uint64_t highest[FB_DISCIPLINES];      /* the fence each store had seen, as it answered */
+	uint64_t highest0[FB_DISCIPLINES];     /* ... to a resent write's first copy */
 	fb_check_rec todo[2 * FB_DISCIPLINES]; /* accepted writes, for the checker */
 	uint8_t ntodo;
 	fb_feed_log *log; /* ... and its way there */

@@ -200,6 +200,12 @@ static uint64_t drain_log(fb_feed *f, fb_feed_log *l)
  */
 static uint64_t unstick(fb_feed *f)
 {
+	/* The heads first: only a head published before the count began has
+	 * every version below it accepted before the count, so in a log, in
+	 * a producer's hands or in flight when it is taken; one published
+	 * after could have come behind records the count did not see. */
+	for (uint32_t i = 0; i < f->n; i++)
+		f->logs[i].held = atomic_load_explicit(&f->logs[i].published, memory_order_acquire);
 	uint64_t elsewhere = (uint64_t)f->n * (2 * FB_DISCIPLINES) + fb_checker_in_flight(f->n);
 	for (uint32_t i = 0; i < f->n; i++)
 		elsewhere += atomic_load_explicit(&f->logs[i].published, memory_order_acquire) -
@@ -207,7 +213,7 @@ static uint64_t unstick(fb_feed *f)
 	uint64_t n = 0;
 	for (uint32_t i = 0; i < f->n; i++) {
 		fb_feed_log *l = &f->logs[i];
-		if (l->taken == atomic_load_explicit(&l->published, memory_order_acquire))
+		if (l->taken == l->held)
 			continue;
 		const fb_check_rec *r = &l->ring[l->cslot];
 		fb_checker *c = f->checker[r->d & 3];

@@ -43,6 +43,7 @@ typedef struct fb_feed_log {
 	_Atomic uint32_t waiting, seq; /* a producer waiting for room, its futex */
 	/* the consumer's, under the feed's lock */
 	uint64_t taken;
+	uint64_t held; /* unstick: what was published before it counted */
 	uint32_t cslot;
 	fb_checker_wait wait; /* its head held back by a walk: since when */
 } fb_feed_log;
