@@ -170,12 +170,16 @@ static void test_a_shared_version_is_a_duplicate_not_a_wait(void **state)
 	fb_checker_key(c, 0, &k);
 	check_eq(k.duplicates, 3, "after the walk took the parked one: a duplicate");
 	check_eq(k.next_version, 4, "the walk waits at 4, not for a version that never comes");
+	check_eq(put(c, 0, 2, 11, 99, 99, 98), FB_CHECK_TAKEN,
+	         "version 2 again, two behind the walk: taken at once, not offered later");
+	fb_checker_key(c, 0, &k);
+	check_eq(k.duplicates, 4, "a duplicate however far behind, within the window");
 	int64_t bal[1] = {97};
 	uint64_t last[1] = {8};
 	fb_check_verdict v;
 	fb_checker_verdict(c, true, bal, last, 100, 1, 6, 0, &v, NULL, NULL);
 	check(!v.agrees, "a shared version is a disagreement");
-	check_eq(v.duplicates, 3, "the verdict counts them");
+	check_eq(v.duplicates, 4, "the verdict counts them");
 	check_eq(v.dup_key, 0, "... names the key");
 	check_eq(v.dup_version, 1, "... and the first shared version");
 	check(strstr(v.disagreement, "key 0: two accepted writes share version 1"),
