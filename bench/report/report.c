@@ -25,10 +25,6 @@ static const char *dur(char *buf, size_t len, uint64_t ns)
 /* "1 thread", "2 threads": words that add up */
 #define PL(n, one, many) ((n) == 1 ? (one) : (many))
 
-/* Discipline d's column heading: the store's own name for it (an adapter's
- * column), else the discipline's. */
-#define col fb_column
-
 void fb_report_open(fb_report *rp, const fb_config *cfg)
 {
 	memset(rp, 0, sizeof *rp);
@@ -494,7 +490,7 @@ static void print_false_rejection(FILE *out, const fb_results *res)
 	        "  first, key %u: w%u's %s with fence %llu refused by %s (it had seen fence %llu) "
 	        "with %s of its lease still to run\n",
 	        x->key, x->worker, x->read ? "read" : "write", (unsigned long long)x->fence,
-	        col(res, x->d), (unsigned long long)x->highest, D(x->left_ns));
+	        fb_column(res, x->d), (unsigned long long)x->highest, D(x->left_ns));
 }
 
 /* The side-by-side table: one column per discipline. */
@@ -503,7 +499,7 @@ static void print_table(FILE *out, const fb_results *res)
 	fprintf(out, "\n%-22s", "");
 	for (int d = 0; d < FB_DISCIPLINES; d++)
 		if (res->mode[d].on)
-			fprintf(out, " %13s", col(res, (fb_discipline)d));
+			fprintf(out, " %13s", fb_column(res, (fb_discipline)d));
 	fprintf(out, "   (same workers, leases and faults)\n");
 	row(out, res, "writes accepted", NULL, g_accepted);
 	row(out, res, "reads refused", NULL, g_refused);
@@ -590,8 +586,8 @@ static void print_status(FILE *out, const fb_results *res)
 	for (int d = 0; d < FB_DISCIPLINES; d++) {
 		const fb_mode_result *m = &res->mode[d];
 		if (m->on && !m->checker_agrees)
-			fprintf(out, "%s: CHECKER DISAGREES: %s\n", col(res, (fb_discipline)d),
-			        m->disagreement);
+			fprintf(out, "%s: CHECKER DISAGREES: %s\n",
+			        fb_column(res, (fb_discipline)d), m->disagreement);
 	}
 }
 
@@ -618,7 +614,7 @@ static void say_broken(FILE *out, const fb_mode_result *m, bool lost_counts)
 static void say_fenced(FILE *out, const fb_results *res, bool vacuous)
 {
 	const fb_mode_result *f = &res->mode[FB_FENCED];
-	const char *name = col(res, FB_FENCED);
+	const char *name = fb_column(res, FB_FENCED);
 	if (!f->on)
 		return;
 	if (f->unchecked && !f->stale_accepted && !f->false_rejections) {
@@ -730,7 +726,7 @@ static int print_verdict_line(FILE *out, const fb_results *res, bool vacuous)
 	                              : "PASS");
 	for (int d = 0; d < FB_DISCIPLINES; d++) {
 		const fb_mode_result *m = &res->mode[d];
-		const char *name = col(res, (fb_discipline)d);
+		const char *name = fb_column(res, (fb_discipline)d);
 		if (m->on && m->unchecked) /* the stores' own stale counts, nothing else */
 			fprintf(out, " %s stale=%llu lost=- agree=-;", name,
 			        (unsigned long long)m->stale_accepted);
@@ -867,7 +863,7 @@ static json_object *j_mode(const fb_results *res, fb_discipline d)
 	const fb_config *cfg = res->cfg;
 	json_object *o = json_object_new_object();
 	double tput = res->elapsed_s > 0 ? (double)res->ops / res->elapsed_s : 0;
-	json_object_object_add(o, "column", json_object_new_string(col(res, d)));
+	json_object_object_add(o, "column", json_object_new_string(fb_column(res, d)));
 	json_object_object_add(o, "ops", j_u(res->ops));
 	json_object_object_add(o, "acquired", j_u(res->acquired));
 	json_object_object_add(o, "contended", j_u(res->contended));
@@ -1242,7 +1238,7 @@ void fb_report_reasons(FILE *out, const fb_results *res)
 		        G(l->regressions), G(l->duplicates), G(l->inversions), G(l->overlaps));
 	for (int d = 0; d < FB_DISCIPLINES; d++) {
 		const fb_mode_result *m = &res->mode[d];
-		const char *name = col(res, (fb_discipline)d);
+		const char *name = fb_column(res, (fb_discipline)d);
 		if (!m->on)
 			continue;
 		if (!m->checker_agrees)
