@@ -609,6 +609,21 @@ static void check_story(json_object *doc, const char *text, const char *fault)
 	snprintf(line, sizeof line, "fence %lld", (long long)fa);
 	check(strstr(text, line), "%s: ... and the stale fence:\n%s", fault, text);
 	check(strstr(text, "ACCEPTED it although it was stale"), "%s: in words:\n%s", fault, text);
+	/* a timeline: its timed lines in the order of their times */
+	const char *at = strstr(text, "first corruption, key");
+	double last = -1e300;
+	for (const char *l = at ? strchr(at, '\n') : NULL; l && *++l; l = strchr(l, '\n')) {
+		if (!strncmp(l, "  in all:", 9) || !strncmp(l, "the run's very first", 20))
+			break;
+		double t;
+		int n = 0;
+		if (sscanf(l, " %lf ms %n", &t, &n) == 1 && n > 0) {
+			check(t >= last,
+			      "%s: the story's lines out of time order (%.3f after %.3f):\n%s",
+			      fault, t, last, text);
+			last = t;
+		}
+	}
 	if (resent)
 		check(strstr(text, "the acknowledgement is lost") &&
 		              strstr(text, "sends the same write again"),
