@@ -230,7 +230,7 @@ static void print_stories(check *c)
 		        "first stale write in the %s history, key %u: w%u (client %u) wrote with "
 		        "fence %llu (version %llu) after w%u (client %u) had written fence %llu "
 		        "(version %llu)",
-		        fb_discipline_name(order[i]), s->key, s->worker, s->client,
+		        col(c, order[i]), s->key, s->worker, s->client,
 		        (unsigned long long)s->fence, (unsigned long long)s->version,
 		        s->newer_worker, s->newer_client, (unsigned long long)s->newer_fence,
 		        (unsigned long long)s->newer_version);
