@@ -140,7 +140,7 @@ typedef struct fb_lease_ops {
 typedef struct fb_history_row {
 	fb_discipline d;
 	uint32_t key;
-	uint64_t version; /* 1, 2, ... per (discipline, key) */
+	uint64_t version; /* the key's commit order: 1, 2, ..., or the store's own */
 	uint64_t fence;
 	int64_t before, after; /* the balance it replaced and the one it left */
 	bool store_stale;      /* the store's own verdict: token <= last accepted */
@@ -152,6 +152,9 @@ typedef struct fb_store_meta {
 	uint32_t keys;
 	int op;
 	uint32_t modes;
+	/* not recorded: the disciplines whose versions are the store's own
+	 * (own_versions), where a gap is no lost write */
+	uint32_t own_versions;
 } fb_store_meta;
 
 /* One operation of a batched phase: store d's read, write (value: the
@@ -226,6 +229,11 @@ typedef struct fb_store_ops {
 	fb_io (*history)(void *conn, void (*row)(void *ctx, const fb_history_row *h), void *ctx);
 	/* Optional: what prepare recorded (balance, amount, keys, op). */
 	fb_io (*meta)(void *conn, fb_store_meta *out);
+	/* Optional (NULL: none): the disciplines whose versions are the store's
+	 * own, any strictly increasing number per key (gapped, a global
+	 * revision, a timestamp), not fencebench's 1, 2, 3...: their checker
+	 * orders them itself (fb_checker_create_ordered). */
+	uint32_t (*own_versions)(void *eng);
 	/* Optional (NULL: every column is its discipline's name): the heading
 	 * of discipline d's column, for a store that is not fencebench's own
 	 * (an adapter's "yours"), or NULL for the discipline's name. */

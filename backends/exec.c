@@ -28,7 +28,7 @@ extern char **environ;
  * before its process group is killed. */
 #define EXIT_GRACE_MS 1000
 /* What a message quotes of a reply. */
-#define QUOTE_MAX 120
+#define QUOTE_MAX 600
 
 typedef struct xengine xengine;
 
@@ -51,7 +51,7 @@ typedef struct xconn {
 	size_t len;
 	void *inner; /* the in-process controls' context */
 	fb_reply reply;
-	char err[480];
+	char err[2400];
 	char in[FB_EXEC_LINE_MAX + 1];      /* a longest line and its newline */
 	char scratch[FB_EXEC_LINE_MAX + 2]; /* the parser's decoded strings */
 } xconn;
@@ -85,7 +85,7 @@ static bool failed(xconn *c, const char *call, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
 static bool failed(xconn *c, const char *call, const char *fmt, ...)
 {
-	char what[360];
+	char what[2200];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof what, fmt, ap);
@@ -733,15 +733,22 @@ static fb_io fenced_call(xconn *c, fb_exec_op op, uint32_t key, int64_t value, u
 		bad_reply(c, what, why);
 		return FB_IO_ERROR;
 	}
-	if (!r->ok)
+	if (!r->ok) {
+		const fb_jfield *reason = fb_reply_get(&c->reply, "reason");
+		if (reason) { /* the store's own words, for the report */
+			char q[4 * QUOTE_MAX + 8];
+			fb_exec_quote(reason->s, reason->len, QUOTE_MAX, q, sizeof q);
+			fb_say(c->err, sizeof c->err, "%s: %s", what, q);
+		}
 		return FB_IO_REFUSED;
+	}
 	if (op == FB_XOP_READ)
 		return FB_IO_OK;
+	/* an equal version is a duplicate commit, the checker's to count */
 	uint64_t v = (uint64_t)version;
-	if (v <= floor) {
+	if (v < floor) {
 		fb_say(why, sizeof why,
-		       "version %llu is not above %llu, which a reply to an earlier call gave key "
-		       "%u: "
+		       "version %llu is below %llu, which a reply to an earlier call gave key %u: "
 		       "its versions went backwards",
 		       (unsigned long long)v, (unsigned long long)floor, key);
 		bad_reply(c, what, why);
@@ -846,6 +853,14 @@ static fb_io x_history(void *conn, void (*row)(void *ctx, const fb_history_row *
 	}
 }
 
+/* An adapter's store numbers its writes as it will: any strictly
+ * increasing version per key. */
+static uint32_t x_own_versions(void *eng)
+{
+	(void)eng;
+	return 1u << FB_FENCED;
+}
+
 const fb_store_ops fb_exec_store_ops = {
         .scheme = "exec",
         .name = "adapter",
@@ -864,5 +879,6 @@ const fb_store_ops fb_exec_store_ops = {
         .final = x_final,
         .history = x_history,
         .meta = x_meta,
+        .own_versions = x_own_versions,
         .column = x_column,
 };

@@ -577,10 +577,17 @@ bool fb_exec_result_of(const fb_reply *r, fb_exec_op op, uint64_t token, fb_stor
 			              "no \"last_fence\" (an accepted %s needs \"before\", "
 			              "\"balance\", \"version\" and \"last_fence\")",
 			              fb_exec_op_names[op]);
-		res->version = (uint16_t)*version;
+		res->version = (uint64_t)*version;
 		res->stale = token <= last; /* the store's own record, not the checker's */
 	} else if (op != FB_XOP_READ) {
 		res->stale = true; /* as core/store.c: a refused write is the stale one */
+	}
+	const fb_jfield *why = fb_reply_get(r, "reason");
+	if (why && (ok || why->type != FB_J_STRING))
+		return fb_say(err, errlen, "\"reason\" belongs to a refusal, as a string");
+	if (why) { /* refused for the store's own reason, not the token */
+		res->other = true;
+		res->stale = false;
 	}
 	res->highest = seen > last ? seen : last;
 	res->highest_written = last >= seen;
@@ -660,9 +667,12 @@ void fb_exec_quote(const char *line, size_t len, size_t max, char *buf, size_t b
 		memcpy(buf + o, one, (size_t)n);
 		o += (size_t)n;
 	}
-	if (len > max && o + 4 < buflen) {
-		memcpy(buf + o, "...", 3);
-		o += 3;
+	if (len > max) { /* cut: said, with the whole length when there is room */
+		int n = snprintf(buf + o, buflen - o, "... (%zu bytes in all)", len);
+		if (n < 0 || (size_t)n >= buflen - o)
+			n = snprintf(buf + o, buflen - o, "...");
+		if (n > 0 && (size_t)n < buflen - o)
+			o += (size_t)n;
 	}
 	buf[o] = 0;
 }

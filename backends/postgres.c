@@ -752,7 +752,7 @@ static fb_io user_applied(pg_conn *c, PGresult *res, const char *what, uint32_t 
 	if (!ok)
 		return FB_IO_ERROR;
 	r->ok = true;
-	r->version = (uint16_t)version;
+	r->version = (uint64_t)version;
 	r->stale = last >= 0 && token <= (uint64_t)last; /* the store's own record */
 	r->highest = last > 0 ? (uint64_t)last : 0;
 	r->highest_written = true;
@@ -1090,7 +1090,7 @@ static fb_io outcome(pg_conn *c, int kind, fb_discipline d, uint32_t key, uint64
 	uint64_t fence = (uint64_t)i64(res, 0, read ? 2 : 3),
 	         seen = (uint64_t)i64(res, 0, read ? 1 : 4);
 	r->ok = true;
-	r->version = (uint16_t)i64(res, 0, read ? 3 : 0);
+	r->version = (uint64_t)i64(res, 0, read ? 3 : 0);
 	r->balance = i64(res, 0, read ? 0 : 1);
 	r->before = i64(res, 0, read ? 0 : 2);
 	r->highest = fence > seen ? fence : seen;
@@ -1434,6 +1434,12 @@ static fb_io pg_meta(void *conn, fb_store_meta *out)
 	return io;
 }
 
+/* sql=FILE: the user's statements number their writes as they will. */
+static uint32_t pg_own_versions(void *eng)
+{
+	return ((pg_engine *)eng)->own ? 1u << FB_FENCED : 0;
+}
+
 const fb_store_ops fb_pg_store_ops = {
         .scheme = "postgres",
         .name = "PostgreSQL",
@@ -1454,5 +1460,6 @@ const fb_store_ops fb_pg_store_ops = {
         .final = pg_final,
         .history = pg_history,
         .meta = pg_meta,
+        .own_versions = pg_own_versions,
         .column = pg_column,
 };

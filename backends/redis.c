@@ -1039,7 +1039,7 @@ static fb_io store_reply(rconn *c, fb_store_verb op, fb_discipline d, uint64_t t
 	}
 	*r = (fb_store_result){.ok = v[0] == 1,
 	                       .stale = v[6] == 1,
-	                       .version = (uint16_t)v[5],
+	                       .version = (uint64_t)v[5],
 	                       .balance = v[1],
 	                       .before = v[2],
 	                       .token = token,

@@ -16,6 +16,7 @@ typedef enum fb_bug {
 	FB_BUG_TRUST_CLIENT,       /* store: fenced trusts the client's is_held(), checks nothing */
 	FB_BUG_UNREGISTERED_READS, /* store: fenced forgets to register reads */
 	FB_BUG_BATCH_FENCES,       /* lease: fences pre-allocated per thread in batches */
+	FB_BUG_REFUSE_HOLDER,      /* store: fenced refuses one token in 64, newest or not */
 	FB_BUGS
 } fb_bug;
 

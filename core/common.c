@@ -22,8 +22,8 @@ const char *fb_strerror(fb_err e)
 #include "bug.h"
 
 const char *const fb_bug_names[FB_BUGS] = {
-        "none",          "ge-store",     "two-step",           "ignore-expiry",
-        "blind-release", "trust-client", "unregistered-reads", "batch-fences"};
+        "none",         "ge-store",           "two-step",     "ignore-expiry", "blind-release",
+        "trust-client", "unregistered-reads", "batch-fences", "refuse-holder"};
 
 const char *const fb_bug_what[FB_BUGS] = {
         "no planted bug",
@@ -33,4 +33,6 @@ const char *const fb_bug_what[FB_BUGS] = {
         "release frees the slot without checking owner and fence",
         "the fenced store trusts the client's is_held() and checks no fence",
         "the fenced store forgets to register the tokens of reads",
-        "each thread takes fences from the global counter in batches of 64"};
+        "each thread takes fences from the global counter in batches of 64",
+        "the fenced store refuses the reads and writes of one token in 64, even its "
+        "rightful holder's"};

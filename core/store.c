@@ -101,8 +101,16 @@ void fb_store_destroy(fb_store *s)
 void fb_store_plant(fb_store *s, fb_bug bug)
 {
 	if (bug == FB_BUG_GE_STORE || bug == FB_BUG_TRUST_CLIENT ||
-	    bug == FB_BUG_UNREGISTERED_READS)
+	    bug == FB_BUG_UNREGISTERED_READS || bug == FB_BUG_REFUSE_HOLDER)
 		s->bug = bug;
+}
+
+/* PLANTED (refuse-holder): the fenced store refuses a token for no reason
+ * of the token's order, one in 64 (a Fibonacci hash: spread over fences). */
+static bool refuses_anyway(const fb_store *s, uint64_t token)
+{
+	return s->bug == FB_BUG_REFUSE_HOLDER && s->d == FB_FENCED &&
+	       (token * UINT64_C(0x9E3779B97F4A7C15)) >> 58 == 0;
 }
 
 fb_discipline fb_store_discipline(const fb_store *s)
@@ -133,6 +141,10 @@ bool fb_store_read(fb_store *s, uint32_t key, uint64_t token, fb_store_result *r
 	fb_u128 cur = atomic_load_explicit(&rec->word, memory_order_acquire);
 	for (;;) {
 		result_from(r, cur, token);
+		if (refuses_anyway(s, token)) {
+			r->ok = false;
+			return false;
+		}
 		uint64_t high = hi_fence(cur.hi);
 		/* PLANTED (trust-client, unregistered-reads): the read is served
 		 * and registers nothing */
@@ -207,6 +219,11 @@ static bool apply(fb_store *s, uint32_t key, bool is_debit, int64_t value, uint6
 	for (;;) {
 		result_from(r, cur, token);
 		uint64_t high = hi_fence(cur.hi);
+		if (refuses_anyway(s, token)) {
+			r->ok = false;
+			r->stale = true; /* as it claims */
+			return false;
+		}
 		if (!admits(s->d, s->bug, cur.hi, token)) {
 			if (guess) { /* a guess may be old: refuse on the truth only */
 				guess = NULL;

@@ -31,12 +31,14 @@ const char *fb_discipline_key(fb_discipline d);
 typedef struct fb_store_result {
 	bool ok;              /* read served / write accepted */
 	bool stale;           /* write: token <= the highest fence accepted before it */
-	uint16_t version;     /* accepted write: its place in the key's commit order (mod 2^16) */
+	uint64_t version;     /* accepted write: its place in the key's commit order (the
+	                       * in-process store's mod 2^16; a remote store's whole) */
 	int64_t balance;      /* read: the balance; write: the balance the store now holds */
 	int64_t before;       /* write: the balance it replaced (or would have) */
 	uint64_t token;       /* the caller's fence */
 	uint64_t highest;     /* the highest fence the store had seen before this operation */
 	bool highest_written; /* ... and whether that fence was also the last accepted write's */
+	bool other;           /* refused for a reason of the store's own, not the token */
 	uint64_t word_hi;     /* the record's fence word as this operation left it */
 } fb_store_result;
 

@@ -239,7 +239,8 @@ static void test_a_watched_stale_write_keeps_the_newer_write(void **state)
 	fb_check_watch *ws[] = {&a, &other};
 	fb_checker_watch(c, ws, 2);
 	fb_check_rec b = rec(1, 1, 9, 100, 100, 99);
-	b.writer = 2, b.acquired_at = 1000, b.wrote_at = 1500, b.outcome[FB_FENCED] = 1;
+	b.writer = 2, b.held = fb_check_held(1500, 1000), b.wrote_at = 1500,
+	b.outcome[FB_FENCED] = 1;
 	fb_checker_place(c, &b);
 	fb_check_rec mid = rec(1, 2, 7, 99, 99, 98); /* stale too, not watched */
 	mid.writer = 3;
@@ -250,7 +251,7 @@ static void test_a_watched_stale_write_keeps_the_newer_write(void **state)
 	check(a.seen[FB_FENCED], "the watched stale write was seen");
 	check_eq(a.newer[FB_FENCED].writer, 2, "the newer write is fence 9's, by writer 2");
 	check_eq(a.newer[FB_FENCED].fence, 9, "... with its fence");
-	check_eq(a.newer[FB_FENCED].acquired_at, 1000, "... its lease's start");
+	check_eq(fb_check_acquired_at(&a.newer[FB_FENCED]), 1000, "... its lease's start");
 	check_eq(a.newer[FB_FENCED].wrote_at, 1500, "... and its write's time");
 	check_eq(a.stale[FB_FENCED].wrote_at, 2000, "the stale write itself is kept");
 	check(!a.seen[FB_UNFENCED], "only in the store that took it");

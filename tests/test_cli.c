@@ -737,6 +737,8 @@ static void test_each_planted_bug_is_caught(void **state)
 	         {"--fault-at", "takeover", "--pause-rate", "200"},
 	         "modes.fenced.lost_updates"},
 	        {"batch-fences", {NULL}, "run.lease_violations.out_of_order_fences"},
+	        {"refuse-holder", {NULL}, "modes.fenced.false_rejections"},
+	        {"refuse-holder", {"--op", "debit"}, "modes.fenced.false_rejections"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		const char *args[16] = {"-t", "16", "-d", "2s", "--bug", cases[i].bug};
@@ -751,6 +753,27 @@ static void test_each_planted_bug_is_caught(void **state)
 		      cases[i].counter, p.stdout_text);
 		check(strstr(p.stdout_text, "PLANTED BUG"), "a planted bug is announced");
 		check(strstr(p.stdout_text, "FAIL !!!"), "the verdict fails for %s", cases[i].bug);
+		bool lease_bug = !strcmp(cases[i].bug, "ignore-expiry") ||
+		                 !strcmp(cases[i].bug, "blind-release");
+		/* A lease table that lets a second holder in makes the fenced
+		 * store's refusal of the first right: the lease is to blame,
+		 * never the store (judged by what was sent, not the promise). */
+		if (lease_bug) {
+			check(num(doc, "modes.fenced.false_rejections") == 0,
+			      "%s: no refusal of a rightful holder:\n%s", cases[i].bug,
+			      p.stdout_text);
+			check(strstr(p.stdout_text, "fenced: SAFE"), "%s: fenced is SAFE:\n%s",
+			      cases[i].bug, p.stdout_text);
+		}
+		if (!strcmp(cases[i].bug, "refuse-holder")) {
+			check(strstr(p.stdout_text, "fenced: VIOLATED !!!") &&
+			              strstr(p.stdout_text, "refusals of its rightful holder") &&
+			              strstr(p.stdout_text, "although no call with a higher fence"),
+			      "refuse-holder is named, its example under fenced's verdict:\n%s",
+			      p.stdout_text);
+			check(strstr(p.stdout_text, "refused its rightful holder"),
+			      "and the closing line's reasons say it:\n%s", p.stdout_text);
+		}
 		json_object_put(doc);
 		release(&p);
 		fb_test_rmtree(dir);

@@ -140,7 +140,7 @@ static void test_an_accepted_write_carries_what_the_checker_needs(void **state)
 	        FB_XOP_WRITE, &res, &v);
 	check(!why, "a complete reply is accepted: %s", why);
 	check(res.ok && res.before == 100 && res.balance == 99, "before and balance kept");
-	check(v == 70000 && res.version == (uint16_t)70000, "version whole, and mod 2^16");
+	check(v == 70000 && res.version == 70000, "version whole");
 	check(!res.stale && res.highest == 9, "token 10 above last 9: not stale by the store");
 	why = result_of("{\"ok\":true,\"before\":1,\"balance\":0,\"version\":3,\"last_fence\":10}",
 	                FB_XOP_DEBIT, &res, &v);
@@ -215,7 +215,10 @@ static void test_quotes_keep_hostile_bytes_off_the_terminal(void **state)
 	fb_exec_quote("a\x1b[2J\xff\\", 7, 100, q, sizeof q);
 	check(!strcmp(q, "a\\x1b[2J\\xff\\x5c"), "escapes, ESC and non-ASCII as \\xNN: %s", q);
 	fb_exec_quote("0123456789", 10, 4, q, sizeof q);
-	check(!strcmp(q, "0123..."), "cut at the bound, marked: %s", q);
+	check(!strcmp(q, "0123... (10 bytes in all)"), "cut at the bound, marked: %s", q);
+	char small[10];
+	fb_exec_quote("0123456789", 10, 4, small, sizeof small);
+	check(!strcmp(small, "0123..."), "no room for the length: the mark alone: %s", small);
 }
 
 /* ---- the engine against real adapters ------------------------------------ */
@@ -399,8 +402,9 @@ static void test_output_nobody_asked_for_fails_the_next_call(void **state)
 	stop(&e);
 }
 
-/* A reply to a call sent after another's reply came must carry a higher
- * version: here the second process repeats the first's. */
+/* A reply to a call sent after another's reply came cannot carry a lower
+ * version (a protocol error: commit order does not run backwards); an equal
+ * one is a second commit at one version, the checker's duplicate. */
 static void test_versions_that_go_backwards_are_an_error(void **state)
 {
 	(void)state;
@@ -408,11 +412,17 @@ static void test_versions_that_go_backwards_are_an_error(void **state)
 	engine e = start(hostile_url("backwards", 1), 0);
 	fb_store_result r;
 	check(wr(e.w1, FB_FENCED, 3, 99, 3, &r) && r.version == 1, "w1's first write: version 1");
-	check(ops->write(e.w1, FB_FENCED, 3, 98, 4, NULL, &r) == FB_IO_ERROR,
-	      "its second write repeats version 1");
-	check(strstr(ops->error(e.w1), "version 1 is not above 1") &&
+	check(wr(e.w1, FB_FENCED, 3, 98, 4, &r) && r.version == 2, "its second: version 2");
+	check(ops->write(e.w1, FB_FENCED, 3, 97, 5, NULL, &r) == FB_IO_ERROR,
+	      "its third goes back to version 1");
+	check(strstr(ops->error(e.w1), "version 1 is below 2") &&
 	              strstr(ops->error(e.w1), "went backwards"),
 	      "and the message says so: %s", ops->error(e.w1));
+	stop(&e);
+	e = start(hostile_url("repeat", 1), 0);
+	check(wr(e.w1, FB_FENCED, 3, 99, 3, &r) && r.version == 1, "w1's first write: version 1");
+	check(wr(e.w1, FB_FENCED, 3, 98, 4, &r) && r.version == 1,
+	      "a repeated version is passed on, for the checker to count as a duplicate");
 	stop(&e);
 }
 
@@ -522,6 +532,74 @@ static void test_each_broken_adapter_is_caught(void **state)
 	broken("no-predicate", pauses, "stale writes accepted");
 	broken("less-equal", retries, "stale writes accepted");
 	broken("check-write", longer, "updates lost");
+}
+
+/* Real stores number their writes with gaps (a global revision, a log
+ * position, a commit timestamp): the correct SQLite store numbering its
+ * writes 2, 4, 6..., 1000, 2000... or by a nanosecond clock is SAFE, its
+ * numbers whole (none negative), and `check` agrees. */
+static void test_a_correct_store_with_gapped_versions_is_safe(void **state)
+{
+	(void)state;
+	static const char *const modes[] = {"x2", "x1000", "ns"};
+	const char *args[] = {"-t", "8", "-d", "2s", NULL};
+	for (size_t i = 0; i < sizeof modes / sizeof *modes; i++) {
+		char a[700], url[900];
+		snprintf(a, sizeof a, "%s %s/gapped-%s.db", modes[i], scratch, modes[i]);
+		snprintf(url, sizeof url, "%s", url_of("tests/adapters/gapped.py", a));
+		fb_test_proc p;
+		json_object *doc = run(&p, url, args, 0);
+		check(strstr(p.out, "gapped: SAFE"), "%s: SAFE:\n%s", modes[i], p.out);
+		static const char *const d[] = {"fenced", "write_fenced", "unfenced"};
+		for (int k = 0; k < 3; k++) {
+			char path[64];
+			snprintf(path, sizeof path, "modes.%s.lost_updates", d[k]);
+			check(num(doc, path) >= 0, "%s: %s is never negative:\n%s", modes[i], path,
+			      p.out);
+		}
+		check(num(doc, "modes.fenced.duplicate_versions") == 0, "%s: no duplicate",
+		      modes[i]);
+		check(num(doc, "modes.fenced.false_rejections") == 0, "%s: no false rejection",
+		      modes[i]);
+		check(num(doc, "modes.fenced.accepted") > 100, "%s: it accepted writes", modes[i]);
+		check(num(doc, "modes.unfenced.stale_accepted") > 0, "%s: the faults bit",
+		      modes[i]);
+		json_object_put(doc);
+		fb_test_release(&p);
+		const char *chk[] = {"check", "--store", url, NULL};
+		check(fb_test_run(&p, chk) == 0, "%s: check agrees:\n%s", modes[i], p.out);
+		check(strstr(p.out, "none missing"), "%s: no write missing:\n%s", modes[i], p.out);
+		fb_test_release(&p);
+	}
+}
+
+/* A store that refuses every newer holder (an equality check, as etcd's
+ * contrib/lock storage has): false rejections, named so; the stale word
+ * only where a newer fence had been sent; said to accept almost nothing;
+ * its story not told as the article's fenced store. */
+static void test_a_store_that_refuses_newer_holders_is_named_for_it(void **state)
+{
+	(void)state;
+	char a[700], url[900];
+	snprintf(a, sizeof a, "%s/equal.db", scratch);
+	snprintf(url, sizeof url, "%s", url_of("tests/adapters/equal.py", a));
+	const char *args[] = {"-t", "8", "-d", "2s", NULL};
+	fb_test_proc p;
+	json_object *doc = run(&p, url, args, 1);
+	check(strstr(p.out, "equal: VIOLATED !!!") &&
+	              strstr(p.out, "refusals of its rightful holder"),
+	      "the verdict names the false rejections:\n%s", p.out);
+	check(num(doc, "modes.fenced.false_rejections") * 10 >
+	              9 * (num(doc, "modes.fenced.writes") - num(doc, "modes.fenced.accepted")),
+	      "nearly every refusal is a false rejection:\n%s", p.out);
+	check(strstr(p.out, "equal accepted ") && strstr(p.out, "a store that refuses nearly"),
+	      "a store that accepted under 1%% is said so:\n%s", p.out);
+	check(!strstr(p.out, "as the article tells it"), "not the article's story:\n%s", p.out);
+	const char *ex = strstr(p.out, "  first, key ");
+	const char *wf = strstr(p.out, "write-fenced:");
+	check(ex && wf && ex < wf, "the example prints under its own verdict:\n%s", p.out);
+	json_object_put(doc);
+	fb_test_release(&p);
 }
 
 /* A hostile adapter mid-run: exit 3, the message on stderr, INCOMPLETE, and
@@ -647,6 +725,8 @@ int main(void)
 	        cmocka_unit_test(test_a_bad_hello_or_command_fails_at_open),
 	        cmocka_unit_test(test_the_sqlite_adapter_passes_a_stress_run_with_pauses),
 	        cmocka_unit_test(test_each_broken_adapter_is_caught),
+	        cmocka_unit_test(test_a_correct_store_with_gapped_versions_is_safe),
+	        cmocka_unit_test(test_a_store_that_refuses_newer_holders_is_named_for_it),
 	        cmocka_unit_test(test_each_hostile_adapter_ends_the_run_with_its_results),
 	        cmocka_unit_test(test_bad_adapters_at_start_are_exit_2_or_3),
 	        cmocka_unit_test(test_a_hung_adapter_ends_the_run_by_the_deadline),

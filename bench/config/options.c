@@ -154,7 +154,8 @@ static const opt opts[] = {
          NEED_FAULT(FB_FAULT_NODE_JUMP), W_STRESS},
         {"bug", 0, "NAME", K_ENUM, OFF(bug), 0, 0, 0, NAMES(fb_bug_names), "bug", 0, true,
          "plant a bug to prove the checkers catch it: ge-store, two-step, ignore-expiry, "
-         "blind-release, trust-client, unregistered-reads, batch-fences (default none)",
+         "blind-release, trust-client, unregistered-reads, batch-fences, refuse-holder "
+         "(default none)",
          0, 0},
         {"lease", 0, "URL", K_ENGINE, OFF(lease_url), 0, 0, 0, NULL, 0, "lease", 0, true,
          "where the leases live: inproc (default), redis://[:PASS@]HOST:PORT/DB (with "
@@ -759,10 +760,13 @@ static void usage(FILE *out)
 	             "they are refused.\n");
 	fprintf(out, "\nExit status:\n"
 	             "  0  every fenced discipline held: no stale write accepted, no update lost\n"
-	             "  1  a fenced discipline accepted a stale write or lost an update, or the\n"
-	             "     checker disagreed with the store\n"
+	             "  1  a fenced discipline accepted a stale write, lost an update or refused\n"
+	             "     its rightful holder, the lease service broke its promises, or the\n"
+	             "     checker disagreed with the store; wins over 3 when counted before an\n"
+	             "     engine died\n"
 	             "  2  bad option or value\n"
-	             "  3  runtime error (threads, memory, results directory)\n"
+	             "  3  runtime error (threads, memory, results directory, an engine that\n"
+	             "     cannot be reached or died mid-run)\n"
 	             "  130, 143  interrupted by SIGINT, SIGTERM (results so far are written)\n\n"
 	             "Example: fencebench -t 64 -d 60s --pause-rate 40 --pause 15ms-30ms\n");
 }

@@ -86,8 +86,15 @@ void fb_env_failed(fb_env *e, const char *what, const char *why)
 {
 	int no = 0;
 	if (atomic_compare_exchange_strong_explicit(&e->failed, &no, 1, memory_order_relaxed,
-	                                            memory_order_relaxed))
-		snprintf(e->failure, sizeof e->failure, "%s: %s", what, why);
+	                                            memory_order_relaxed)) {
+		/* when, on the lease clock the story's times are read on */
+		uint64_t now = fb_clock_now(e->clock), t0 = e->first.t0;
+		if (t0 && now >= t0)
+			snprintf(e->failure, sizeof e->failure, "%s, %.3f s into the run: %s", what,
+			         (double)(now - t0) / 1e9, why);
+		else
+			snprintf(e->failure, sizeof e->failure, "%s: %s", what, why);
+	}
 	fb_env_stop(e);
 	/* writers waiting for room in their logs look at the flag now */
 	if (e->feed)
@@ -237,9 +244,15 @@ static HOT fb_step acquired(fb_worker *w)
 	fb_env *e = w->env;
 	const fb_config *cfg = e->cfg;
 	fb_counter_add(&w->acquired, 1);
-	if (e->witnessing) /* on the service's own clock */
+	if (e->witnessing) { /* on the service's own clock */
+		uint64_t twice = w->witness.duplicates + w->witness.regressions;
 		fb_witness_acquired_memo(e->witness, w->key, w->l.fence, w->l.replaced,
 		                         w->l.service_at + cfg->ttl_ns, &w->witness, &w->wmemo);
+		/* a fence handed out twice: an equal fence can be another's
+		 * (relaxed: stored before this holder sends any call with it) */
+		if (w->witness.duplicates + w->witness.regressions != twice)
+			atomic_store_explicit(&e->dup_fences, 1, memory_order_seq_cst);
+	}
 	w->steps = e->stepping ? atomic_load_explicit(&e->service_steps, memory_order_relaxed) : 0;
 	w->spauses = e->server_pausing
 	                     ? atomic_load_explicit(&e->server_pauses, memory_order_relaxed)
@@ -306,37 +319,127 @@ static HOT fb_step op_acquire(fb_worker *w)
 
 /* ---- the reads, and what a refusal means ---- */
 
+/* Claim a slot of the report (the first of a kind), once per run. */
+static bool claim_once(_Atomic int *claimed)
+{
+	int no = 0;
+	return !atomic_load_explicit(claimed, memory_order_relaxed) &&
+	       atomic_compare_exchange_strong_explicit(claimed, &no, 1, memory_order_relaxed,
+	                                               memory_order_relaxed);
+}
+
+/* A call carrying fence f goes to store d (reads count at the fenced store
+ * only: the write-fenced one registers none). Recorded before it is sent:
+ * seq_cst, so that it is seen by anyone whose refusal the call could cause
+ * (their reply comes after the call reached the store). A call below what
+ * was sent already leaves the record as it is. */
+static HOT void sending(fb_env *e, fb_discipline d, uint32_t key, uint64_t f)
+{
+	if (d == FB_UNFENCED || !e->judging)
+		return;
+	_Atomic uint64_t *s = &e->sent[(size_t)key * 4 + d];
+	uint64_t cur = atomic_load_explicit(s, memory_order_relaxed);
+	while (cur < f && !atomic_compare_exchange_weak_explicit(s, &cur, f, memory_order_seq_cst,
+	                                                         memory_order_relaxed))
+		;
+}
+
+/* A store whose versions are its own counts its write calls on each key,
+ * in flight and accepted (FB_CALLS_*): the ordered checker walks a key
+ * once none is in flight and every accepted one is in hand. seq_cst: the
+ * count in flight before the call can be committed. */
+static HOT void calls_begin(fb_env *e, fb_discipline d, uint32_t key)
+{
+	if (e->calls[d])
+		atomic_fetch_add_explicit(&e->calls[d][key], 1, memory_order_seq_cst);
+}
+
+static HOT void calls_end(fb_env *e, fb_discipline d, uint32_t key, fb_io io)
+{
+	if (e->calls[d])
+		atomic_fetch_add_explicit(&e->calls[d][key],
+		                          io == FB_IO_OK ? FB_CALLS_ONE_ACCEPTED - 1 : UINT64_MAX,
+		                          memory_order_seq_cst);
+}
+
 /*
- * A refusal by a fenced or write-fenced store is false (the store refused
- * its rightful holder: a liveness violation) when the caller's lease was
- * live from before the call was sent until after its reply came. It was
- * acquired before the call and this worker has not released it, so it was
- * live throughout if it is still live now, after the reply, with the lease
- * clock's slack to spare: no newer holder can exist then, and a correct
- * store has no newer fence to refuse it for. Judged on the lease service's
- * clock as the caller reads it (for a remote service, the caller's own
- * bounds: expires_at never later than the server's). The clock is read only
- * here, after a refusal, never on the hot path. The caller leaves out what
- * is rightly refused: a resent copy of a write that was accepted (an equal
- * token is stale, contract 5) and a delayed write (its writer moved on and
- * released before the reply).
+ * What a refusal by store d of a call with `fence` on key was (DESIGN
+ * section 3): stale, if a call carrying a higher fence had been sent to
+ * that store before the reply came back, by fencebench's own record of
+ * what it sent (never the store's claim, never the lease's promise: a
+ * lease service that let a newer holder in makes the refusal right, and
+ * the broken promise is the witness's); or if the caller's own fence had
+ * been accepted already (own: a resent copy). Otherwise it refused its
+ * rightful holder: a false rejection. An equal fence sent by another
+ * caller exists only where the lease service handed a fence out twice,
+ * which the witness says. A refusal with the store's own reason is that;
+ * where fencebench does not see every call (a shared run, --no-check) it
+ * is not judged. The record is read only here, after a refusal.
  */
-static void refused(fb_worker *w, fb_discipline d, bool read, uint64_t highest)
+static fb_outcome_t judge_refusal(fb_env *e, fb_discipline d, uint32_t key, uint64_t fence,
+                                  const fb_store_result *res, bool own)
+{
+	if (res->other || d == FB_UNFENCED)
+		return FB_OUT_REFUSED_OTHER;
+	if (own)
+		return FB_OUT_REJECTED;
+	if (!e->judging)
+		return FB_OUT_REFUSED;
+	uint64_t sent = atomic_load_explicit(&e->sent[(size_t)key * 4 + d], memory_order_seq_cst);
+	if (sent > fence ||
+	    (sent == fence && atomic_load_explicit(&e->dup_fences, memory_order_relaxed)))
+		return FB_OUT_REJECTED;
+	return FB_OUT_REFUSED_HOLDER;
+}
+
+/* A refusal judged: counted where it belongs, the first false rejection and
+ * the first reason of the store's own kept. */
+static void count_refusal(fb_env *e, fb_mode_counters *mc, fb_discipline d, uint32_t key,
+                          uint16_t worker, uint64_t fence, bool read, const fb_store_result *res,
+                          fb_outcome_t o, void *sconn)
+{
+	switch (o) {
+	case FB_OUT_REJECTED:
+		if (!read)
+			fb_counter_add(&mc->rejected, 1);
+		return;
+	case FB_OUT_REFUSED:
+		fb_counter_add(&mc->unjudged, 1);
+		return;
+	case FB_OUT_REFUSED_OTHER:
+		fb_counter_add(&mc->refused_other, 1);
+		if (claim_once(&e->other_claimed))
+			snprintf(e->other_reason, sizeof e->other_reason, "%s",
+			         res->other ? e->sops->error(sconn)
+			                    : "a refusal by the unfenced store");
+		return;
+	default:
+		break;
+	}
+	fb_counter_add(&mc->false_rejections, 1);
+	if (!claim_once(&e->false_claimed))
+		return;
+	e->false_rej = (fb_false_rejection){
+	        true,
+	        d,
+	        read,
+	        key,
+	        worker,
+	        fence,
+	        res->highest,
+	        atomic_load_explicit(&e->sent[(size_t)key * 4 + d], memory_order_relaxed)};
+}
+
+/* Store d refused this cycle's read or write: judged and counted. */
+static fb_outcome_t refused(fb_worker *w, fb_discipline d, bool read, const fb_store_result *res,
+                            bool own)
 {
 	fb_env *e = w->env;
-	if (d == FB_UNFENCED)
-		return;
-	uint64_t now = fb_clock_now(e->clock);
-	if (now + e->lease_slack >= w->l.expires_at)
-		return; /* the lease ran out in flight: a newer holder may exist */
-	fb_counter_add(&w->m[d].false_rejections, 1);
-	int no = 0;
-	if (atomic_load_explicit(&e->false_claimed, memory_order_relaxed) ||
-	    !atomic_compare_exchange_strong_explicit(&e->false_claimed, &no, 1,
-	                                             memory_order_relaxed, memory_order_relaxed))
-		return;
-	e->false_rej = (fb_false_rejection){true,  d,          read,    w->key,
-	                                    w->id, w->l.fence, highest, w->l.expires_at - now};
+	fb_outcome_t o = judge_refusal(e, d, w->key, w->l.fence, res, own);
+	count_refusal(e, &w->m[d], d, w->key, w->id, w->l.fence, read, res, o, w->sconn);
+	if (o == FB_OUT_REJECTED || o == FB_OUT_REFUSED)
+		w->stale = true; /* a stale attempt, for the vacuity proof */
+	return o;
 }
 
 /* Store d's read came back (into w->rd[d]): served, or refused and counted.
@@ -352,8 +455,8 @@ static HOT bool read_done(fb_worker *w, fb_discipline d, fb_io io)
 	if (!w->served[d]) {
 		fb_counter_add(&w->m[d].reads_refused, 1);
 		w->highest[d] = w->rd[d].highest;
-		refused(w, d, true, w->rd[d].highest);
-		w->stale = true;
+		fb_outcome_t o = refused(w, d, true, &w->rd[d], false);
+		w->rd_out[d] = (uint8_t)(o == FB_OUT_REJECTED ? FB_OUT_READ_REFUSED : o);
 	}
 	w->bal[d] = w->rd[d].balance;
 	return true;
@@ -369,8 +472,11 @@ static fb_step read_all(fb_worker *w)
 	fb_store_op ops[FB_DISCIPLINES];
 	fb_store_result r[FB_DISCIPLINES];
 	fb_io io[FB_DISCIPLINES];
-	for (int i = 0; i < e->nactive; i++)
+	for (int i = 0; i < e->nactive; i++) {
 		ops[i] = (fb_store_op){FB_STORE_READ, rotated(e, w->first, i), 0, NULL};
+		if (ops[i].d == FB_FENCED)
+			sending(e, FB_FENCED, w->key, w->l.fence);
+	}
 	uint64_t e0 = eop_start(e, e->remote);
 	e->sops->batch(w->sconn, e->nactive, ops, w->key, w->l.fence, r, io);
 	eop_end(e, w, FB_EOP_READ, e0);
@@ -393,6 +499,8 @@ static HOT fb_step op_read(fb_worker *w)
 	fb_discipline d = rotated(e, w->first, w->i);
 	uint64_t e0 = eop_start(e, e->timed_modes >> d & 1);
 	w->rd[d] = (fb_store_result){0};
+	if (d == FB_FENCED)
+		sending(e, d, w->key, w->l.fence);
 	fb_io io = e->sops->read(w->sconn, d, w->key, w->l.fence, &w->rd[d]);
 	eop_end(e, w, FB_EOP_READ, e0);
 	if (!read_done(w, d, io)) /* the store fell silent: the run is over */
@@ -411,7 +519,7 @@ static HOT void next_write(fb_worker *w)
 		fb_discipline d = rotated(e, w->first, w->i);
 		if (w->served[d])
 			return;
-		w->outcome[d] = w->outcome0[d] = FB_OUT_READ_REFUSED;
+		w->outcome[d] = w->outcome0[d] = w->rd_out[d];
 	}
 	w->pc = FB_PC_RELEASE;
 }
@@ -590,14 +698,13 @@ static HOT bool wrote(fb_worker *w, fb_discipline d, bool copy, uint64_t now, fb
 		return false;
 	}
 	if (io != FB_IO_OK) {
-		fb_counter_add(&mc->rejected, 1);
 		/* a resent copy of an accepted write is rightly refused: its token
 		 * equals the accepted one */
-		if (!copy || w->outcome[d] != FB_OUT_ACCEPTED)
-			refused(w, d, false, res->highest);
-		w->outcome[d] = FB_OUT_REJECTED;
-		w->outcome0[d] = copy ? w->outcome0[d] : FB_OUT_REJECTED;
-		w->stale = true;
+		bool own =
+		        copy && (w->outcome[d] == FB_OUT_ACCEPTED || w->outcome[d] == FB_OUT_STALE);
+		uint8_t o = (uint8_t)refused(w, d, false, res, own);
+		w->outcome[d] = o;
+		w->outcome0[d] = copy ? w->outcome0[d] : o;
 		return true;
 	}
 	fb_counter_add(&mc->accepted, 1);
@@ -619,7 +726,7 @@ static HOT bool wrote(fb_worker *w, fb_discipline d, bool copy, uint64_t now, fb
 		                       .replaced = res->before,
 		                       .written = res->balance,
 		                       .wrote_at = now,
-		                       .acquired_at = w->l.expires_at - e->cfg->ttl_ns,
+		                       .held = fb_check_held(now, w->l.expires_at - e->cfg->ttl_ns),
 		                       .key = w->key,
 		                       .version = res->version,
 		                       .writer = w->id,
@@ -633,11 +740,14 @@ static HOT bool write_one(fb_worker *w, fb_discipline d, int64_t value, uint64_t
 {
 	fb_env *e = w->env;
 	fb_store_result *res = &w->res;
+	sending(e, d, w->key, w->l.fence);
+	calls_begin(e, d, w->key);
 	uint64_t e0 = eop_start(e, e->timed_modes >> d & 1);
 	fb_io io = e->cfg->op == FB_OP_RMW
 	                   ? e->sops->write(w->sconn, d, w->key, value, w->l.fence, &w->rd[d], res)
 	                   : e->sops->debit(w->sconn, d, w->key, value, w->l.fence, res);
 	eop_end(e, w, FB_EOP_WRITE, e0);
+	calls_end(e, d, w->key, io);
 	return wrote(w, d, copy, now, io, res);
 }
 
@@ -700,7 +810,7 @@ static fb_step write_all(fb_worker *w)
 		fb_discipline d = rotated(e, w->first, w->i);
 		int64_t value;
 		if (!w->served[d])
-			w->outcome[d] = w->outcome0[d] = FB_OUT_READ_REFUSED;
+			w->outcome[d] = w->outcome0[d] = w->rd_out[d];
 		else if (!issue(w, d, now, &value))
 			for (int copy = 0; copy <= (int)w->resend; copy++)
 				ws[n++] = (fb_store_op){verb, d, value, &w->rd[d]};
@@ -710,9 +820,15 @@ static fb_step write_all(fb_worker *w)
 		return go(w, FB_PC_RELEASE);
 	fb_store_result r[FB_BATCH_MAX];
 	fb_io io[FB_BATCH_MAX];
+	for (int j = 0; j < n; j++) {
+		sending(e, ws[j].d, w->key, w->l.fence);
+		calls_begin(e, ws[j].d, w->key);
+	}
 	uint64_t e0 = eop_start(e, e->remote);
 	e->sops->batch(w->sconn, n, ws, w->key, w->l.fence, r, io);
 	eop_end(e, w, FB_EOP_WRITE, e0);
+	for (int j = 0; j < n; j++)
+		calls_end(e, ws[j].d, w->key, io[j]);
 	bool answered = true;
 	for (int j = 0; j < n; j++)
 		answered &= wrote(w, ws[j].d, j > 0 && ws[j - 1].d == ws[j].d, now, io[j], &r[j]);
@@ -742,15 +858,6 @@ static HOT fb_step op_write(fb_worker *w)
 }
 
 /* ---- the release, the commits ---- */
-
-/* Claim a story slot, once per run. */
-static bool claim(_Atomic int *claimed)
-{
-	int no = 0;
-	return !atomic_load_explicit(claimed, memory_order_relaxed) &&
-	       atomic_compare_exchange_strong_explicit(claimed, &no, 1, memory_order_relaxed,
-	                                               memory_order_relaxed);
-}
 
 /* Ask the checkers to keep the stale write (key, fence) and the newer write
  * it went behind. Before the write is logged: the consumer that walks it
@@ -843,11 +950,11 @@ static void note_first(fb_worker *w)
 	fb_env *e = w->env;
 	if (e->cfg->no_check)
 		return;
-	if (claim(&e->first_claimed)) {
+	if (claim_once(&e->first_claimed)) {
 		tell(w, &e->first);
 		watch(&e->watch_first, w->key, w->l.fence);
 	}
-	if (article_shaped(w) && claim(&e->shape_claimed)) {
+	if (article_shaped(w) && claim_once(&e->shape_claimed)) {
 		tell(w, &e->shaped);
 		watch(&e->watch_shaped, w->key, w->l.fence);
 	}
@@ -1133,9 +1240,12 @@ bool fb_cycle_deliver(fb_env *e, const fb_delayed_write *dw, fb_check_rec *out)
 		fb_counter_add(&e->net[d].indeterminate, 1);
 		return false;
 	}
+	sending(e, d, dw->key, dw->fence);
+	calls_begin(e, d, dw->key);
 	fb_io io = dw->debit ? e->sops->debit(e->net_sconn, d, dw->key, dw->value, dw->fence, &res)
 	                     : e->sops->write(e->net_sconn, d, dw->key, dw->value, dw->fence, NULL,
 	                                      &res);
+	calls_end(e, d, dw->key, io);
 	if (io == FB_IO_ERROR) {
 		fb_counter_add(&e->net[d].indeterminate, 1);
 		fb_env_failed(e, "store", e->sops->error(e->net_sconn));
@@ -1152,7 +1262,11 @@ bool fb_cycle_deliver(fb_env *e, const fb_delayed_write *dw, fb_check_rec *out)
 	if (dw->first && (!ok || res.stale))
 		fb_counter_add(&e->net_stale, 1);
 	if (!ok) {
-		fb_counter_add(&e->net[d].rejected, 1);
+		/* judged as any refusal: the writer's lease is long gone, but a
+		 * correct store still accepts it if nothing newer reached it */
+		fb_outcome_t o = judge_refusal(e, d, dw->key, dw->fence, &res, false);
+		count_refusal(e, &e->net[d], d, dw->key, dw->worker, dw->fence, false, &res, o,
+		              e->net_sconn);
 		return false;
 	}
 	fb_counter_add(&e->net[d].accepted, 1);
@@ -1160,7 +1274,7 @@ bool fb_cycle_deliver(fb_env *e, const fb_delayed_write *dw, fb_check_rec *out)
 	int64_t read = dw->debit ? res.before : dw->read;
 	if (res.stale) {
 		fb_counter_add(&e->net[d].store_stale, 1);
-		if (!e->cfg->no_check && claim(&e->first_claimed))
+		if (!e->cfg->no_check && claim_once(&e->first_claimed))
 			tell_delivery(e, dw, &res, read, landed);
 	}
 	if (!e->checking)

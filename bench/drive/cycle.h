@@ -71,8 +71,11 @@ typedef enum fb_pc {
 extern const char *const fb_pc_names[FB_PCS];
 
 typedef struct fb_mode_counters {
-	fb_counter writes, accepted, rejected, reads_refused, store_stale, zombie;
-	fb_counter false_rejections; /* refused while the caller's lease was live */
+	fb_counter writes, accepted, reads_refused, store_stale, zombie;
+	fb_counter rejected;         /* writes refused as stale: a newer fence had reached it */
+	fb_counter false_rejections; /* writes and reads refused with no newer fence sent */
+	fb_counter refused_other;    /* ... refused for a reason the store gave */
+	fb_counter unjudged;         /* ... refused where fencebench's record is incomplete */
 	fb_counter indeterminate;    /* sent, and the engine never answered */
 } fb_mode_counters;
 
@@ -124,6 +127,7 @@ typedef struct fb_worker {
 	bool served[FB_DISCIPLINES];
 	uint8_t outcome[FB_DISCIPLINES];
 	uint8_t outcome0[FB_DISCIPLINES];      /* ... after a resent write's first copy */
+	uint8_t rd_out[FB_DISCIPLINES];        /* a refused read, judged (fb_outcome) */
 	uint64_t highest[FB_DISCIPLINES];      /* the fence each store had seen, as it answered */
 	uint64_t highest0[FB_DISCIPLINES];     /* ... to a resent write's first copy */
 	fb_check_rec todo[2 * FB_DISCIPLINES]; /* accepted writes, for the checker */
@@ -156,17 +160,27 @@ struct fb_env {
 	_Atomic uint64_t server_pauses;
 	_Atomic uint64_t node_jumps; /* a node's clock jumped (Redlock under libfaketime) */
 	bool remote;                 /* round trips: every engine call is timed */
-	bool batched;    /* the store takes a phase's reads (writes) in one round trip */
-	bool checking;   /* the history checker sees every write */
-	bool witnessing; /* the lease witness hears every acquire */
-	bool blocking;   /* a commit may wait for room (threads); else it yields (sim) */
-	bool skip;       /* --on-held skip */
-	bool crashes;    /* crash faults can strike: takeovers are timed */
-	bool stepping;   /* a wall-clock lease service a skew fault can step */
+	bool batched;          /* the store takes a phase's reads (writes) in one round trip */
+	bool checking;         /* the history checker sees every write */
+	bool witnessing;       /* the lease witness hears every acquire */
+	bool blocking;         /* a commit may wait for room (threads); else it yields (sim) */
+	bool skip;             /* --on-held skip */
+	bool crashes;          /* crash faults can strike: takeovers are timed */
+	bool stepping;         /* a wall-clock lease service a skew fault can step */
+	bool judging;          /* refusals are judged: every call to the stores is this process's */
+	uint32_t own_versions; /* disciplines whose versions are the store's own (ordered) */
 	bool server_pausing;
 	bool jumping;         /* node-jump is on, and the lease service can take it */
 	uint64_t lease_slack; /* how far two readings of the lease clock may disagree */
 	uint32_t timed_modes; /* store calls timed as round trips: remote, not exec's controls */
+	/* Per key and discipline (key * 4 + d), the highest fence any call sent
+	 * to that store carried: a refusal is judged by what was sent, never
+	 * by the lease's promise (DESIGN section 3). */
+	_Atomic uint64_t *sent;
+	_Atomic int dup_fences; /* the witness saw a fence handed out twice */
+	/* Per discipline whose versions are the store's own, per key, its
+	 * write calls (FB_CALLS_*): the ordered checker's evidence. */
+	_Atomic uint64_t *calls[FB_DISCIPLINES];
 	fb_checker *checker[FB_DISCIPLINES];
 	fb_feed *feed;        /* the workers' logs to the checkers, one more for the deliveries */
 	fb_feed_log *net_log; /* ... the deliveries' */
@@ -187,7 +201,7 @@ struct fb_env {
 	_Atomic uint32_t done; /* workers through their --cycles */
 	_Atomic int exhausted;
 	_Atomic int failed; /* an engine stopped answering: set once */
-	char failure[400];  /* ... written by the thread that set it */
+	char failure[2560]; /* ... written by the thread that set it */
 	/* the deliveries of delayed writes: written by one delivering thread */
 	fb_mode_counters net[FB_DISCIPLINES];
 	fb_counter net_stalls, net_delivered, net_stale, net_takeovers;
@@ -202,6 +216,8 @@ struct fb_env {
 	fb_first_corruption shaped;
 	fb_check_watch watch_first, watch_shaped;
 	fb_false_rejection false_rej;
+	_Atomic int other_claimed; /* the first refusal for another reason: its text */
+	char other_reason[160];
 	fb_counter plan_slipped;
 };
 

@@ -73,6 +73,9 @@ void fb_env_close(fb_env *e)
 	if (e->seng)
 		e->sops->close(e->seng);
 	fb_witness_destroy(e->witness);
+	free(e->sent);
+	for (int d = 0; d < FB_DISCIPLINES; d++)
+		free(e->calls[d]);
 	fb_plan_log_destroy(e->log);
 	fb_plan_free(&e->plan);
 	free(e->traps);
@@ -158,6 +161,7 @@ static fb_err open_engines(fb_env *e, const fb_env_driver *drv, fb_results *res)
 	for (int d = 0; d < FB_DISCIPLINES; d++)
 		snprintf(res->column[d], sizeof res->column[d], "%s",
 		         fb_store_column(e->sops, e->seng, (fb_discipline)d));
+	e->own_versions = e->sops->own_versions ? e->sops->own_versions(e->seng) : 0;
 	res->remote = e->remote;
 	res->batched = e->batched;
 	res->check_deferred = !e->checking && !cfg->no_check;
@@ -188,6 +192,8 @@ static fb_err open_checks(fb_env *e, bool blocking)
 	for (int d = 0; d < FB_DISCIPLINES; d++)
 		if (cfg->modes & (1u << d))
 			e->active[e->nactive++] = (fb_discipline)d;
+	if (!(e->sent = calloc((size_t)cfg->keys * 4, sizeof *e->sent)))
+		return FB_ENOMEM;
 	if (!e->checking)
 		return FB_OK;
 	uint32_t cap, ahead;
@@ -196,7 +202,17 @@ static fb_err open_checks(fb_env *e, bool blocking)
 	fb_check_watch *watches[] = {&e->watch_first, &e->watch_shaped};
 	for (int i = 0; i < e->nactive; i++) {
 		fb_discipline d = e->active[i];
-		if (fb_checker_create(cfg->keys, ahead, cfg->initial_balance, &e->checker[d]))
+		fb_err r;
+		if (e->own_versions & (1u << d)) {
+			if (!(e->calls[d] = calloc(cfg->keys, sizeof *e->calls[d])))
+				return FB_ENOMEM;
+			r = fb_checker_create_ordered(cfg->keys, cfg->initial_balance, e->calls[d],
+			                              &e->checker[d]);
+		} else {
+			r = fb_checker_create(cfg->keys, ahead, cfg->initial_balance,
+			                      &e->checker[d]);
+		}
+		if (r)
 			return FB_ENOMEM;
 		fb_checker_watch(e->checker[d], watches, 2);
 	}
@@ -283,6 +299,8 @@ fb_err fb_env_open(fb_env *e, const fb_config *cfg, const fb_env_driver *drv, fb
 	 * for versions it never sees. `fencebench check` reads the whole
 	 * history afterwards. */
 	e->checking = !cfg->no_check && !cfg->client_id;
+	/* ... and its calls too: a refusal is judged only on a full record */
+	e->judging = e->checking;
 	e->witnessing = !cfg->no_check;
 	e->skip = cfg->on_held == FB_ON_HELD_SKIP;
 	e->crashes = fb_config_fault(cfg, FB_FAULT_CRASH) || cfg->plan_path;
@@ -303,7 +321,7 @@ fb_err fb_env_open(fb_env *e, const fb_config *cfg, const fb_env_driver *drv, fb
 	e->traps = aligned_alloc(FB_CACHE_LINE, (size_t)cfg->keys * sizeof *e->traps);
 	e->crashes_at = aligned_alloc(FB_CACHE_LINE, (size_t)cfg->keys * sizeof *e->crashes_at);
 	if (!e->workers || !res->per_thread_ops || !res->dead || !res->keys || !e->traps ||
-	    !e->crashes_at || open_checks(e, drv->blocking) || open_zipf(e))
+	    !e->crashes_at || open_zipf(e))
 		return oom(e);
 	memset(e->workers, 0, wbytes);
 	for (uint32_t k = 0; k < cfg->keys; k++) {
@@ -314,11 +332,15 @@ fb_err fb_env_open(fb_env *e, const fb_config *cfg, const fb_env_driver *drv, fb
 		atomic_init(&e->crashes_at[k].at, 0);
 	}
 	fb_err r = open_engines(e, drv, res);
+	if (!r) /* after the store: its versions say which checker walks it */
+		r = open_checks(e, drv->blocking);
 	if (!r)
 		r = open_plans(e);
+	if (r == FB_ENOMEM)
+		return oom(e);
 	if (r) {
 		fb_env_close(e);
-		return r == FB_ENOMEM ? oom(e) : r;
+		return r;
 	}
 	e->nworkers = cfg->threads;
 	for (uint32_t i = 0; i < cfg->threads; i++)
@@ -419,6 +441,8 @@ static void sum_worker(fb_results *res, const fb_worker *wc, uint32_t i)
 		m->store_stale += fb_counter_get((fb_counter *)&c->store_stale);
 		m->zombie_writes += fb_counter_get((fb_counter *)&c->zombie);
 		m->false_rejections += fb_counter_get((fb_counter *)&c->false_rejections);
+		m->refused_other += fb_counter_get((fb_counter *)&c->refused_other);
+		m->unjudged += fb_counter_get((fb_counter *)&c->unjudged);
 		m->indeterminate += fb_counter_get((fb_counter *)&c->indeterminate);
 	}
 }
@@ -436,6 +460,9 @@ static void sum_workers(fb_env *e, fb_results *res)
 	for (int d = 0; d < FB_DISCIPLINES; d++) {
 		res->mode[d].accepted += fb_counter_get(&e->net[d].accepted);
 		res->mode[d].rejected_stale += fb_counter_get(&e->net[d].rejected);
+		res->mode[d].false_rejections += fb_counter_get(&e->net[d].false_rejections);
+		res->mode[d].refused_other += fb_counter_get(&e->net[d].refused_other);
+		res->mode[d].unjudged += fb_counter_get(&e->net[d].unjudged);
 		res->mode[d].store_stale += fb_counter_get(&e->net[d].store_stale);
 		res->mode[d].indeterminate += fb_counter_get(&e->net[d].indeterminate);
 	}
@@ -520,7 +547,7 @@ static void newer_from(fb_first_corruption *fc, const fb_check_watch *wt)
 		fc->newer_fence = b->fence;
 		fc->newer_delayed = b->delayed;
 		fc->resent = wt->stale[d].resent;
-		fc->newer_acquired_at = b->acquired_at;
+		fc->newer_acquired_at = fb_check_acquired_at(b);
 		fc->newer_wrote_at = b->wrote_at;
 		memcpy(fc->newer_outcome, b->outcome, sizeof fc->newer_outcome);
 		fc->wrote_at = wt->stale[d].wrote_at; /* the stale write's own time */
@@ -565,6 +592,7 @@ void fb_env_results(fb_env *e, fb_results *res)
 	newer_from(&res->first, &e->watch_first);
 	newer_from(&res->shaped, &e->watch_shaped);
 	res->false_rejection = e->false_rej; /* written by a thread joined since */
+	snprintf(res->other_reason, sizeof res->other_reason, "%s", e->other_reason);
 	for (int k = 0; k < FB_WIT_KINDS; k++)
 		fb_witness_example_of(e->witness, (fb_witness_kind)k, &res->lease_example[k]);
 	res->exhausted = atomic_load(&e->exhausted);

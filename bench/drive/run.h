@@ -20,6 +20,8 @@
 typedef struct fb_mode_result {
 	bool on;
 	uint64_t writes, accepted, rejected_stale, reads_refused, zombie_writes;
+	uint64_t refused_other;  /* writes and reads refused for a reason the store gave */
+	uint64_t unjudged;       /* ... refused where fencebench does not see every call */
 	uint64_t indeterminate;  /* writes whose outcome is unknown: the engine fell silent */
 	uint64_t store_stale;    /* stale writes accepted, as the store itself saw them */
 	uint64_t stale_accepted; /* ... as the checker found them in the history */
@@ -41,8 +43,9 @@ typedef struct fb_key_result {
 	uint64_t last_fence[FB_DISCIPLINES];
 } fb_key_result;
 
-/* The first refusal of a rightful holder: a store said no to a worker whose
- * lease was live from before its call until after the reply. */
+/* The first refusal of a rightful holder: a store said no to a call when no
+ * call with a higher fence (nor the caller's own, accepted) had been sent to
+ * it before the reply came. */
 typedef struct fb_false_rejection {
 	bool found;
 	fb_discipline d;
@@ -50,8 +53,8 @@ typedef struct fb_false_rejection {
 	uint32_t key;
 	uint16_t worker;
 	uint64_t fence;   /* the caller's */
-	uint64_t highest; /* the highest fence the store had seen */
-	uint64_t left_ns; /* how long the lease still had to run after the reply */
+	uint64_t highest; /* the highest fence the store said it had seen (0: not said) */
+	uint64_t sent;    /* the highest fence any call had carried to it by the reply */
 } fb_false_rejection;
 
 /* One fault type's vacuity proof: did it bite? */
@@ -64,13 +67,17 @@ typedef struct fb_fault_result {
 } fb_fault_result;
 
 /* What a write did to one store, for the first corruption's timeline. */
-enum fb_outcome {
+typedef enum fb_outcome {
 	FB_OUT_NONE,         /* not written (not selected, read refused, check failed) */
 	FB_OUT_ACCEPTED,     /* accepted, in order */
 	FB_OUT_STALE,        /* accepted although its fence was stale: corruption */
-	FB_OUT_REJECTED,     /* refused as stale */
-	FB_OUT_READ_REFUSED, /* the read was refused, so no write */
-};
+	FB_OUT_REJECTED,     /* refused as stale: a newer fence had reached the store */
+	FB_OUT_READ_REFUSED, /* the read was refused as stale, so no write */
+	/* refusals that were not staleness (a write's, or the read's: no write) */
+	FB_OUT_REFUSED_HOLDER, /* no newer fence had been sent: its rightful holder */
+	FB_OUT_REFUSED_OTHER,  /* for a reason the store gave */
+	FB_OUT_REFUSED,        /* not judged: fencebench does not see every call */
+} fb_outcome_t;
 
 /* A stale write a store accepted, as a short timeline: the first of the
  * run, or the first of the article's shape (the unfenced store took it,
@@ -142,7 +149,7 @@ typedef struct fb_results {
 	bool remote;                             /* an engine with round trips drove the run */
 	bool batched;        /* the store took each phase's operations in one round trip */
 	bool check_deferred; /* a shared run: the global history is `fencebench check`'s */
-	char failure[400];   /* an engine that stopped answering: which, and why */
+	char failure[2560];  /* an engine that stopped answering: which, when, and why */
 	fb_mode_result mode[FB_DISCIPLINES];
 	char column[FB_DISCIPLINES][16]; /* each one's heading: its name, or an adapter's */
 	fb_key_result *keys;
@@ -151,8 +158,9 @@ typedef struct fb_results {
 	fb_witness_counts lease;    /* the lease witness's violations */
 	fb_witness_example lease_example[FB_WIT_KINDS]; /* the first of each */
 	fb_false_rejection false_rejection;             /* the first */
-	double floor_ops_s; /* the matching floor pipeline's throughput, 0: not measured */
-	bool exhausted;     /* the fence space ran out: the run stopped */
+	char other_reason[160]; /* the first refusal for a reason the store gave: its words */
+	double floor_ops_s;     /* the matching floor pipeline's throughput, 0: not measured */
+	bool exhausted;         /* the fence space ran out: the run stopped */
 	/* the deterministic driver's own figures (deterministic: true) */
 	struct {
 		bool deterministic;

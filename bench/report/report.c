@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <json-c/json.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -368,6 +369,29 @@ static long long g_false(const fb_mode_result *m, fb_discipline d)
 {
 	return d == FB_UNFENCED ? -1 : (long long)m->false_rejections;
 }
+static long long g_other(const fb_mode_result *m, fb_discipline d)
+{
+	(void)d;
+	return (long long)m->refused_other;
+}
+static long long g_unjudged(const fb_mode_result *m, fb_discipline d)
+{
+	(void)d;
+	return (long long)m->unjudged;
+}
+
+/* Whether any discipline's uint64_t field at `at` is non-zero. */
+static bool any_mode(const fb_results *res, size_t at)
+{
+	for (int d = 0; d < FB_DISCIPLINES; d++) {
+		uint64_t v;
+		memcpy(&v, (const char *)&res->mode[d] + at, sizeof v);
+		if (res->mode[d].on && v)
+			return true;
+	}
+	return false;
+}
+
 static long long g_zombie(const fb_mode_result *m, fb_discipline d)
 {
 	(void)d;
@@ -480,17 +504,53 @@ static void print_lease(FILE *out, const fb_results *res)
 	}
 }
 
-/* The first refusal of a rightful holder, in one line. */
-static void print_false_rejection(FILE *out, const fb_results *res)
+/* The first refusal of a rightful holder, in one line, under the verdict
+ * of the store that made it. */
+static void print_false_rejection(FILE *out, const fb_results *res, fb_discipline d)
 {
 	const fb_false_rejection *x = &res->false_rejection;
-	if (!x->found)
+	if (!x->found || x->d != d)
 		return;
 	fprintf(out,
-	        "  first, key %u: w%u's %s with fence %llu refused by %s (it had seen fence %llu) "
-	        "with %s of its lease still to run\n",
+	        "  first, key %u: w%u's %s with fence %llu refused by %s, although no call with a "
+	        "higher fence had been sent to it (the highest sent: %llu",
 	        x->key, x->worker, x->read ? "read" : "write", (unsigned long long)x->fence,
-	        fb_column(res, x->d), (unsigned long long)x->highest, D(x->left_ns));
+	        fb_column(res, x->d), (unsigned long long)x->sent);
+	if (x->highest)
+		fprintf(out, "; the store said it had seen %llu", (unsigned long long)x->highest);
+	fprintf(out, ")\n");
+}
+
+/* A fenced store that accepted almost nothing: broken, or so is the mapping
+ * of its adapter (a refusal read for an acceptance, a token not sent). */
+static void say_accepted_little(FILE *out, const fb_results *res, fb_discipline d)
+{
+	const fb_mode_result *m = &res->mode[d];
+	if (!m->on || !m->writes || m->accepted * 100 >= m->writes)
+		return;
+	fprintf(out,
+	        "  %s accepted %s of %s writes (%.2f%%): a store that refuses nearly every "
+	        "write is broken, or its adapter's mapping is\n",
+	        fb_column(res, d), G(m->accepted), G(m->writes),
+	        100.0 * (double)m->accepted / (double)m->writes);
+}
+
+/* Refusals that were not staleness nor a rightful holder's: the store's
+ * own reasons, and those fencebench could not judge. */
+static void say_other_refusals(FILE *out, const fb_results *res, fb_discipline d)
+{
+	const fb_mode_result *m = &res->mode[d];
+	if (m->on && m->refused_other)
+		fprintf(out, "  %s refused %s %s for a reason of its own; the first: %s\n",
+		        fb_column(res, d), G(m->refused_other),
+		        PL(m->refused_other, "call", "calls"),
+		        res->other_reason[0] ? res->other_reason : "(not said)");
+	if (m->on && m->unjudged)
+		fprintf(out,
+		        "  %s: %s %s not judged (fencebench does not see every call to the "
+		        "store: %s)\n",
+		        fb_column(res, d), G(m->unjudged), PL(m->unjudged, "refusal", "refusals"),
+		        res->cfg->no_check ? "--no-check" : "other processes write to it");
 }
 
 /* The side-by-side table: one column per discipline. */
@@ -506,8 +566,12 @@ static void print_table(FILE *out, const fb_results *res)
 	row(out, res, "rejected as stale", NULL, g_rejected);
 	row(out, res, "stale accepted", "<- writes that went backwards", g_stale);
 	row(out, res, "lost updates", "<- debits erased", g_lost);
-	row(out, res, "false rejections", "<- refused although the caller's lease was live",
-	    g_false);
+	row(out, res, "false rejections", "<- refused with no newer fence sent to it", g_false);
+	if (any_mode(res, offsetof(fb_mode_result, refused_other)))
+		row(out, res, "refused, other reason", "<- the store's own reason", g_other);
+	if (any_mode(res, offsetof(fb_mode_result, unjudged)))
+		row(out, res, "refused, not judged", "<- fencebench does not see every call",
+		    g_unjudged);
 	row(out, res, "zombie writes", "<- issued after the writer's lease expired", g_zombie);
 	if (res->failure[0])
 		row(out, res, "indeterminate", "<- sent, never answered: outcome unknown",
@@ -606,8 +670,8 @@ static void say_broken(FILE *out, const fb_mode_result *m, bool lost_counts)
 	}
 	if (m->false_rejections)
 		fprintf(out,
-		        "%s%s refusals of its rightful holder (the caller's lease was live "
-		        "from before the call until after the reply)",
+		        "%s%s refusals of its rightful holder (no call with a higher fence had "
+		        "been sent to it)",
 		        sep, G(m->false_rejections));
 }
 
@@ -758,8 +822,13 @@ int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
 	print_performance(out, res);
 	print_status(out, res);
 	say_fenced(out, res, vacuous);
+	print_false_rejection(out, res, FB_FENCED);
+	say_accepted_little(out, res, FB_FENCED);
+	say_other_refusals(out, res, FB_FENCED);
 	say_write_fenced(out, res);
-	print_false_rejection(out, res);
+	print_false_rejection(out, res, FB_WRITE_FENCED);
+	say_accepted_little(out, res, FB_WRITE_FENCED);
+	say_other_refusals(out, res, FB_WRITE_FENCED);
 	say_unfenced(out, res, vacuous);
 	fb_story_print(out, res);
 	if (res->interrupted)
@@ -875,6 +944,8 @@ static json_object *j_mode(const fb_results *res, fb_discipline d)
 	json_object_object_add(o, "lost_updates", m->unchecked ? NULL : j_i(m->lost_updates));
 	json_object_object_add(o, "zombie_writes", j_u(m->zombie_writes));
 	json_object_object_add(o, "false_rejections", j_u(m->false_rejections));
+	json_object_object_add(o, "refused_other", j_u(m->refused_other));
+	json_object_object_add(o, "refused_unjudged", j_u(m->unjudged));
 	json_object_object_add(o, "duplicate_versions", j_u(m->duplicates));
 	json_object_object_add(o, "indeterminate", j_u(m->indeterminate));
 	json_object *faults = json_object_new_object();

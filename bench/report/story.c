@@ -21,11 +21,16 @@ static bool same_write(const fb_first_corruption *a, const fb_first_corruption *
 	       a->writer == b->writer;
 }
 
+/* The article's shape: the unfenced store took A's stale write, the fenced
+ * one refused it as stale (its write, or the read before it), and B's
+ * write, where the checker names it, the fenced store had accepted. A
+ * store that refuses every newer holder is told in its own words. */
 static bool article_shaped(const fb_first_corruption *fc)
 {
 	uint8_t f = fc->outcome[FB_FENCED];
-	return fc->outcome[FB_UNFENCED] == FB_OUT_STALE &&
-	       (f == FB_OUT_REJECTED || f == FB_OUT_READ_REFUSED);
+	return fc->found && fc->outcome[FB_UNFENCED] == FB_OUT_STALE &&
+	       (f == FB_OUT_REJECTED || f == FB_OUT_READ_REFUSED) &&
+	       (!fc->newer_written || fc->newer_outcome[FB_FENCED] == FB_OUT_ACCEPTED);
 }
 
 /* ---- the timeline ---- */
@@ -98,6 +103,20 @@ static void said(char *buf, size_t len, const fb_results *res, const fb_first_co
 		         "was not stale",
 		         name);
 		break;
+	case FB_OUT_REFUSED_HOLDER:
+		snprintf(buf, len,
+		         "%s refused it although no call with a newer fence had been sent to it: "
+		         "a refusal of its rightful holder, not staleness",
+		         name);
+		break;
+	case FB_OUT_REFUSED_OTHER:
+		snprintf(buf, len, "%s refused it for a reason of its own", name);
+		break;
+	case FB_OUT_REFUSED:
+		snprintf(buf, len,
+		         "%s refused it (not judged: fencebench does not see every call to it)",
+		         name);
+		break;
 	default:
 		buf[0] = 0;
 	}
@@ -149,6 +168,27 @@ static void tell_writer(timeline *tl, const fb_first_corruption *fc)
 		    (unsigned long long)fc->fence);
 }
 
+/* What a store did with B's write, in a word or three. */
+static const char *briefly(uint8_t o)
+{
+	switch (o) {
+	case FB_OUT_ACCEPTED:
+		return "accepted";
+	case FB_OUT_STALE:
+		return "ACCEPTED (stale)";
+	case FB_OUT_REJECTED:
+		return "REJECTED (stale)";
+	case FB_OUT_READ_REFUSED:
+		return "refused the read (stale)";
+	case FB_OUT_REFUSED_HOLDER:
+		return "REFUSED its rightful holder";
+	case FB_OUT_REFUSED_OTHER:
+		return "refused it (a reason of its own)";
+	default:
+		return "refused it (not judged)";
+	}
+}
+
 /* B: who took the lease over, when, and what its write did. */
 static void tell_newer(timeline *tl, const fb_results *res, const fb_first_corruption *fc)
 {
@@ -166,10 +206,7 @@ static void tell_newer(timeline *tl, const fb_results *res, const fb_first_corru
 				continue;
 			at += (size_t)snprintf(stores + at, sizeof stores - at, "%s%s %s",
 			                       at ? ", " : "", fb_column(res, shown[i]),
-			                       o == FB_OUT_ACCEPTED   ? "accepted"
-			                       : o == FB_OUT_STALE    ? "ACCEPTED (stale)"
-			                       : o == FB_OUT_REJECTED ? "REJECTED"
-			                                              : "refused the read");
+			                       briefly(o));
 		}
 		add(tl, true, ms(fc, fc->newer_wrote_at), "%sw%u%s with fence %llu: %s%s",
 		    fc->newer_delayed ? "the network delivers " : "", fc->newer_owner,
@@ -268,7 +305,9 @@ void fb_story_print(FILE *out, const fb_results *res)
 	const fb_first_corruption *shaped = &res->shaped, *first = &res->first;
 	if (!first->found && !shaped->found)
 		return;
-	if (shaped->found) {
+	if (!article_shaped(shaped) && !first->found)
+		first = shaped;
+	if (article_shaped(shaped)) {
 		fprintf(out,
 		        "first corruption, key %u, as the article tells it (the unfenced store "
 		        "took a "
@@ -300,6 +339,12 @@ static const char *outcome_key(uint8_t o)
 		return "rejected_stale";
 	case FB_OUT_READ_REFUSED:
 		return "read_refused";
+	case FB_OUT_REFUSED_HOLDER:
+		return "refused_rightful_holder";
+	case FB_OUT_REFUSED_OTHER:
+		return "refused_other_reason";
+	case FB_OUT_REFUSED:
+		return "refused_not_judged";
 	default:
 		return "not_written";
 	}
@@ -380,8 +425,9 @@ json_object *fb_story_json(const fb_results *res)
 	const fb_first_corruption *shaped = &res->shaped, *first = &res->first;
 	if (!first->found && !shaped->found)
 		return NULL;
-	json_object *o = j_story(res, shaped->found ? shaped : first);
-	if (shaped->found && first->found && !same_write(first, shaped))
+	bool article = article_shaped(shaped);
+	json_object *o = j_story(res, article || !first->found ? shaped : first);
+	if (article && first->found && !same_write(first, shaped))
 		json_object_object_add(o, "run_first", j_story(res, first));
 	json_object *tot = json_object_new_object();
 	for (int d = 0; d < FB_DISCIPLINES; d++)

@@ -520,6 +520,7 @@ int fb_check_store(const fb_store_ops *ops, const fb_check_opts *o)
 		code = runtime(&c, "no fencebench run recorded here");
 		goto out;
 	}
+	c.meta.own_versions = c.ops->own_versions ? c.ops->own_versions(eng) : 0;
 	e = fb_history_create(&c.meta, &c.h);
 	if (e != FB_OK) {
 		snprintf(err, sizeof err,

@@ -25,6 +25,12 @@ typedef struct ckey {
 	uint64_t stale, breaks, dups;
 	int64_t lost_amount;
 	fb_check_rec top; /* the record that carried max_fence */
+	/* ordered: the records taken and not walked yet, in arrival order,
+	 * every record ever taken, and the last version walked */
+	fb_check_rec *staged;
+	uint32_t nstaged, capstaged;
+	bool dirty;
+	uint64_t taken, last_version;
 } ckey;
 
 struct fb_checker {
@@ -38,7 +44,12 @@ struct fb_checker {
 	uint32_t window;
 	bool dup_found;
 	uint32_t dup_key;
-	uint16_t dup_version;
+	uint64_t dup_version;
+	/* ordered (calls != NULL): the store's versions are its own, walked
+	 * in their order once every write sent is in hand */
+	const _Atomic uint64_t *calls;
+	uint32_t *dirty, ndirty;
+	uint64_t staged_total;
 	/* written by the consumer only, read by the time series */
 	_Atomic uint64_t stale_total;
 	_Atomic int64_t lost_total;
@@ -56,6 +67,33 @@ static void touch(void *p, size_t bytes)
 	memset(p, 0, bytes);
 	for (size_t b = 0; b < bytes; b += 4096)
 		((volatile char *)p)[b] = 0;
+}
+
+static fb_err alloc_checker(uint32_t keys, uint32_t ring, int64_t initial_balance, fb_checker **out)
+{
+	fb_checker *c = calloc(1, sizeof *c);
+	if (!c)
+		return FB_ENOMEM;
+	size_t n = (size_t)keys * ring;
+	c->k = calloc(keys, sizeof *c->k);
+	c->rings = malloc(n * sizeof *c->rings);
+	c->tags = malloc(n * sizeof *c->tags);
+	if (!c->k || !c->rings || !c->tags) {
+		fb_checker_destroy(c);
+		return FB_ENOMEM;
+	}
+	touch(c->rings, n * sizeof *c->rings);
+	touch(c->tags, n * sizeof *c->tags);
+	c->keys = keys;
+	c->ring = ring;
+	atomic_init(&c->stale_total, 0);
+	atomic_init(&c->lost_total, 0);
+	for (uint32_t i = 0; i < keys; i++) {
+		c->k[i].next = 1;
+		c->k[i].balance = initial_balance;
+	}
+	*out = c;
+	return FB_OK;
 }
 
 fb_err fb_checker_create(uint32_t keys, uint32_t ahead, int64_t initial_balance, fb_checker **out)
@@ -76,29 +114,25 @@ fb_err fb_checker_create(uint32_t keys, uint32_t ahead, int64_t initial_balance,
 		ring >>= 1;
 	if ((uint64_t)ring + ahead + FB_CHECKER_BEHIND > (1u << 16))
 		return FB_EINVAL;
-	fb_checker *c = calloc(1, sizeof *c);
-	if (!c)
-		return FB_ENOMEM;
-	size_t n = (size_t)keys * ring;
-	c->k = calloc(keys, sizeof *c->k);
-	c->rings = malloc(n * sizeof *c->rings);
-	c->tags = malloc(n * sizeof *c->tags);
-	if (!c->k || !c->rings || !c->tags) {
-		fb_checker_destroy(c);
+	fb_err r = alloc_checker(keys, ring, initial_balance, out);
+	if (!r)
+		(*out)->window = ring + ahead;
+	return r;
+}
+
+fb_err fb_checker_create_ordered(uint32_t keys, int64_t initial_balance,
+                                 const _Atomic uint64_t *calls, fb_checker **out)
+{
+	if (!keys || !calls)
+		return FB_EINVAL;
+	fb_err r = alloc_checker(keys, 1, initial_balance, out);
+	if (r)
+		return r;
+	(*out)->calls = calls;
+	if (!((*out)->dirty = malloc((size_t)keys * sizeof *(*out)->dirty))) {
+		fb_checker_destroy(*out);
 		return FB_ENOMEM;
 	}
-	touch(c->rings, n * sizeof *c->rings);
-	touch(c->tags, n * sizeof *c->tags);
-	c->keys = keys;
-	c->ring = ring;
-	c->window = ring + ahead;
-	atomic_init(&c->stale_total, 0);
-	atomic_init(&c->lost_total, 0);
-	for (uint32_t i = 0; i < keys; i++) {
-		c->k[i].next = 1;
-		c->k[i].balance = initial_balance;
-	}
-	*out = c;
 	return FB_OK;
 }
 
@@ -106,6 +140,10 @@ void fb_checker_destroy(fb_checker *c)
 {
 	if (!c)
 		return;
+	if (c->k)
+		for (uint32_t i = 0; i < c->keys; i++)
+			free(c->k[i].staged);
+	free(c->dirty);
 	free(c->k);
 	free(c->rings);
 	free(c->tags);
@@ -167,7 +205,7 @@ static inline __attribute__((always_inline)) void walk(fb_checker *c, ckey *k,
 }
 
 /* Two writes with one version: count it, name the run's first. */
-static void duplicate(fb_checker *c, ckey *k, uint32_t key, uint16_t version)
+static void duplicate(fb_checker *c, ckey *k, uint32_t key, uint64_t version)
 {
 	k->dups++;
 	if (c->dup_found)
@@ -177,10 +215,37 @@ static void duplicate(fb_checker *c, ckey *k, uint32_t key, uint16_t version)
 	c->dup_version = version;
 }
 
+/* Ordered: the record waits with its key's others until the store has no
+ * write of the key in flight and every one it accepted is in hand. */
+static fb_check_place stage(fb_checker *c, ckey *k, const fb_check_rec *r)
+{
+	if (k->nstaged == k->capstaged) {
+		uint32_t cap = k->capstaged ? 2 * k->capstaged : 8;
+		fb_check_rec *m;
+		if (cap <= k->capstaged ||
+		    c->staged_total + cap - k->capstaged > FB_CHECKER_STAGED_MAX ||
+		    !(m = realloc(k->staged, (size_t)cap * sizeof *m)))
+			return FB_CHECK_LATER; /* its producer waits: back-pressure */
+		c->staged_total += cap - k->capstaged;
+		k->staged = m;
+		k->capstaged = cap;
+	}
+	k->staged[k->nstaged++] = *r;
+	k->taken++;
+	if (!k->dirty) {
+		k->dirty = true;
+		c->dirty[c->ndirty++] = r->key;
+	}
+	return FB_CHECK_TAKEN;
+}
+
 fb_check_place fb_checker_place(fb_checker *c, const fb_check_rec *r)
 {
 	ckey *k = &c->k[r->key];
-	uint16_t ahead = (uint16_t)(r->version - k->next);
+	if (c->calls)
+		return stage(c, k, r);
+	uint16_t version = (uint16_t)r->version;
+	uint16_t ahead = (uint16_t)(version - k->next);
 	if (__builtin_expect(ahead == 0, 1)) {
 		walk(c, k, r);
 		if (__builtin_expect(!k->parked, 1))
@@ -198,20 +263,20 @@ fb_check_place fb_checker_place(fb_checker *c, const fb_check_rec *r)
 		return FB_CHECK_TAKEN;
 	}
 	if (ahead >= c->window) { /* behind the walk: it took this version already */
-		duplicate(c, k, r->key, r->version);
+		duplicate(c, k, r->key, version);
 		return FB_CHECK_TAKEN;
 	}
 	if (ahead >= c->ring)
 		return FB_CHECK_LATER;
 	/* The slot's last record, ring versions back, was walked: the walk is
 	 * past it. A tag of this version means it is here twice. */
-	size_t at = (size_t)r->key * c->ring + (r->version & (c->ring - 1));
-	if (c->tags[at] == (r->version | TAG_PRESENT)) {
-		duplicate(c, k, r->key, r->version);
+	size_t at = (size_t)r->key * c->ring + (version & (c->ring - 1));
+	if (c->tags[at] == (version | TAG_PRESENT)) {
+		duplicate(c, k, r->key, version);
 		return FB_CHECK_TAKEN;
 	}
 	c->rings[at] = *r;
-	c->tags[at] = r->version | TAG_PRESENT;
+	c->tags[at] = version | TAG_PRESENT;
 	k->parked++;
 	return FB_CHECK_TAKEN;
 }
@@ -219,17 +284,68 @@ fb_check_place fb_checker_place(fb_checker *c, const fb_check_rec *r)
 bool fb_checker_take_behind(fb_checker *c, const fb_check_rec *r, uint64_t elsewhere)
 {
 	ckey *k = &c->k[r->key];
-	uint16_t ahead = (uint16_t)(r->version - k->next);
+	if (c->calls)
+		return false; /* never held back for its place */
+	uint16_t ahead = (uint16_t)((uint16_t)r->version - k->next);
 	/* versions next .. version - 1 are all unwalked if it is ahead */
 	if (ahead < c->ring || (uint64_t)ahead - 1 <= elsewhere + k->parked)
 		return false;
-	duplicate(c, k, r->key, r->version);
+	duplicate(c, k, r->key, (uint16_t)r->version);
 	return true;
+}
+
+static int by_version(const void *a, const void *b)
+{
+	uint64_t x = ((const fb_check_rec *)a)->version, y = ((const fb_check_rec *)b)->version;
+	return (x > y) - (x < y);
+}
+
+/* Walk key's staged records in version order: a version at or below one
+ * walked already was committed twice (a duplicate); gaps are the store's. */
+static void walk_staged(fb_checker *c, uint32_t key)
+{
+	ckey *k = &c->k[key];
+	qsort(k->staged, k->nstaged, sizeof *k->staged, by_version);
+	for (uint32_t i = 0; i < k->nstaged; i++) {
+		const fb_check_rec *r = &k->staged[i];
+		if (k->walked + k->dups && r->version <= k->last_version) {
+			duplicate(c, k, key, r->version);
+			continue;
+		}
+		walk(c, k, r);
+		k->last_version = r->version;
+	}
+	k->nstaged = 0;
+}
+
+uint64_t fb_checker_settle(fb_checker *c, bool all)
+{
+	if (!c || !c->calls)
+		return 0;
+	uint32_t kept = 0;
+	uint64_t n = 0;
+	for (uint32_t i = 0; i < c->ndirty; i++) {
+		uint32_t key = c->dirty[i];
+		ckey *k = &c->k[key];
+		/* seq_cst: a write committed before a staged one was counted in
+		 * flight before it was sent, so before that one's reply (the
+		 * writers' seq_cst counts) */
+		uint64_t w = atomic_load_explicit(&c->calls[key], memory_order_seq_cst);
+		if (!all && (FB_CALLS_IN_FLIGHT(w) || FB_CALLS_ACCEPTED(w) != k->taken)) {
+			c->dirty[kept++] = key;
+			continue;
+		}
+		n += k->nstaged;
+		walk_staged(c, key);
+		k->dirty = false;
+	}
+	c->ndirty = kept;
+	return n;
 }
 
 uint16_t fb_checker_next(const fb_checker *c, uint32_t key)
 {
-	return c->k[key].next;
+	return c->calls ? (uint16_t)c->k[key].walked : c->k[key].next;
 }
 
 bool fb_checker_wait_expired(fb_checker_wait *wt, uint16_t walk, uint64_t now, uint64_t max_wait)
@@ -284,11 +400,11 @@ void fb_checker_verdict(const fb_checker *c, bool fenced, const int64_t *balance
 	if (c->dup_found) {
 		v->dup_key = c->dup_key;
 		v->dup_version = c->dup_version;
-		disagree(
-		        v,
-		        "key %u: two accepted writes share version %u (the store's check-and-apply "
-		        "is not one atomic step)",
-		        v->dup_key, v->dup_version);
+		disagree(v,
+		         "key %u: two accepted writes share version %llu (the store's "
+		         "check-and-apply "
+		         "is not one atomic step)",
+		         v->dup_key, (unsigned long long)v->dup_version);
 	}
 	int64_t ledger_sum = 0, hist_sum = 0;
 	for (uint32_t k = 0; k < c->keys; k++) {

@@ -35,21 +35,40 @@ typedef struct fb_checker fb_checker;
 /* One accepted write as its writer logs it: one cache line. */
 typedef struct fb_check_rec {
 	uint64_t fence;
-	int64_t read;         /* the balance the write was computed from */
-	int64_t replaced;     /* the balance the store replaced */
-	int64_t written;      /* the balance the store holds after it */
-	uint64_t wrote_at;    /* when it was sent, on the lease service's clock */
-	uint64_t acquired_at; /* when its writer's lease was acquired, ditto */
+	int64_t read;      /* the balance the write was computed from */
+	int64_t replaced;  /* the balance the store replaced */
+	int64_t written;   /* the balance the store holds after it */
+	uint64_t wrote_at; /* when it was sent, on the lease service's clock */
+	uint64_t version;  /* the store's commit order: mod 2^16 (dense), or whole (ordered) */
 	uint32_t key;
-	uint16_t version; /* the store's commit order, mod 2^16 */
-	uint16_t writer;  /* the worker (1-based) */
-	uint8_t d;        /* fb_discipline */
+	uint32_t held;   /* how long its writer's lease had been held: fb_check_held */
+	uint16_t writer; /* the worker (1-based) */
+	uint8_t d;       /* fb_discipline */
 	/* what its cycle's write did at each store (the driver's fb_outcome) */
 	uint8_t outcome[FB_DISCIPLINES];
 	uint8_t delayed; /* the network held it: it landed late */
 	uint8_t resent;  /* the second copy of a write whose acknowledgement was lost */
-	uint8_t pad[2];
 } fb_check_rec;
+
+/* A lease's age at a write, in 32 bits for the record: nanoseconds below
+ * 2^31, microseconds (rounded up, the top bit set) above, so the story's
+ * acquire never lands after the write it made. */
+static inline uint32_t fb_check_held(uint64_t wrote_at, uint64_t acquired_at)
+{
+	uint64_t ns = wrote_at > acquired_at ? wrote_at - acquired_at : 0;
+	if (ns < (UINT64_C(1) << 31))
+		return (uint32_t)ns;
+	uint64_t us = (ns + 999) / 1000;
+	return (uint32_t)((us < (UINT64_C(1) << 31) ? us : (UINT64_C(1) << 31) - 1) |
+	                  (UINT64_C(1) << 31));
+}
+
+/* When r's writer acquired its lease, on the lease service's clock. */
+static inline uint64_t fb_check_acquired_at(const fb_check_rec *r)
+{
+	uint64_t ns = r->held >> 31 ? (uint64_t)(r->held & 0x7fffffffu) * 1000 : r->held;
+	return r->wrote_at > ns ? r->wrote_at - ns : 0;
+}
 
 _Static_assert(sizeof(fb_check_rec) == 64, "a record is one cache line");
 
@@ -86,6 +105,29 @@ static inline uint32_t fb_checker_in_flight(uint32_t threads)
  */
 fb_err fb_checker_create(uint32_t keys, uint32_t ahead, int64_t initial_balance, fb_checker **out);
 void fb_checker_destroy(fb_checker *c);
+
+/*
+ * A checker for a store whose versions are its own (any strictly increasing
+ * number per key: gapped, a global revision, a timestamp): the walk cannot
+ * know which version comes next, so it holds each key's records until
+ * calls[key], the writers' count of that store's write calls on the key
+ * (FB_CALLS_*), says none is in flight and every accepted one is in hand
+ * (fb_checker_settle), then walks them in version order. Every write
+ * committed before a held one was counted in flight before it was sent, so
+ * before the held one's reply: none is missed. Memory: what one key
+ * accepts while a writer holds one of its writes unlogged (a pause), up to
+ * FB_CHECKER_STAGED_MAX records in all, beyond which producers wait.
+ */
+#define FB_CALLS_ONE_ACCEPTED (UINT64_C(1) << 16)
+#define FB_CALLS_IN_FLIGHT(w) ((w)&0xffffu)
+#define FB_CALLS_ACCEPTED(w)  ((w) >> 16)
+#define FB_CHECKER_STAGED_MAX (UINT64_C(1) << 24)
+fb_err fb_checker_create_ordered(uint32_t keys, int64_t initial_balance,
+                                 const _Atomic uint64_t *calls, fb_checker **out);
+
+/* Ordered: walk every key whose writes are all in hand (all: every key, the
+ * producers having stopped); the records walked. Dense checkers: 0. */
+uint64_t fb_checker_settle(fb_checker *c, bool all);
 
 typedef enum fb_check_place {
 	FB_CHECK_TAKEN, /* walked, waiting in the ring, or counted as a duplicate */
@@ -154,7 +196,7 @@ typedef struct fb_check_verdict {
 	uint64_t checked, stale_accepted, chain_breaks;
 	uint64_t duplicates; /* accepted writes that shared a version with another */
 	uint32_t dup_key;    /* the first of them: its key and version */
-	uint16_t dup_version;
+	uint64_t dup_version;
 	int64_t lost_updates; /* ledger: (final - (initial - accepted debits)) / amount */
 	int64_t lost_history; /* the same, summed write by write from the history */
 	bool agrees;

@@ -36,6 +36,7 @@ struct fb_feed {
 	void (*stuck)(void *ctx, uint32_t key, int d);
 	void *stuck_ctx;
 	bool stuck_said;
+	bool settle_all; /* the producers are done: every held record is walked */
 	/* the thread */
 	pthread_t tid;
 	bool running;
@@ -243,8 +244,13 @@ static uint64_t pass_locked(fb_feed *f, uint64_t *fullest_out)
 		n += drain_log(f, l);
 	}
 	*fullest_out = fullest;
+	/* an ordered checker walks what it holds once its writes are in hand */
+	uint64_t settled = 0;
+	for (int d = 0; d < FB_DISCIPLINES; d++)
+		settled += fb_checker_settle(f->checker[d], f->settle_all);
 	if (!n && fullest)
 		n = unstick(f);
+	n += settled;
 	if (!n)
 		return 0;
 	/* seq_cst: the tails stored before the waiting flags are read; pairs
@@ -378,6 +384,7 @@ void fb_feed_stop(fb_feed *f)
 	 * still held now waits for a write that never came (its reply was
 	 * lost with its engine): the verdict counts it, the bound need not. */
 	f->clk = NULL;
+	f->settle_all = true;
 	while (trylock(f)) {
 		uint64_t fullest, n = pass_locked(f, &fullest);
 		unlock(f);

@@ -40,7 +40,8 @@ def main():
         writes += 1
         key, before = req["key"], versions.get(req["key"])
         versions[key] = reply["version"]
-        if writes < n or (mode == "backwards" and before is None):
+        if writes < n or (mode == "backwards" and (before is None or before < 2)) or \
+                (mode == "repeat" and before is None):
             out(json.dumps(reply))
             continue
         if mode == "not-json":
@@ -51,7 +52,10 @@ def main():
         elif mode == "type":
             reply["version"] = str(reply["version"])
             out(json.dumps(reply))
-        elif mode == "backwards":
+        elif mode == "backwards":  # below the version a reply gave before
+            reply["version"] = before - 1
+            out(json.dumps(reply))
+        elif mode == "repeat":  # a second commit at the version a reply gave before
             reply["version"] = before
             out(json.dumps(reply))
         elif mode == "long":
