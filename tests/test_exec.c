@@ -632,6 +632,9 @@ static void test_each_hostile_adapter_ends_the_run_with_its_results(void **state
 	hostile_run("long", "longer than 65536 bytes");
 	hostile_run("garbage", "unasked");
 	hostile_run("exit", "exited with status 3");
+	/* a server's crash, in its adapter's words: whole, not cut at 120 bytes */
+	hostile_run("long-error", "(...) END");
+	hostile_run("long-error", "s into the run: adapter 'hostile'");
 }
 
 static void test_bad_adapters_at_start_are_exit_2_or_3(void **state)

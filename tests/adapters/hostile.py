@@ -65,6 +65,9 @@ def main():
             out(json.dumps(reply) + "\ndebug: wrote key %d" % key)
         elif mode == "error":
             out(json.dumps({"error": "disk full"}))
+        elif mode == "long-error":  # a server's crash, quoted by its adapter: 330 bytes
+            out(json.dumps({"error": "fatal error: concurrent map read and map write; " +
+                            "goroutine 7 [running]: main.(*store).put(...) " * 6 + "END"}))
         elif mode == "hang":  # no reply ever, but gone when its input closes
             sys.stdin.read()
             return
