@@ -1192,19 +1192,25 @@ static int write_out(const char *opt, const char *path, const char *text)
 {
 	if (fb_outfile_put(path, text) == 0)
 		return 0;
+	if (errno == ENXIO) { /* a FIFO: outfile.h */
+		fprintf(stderr, "fencebench: %s%sno reader opened the FIFO '%s' within %d s\n",
+		        opt ? opt : "", opt ? ": " : "", path, FB_OUTFILE_FIFO_WAIT_MS / 1000);
+		return -1;
+	}
 	fprintf(stderr, "fencebench: %s%scannot write '%s': errno=%d (%s)\n", opt ? opt : "",
 	        opt ? ": " : "", path, errno, strerror(errno));
 	return -1;
 }
 
-/* Write the document where it goes and finish the CSV. */
+/* Write the document where it goes and finish the CSV: the summary out and
+ * the results directory first, --json last, since a FIFO there waits for
+ * its reader (and a second signal in that wait must lose nothing else). */
 static int emit(fb_report *rp, json_object *doc)
 {
 	int rc = 0;
 	const char *text = json_object_to_json_string_ext(
 	        doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
-	if (rp->cfg->json_path && write_out("--json", rp->cfg->json_path, text))
-		rc = -1;
+	fflush(stdout);
 	if (!rp->dir_ok) {
 		fprintf(stderr, "fencebench: %s; no results written there\n", rp->dir_error);
 		rc = -1;
@@ -1220,7 +1226,10 @@ static int emit(fb_report *rp, json_object *doc)
 		if (rc == 0) /* stdout of a deterministic run stays the same for a seed */
 			fprintf(rp->cfg->deterministic ? stderr : stdout, "results: %s  %s\n",
 			        rp->json_path, rp->csv_path);
+		fflush(stdout);
 	}
+	if (rp->cfg->json_path && write_out("--json", rp->cfg->json_path, text))
+		rc = -1;
 	json_object_put(doc);
 	free(rp->series);
 	rp->series = NULL;
