@@ -226,7 +226,9 @@ static const opt opts[] = {
          "remote engine)",
          0, 0},
         {"json", 0, "FILE", K_STRING, OFF(json_path), 0, 0, 0, NULL, 0, NULL, 0, false,
-         "also write the JSON document to FILE", 0, 0},
+         "also write the JSON document to FILE (a FIFO: last, after results/, waiting 10 s "
+         "for a reader)",
+         0, 0},
         {"results-dir", 'o', "DIR", K_STRING, OFF(results_dir), 0, 0, 0, NULL, 0, "results_dir", 0,
          false, "where the JSON and CSV go (default results/)", 0, 0},
         {"progress", 0, "WHEN", K_ENUM, OFF(progress), 0, 0, 0, NAMES(progress_names), NULL, 0,
@@ -763,7 +765,8 @@ static void usage(FILE *out)
 	             "     checker disagreed with the store\n"
 	             "  2  bad option or value\n"
 	             "  3  runtime error (threads, memory, results directory)\n"
-	             "  130, 143  interrupted by SIGINT, SIGTERM (results so far are written)\n\n"
+	             "  129, 130, 143  interrupted by SIGHUP, SIGINT, SIGTERM (results so far are\n"
+	             "     written; a SIGINT or SIGHUP the process started ignoring stays ignored)\n\n"
 	             "Example: fencebench -t 64 -d 60s --pause-rate 40 --pause 15ms-30ms\n");
 }
 
