@@ -73,7 +73,7 @@ int fb_stop_poll(int fd, short events, int timeout_ms)
 		if (timeout_ms >= 0 && waited >= timeout_ms)
 			return 0;
 		int slice = timeout_ms >= 0 && timeout_ms - waited < SLICE_MS ? timeout_ms - waited
-		                                                               : SLICE_MS;
+		                                                              : SLICE_MS;
 		struct pollfd p = {.fd = fd, .events = events};
 		int r = poll(&p, 1, slice);
 		if (r > 0)

@@ -127,8 +127,8 @@ static bool interrupted_by(json_object *doc, int sig)
 static void sweep_stopped_by(int sig, bool ignore_sigint)
 {
 	char *dir = fb_test_tmpdir();
-	const char *args[] = {"--deterministic", "--seeds", "1..1000000", "--steps", "1000",
-	                      "-o",              dir,       NULL};
+	const char *args[] = {
+	        "--deterministic", "--seeds", "1..1000000", "--steps", "1000", "-o", dir, NULL};
 	fb_test_proc p;
 	start(&p, args, ignore_sigint);
 	check(wait_for(&p, "stdout", "\nseed ", 2, 60), "no seed line within 60 s");
@@ -198,7 +198,8 @@ static void test_a_stop_signal_ends_a_deterministic_run_with_its_results(void **
 		check_eq(code, 128 + sigs[i], "a stopped deterministic run's exit code");
 		check(strstr(p.out, "interrupted: "), "the summary says interrupted:\n%s", p.out);
 		json_object *doc = results_doc(dir);
-		check(interrupted_by(doc, sigs[i]), "its JSON is marked interrupted by %d", sigs[i]);
+		check(interrupted_by(doc, sigs[i]), "its JSON is marked interrupted by %d",
+		      sigs[i]);
 		check(fb_test_num(doc, "modes.fenced.ops") > 0,
 		      "what it ran is in the JSON (signal %d):\n%s%s", sigs[i], p.out, p.err);
 		check_eq(fb_test_num(doc, "modes.fenced.stale_accepted"), 0, "fenced stayed safe");

@@ -759,15 +759,16 @@ static void usage(FILE *out)
 	fprintf(out, "\nOptions marked [threads] apply to a run on real threads only, those "
 	             "marked\n[deterministic] to --deterministic only; given to the other, "
 	             "they are refused.\n");
-	fprintf(out, "\nExit status:\n"
-	             "  0  every fenced discipline held: no stale write accepted, no update lost\n"
-	             "  1  a fenced discipline accepted a stale write or lost an update, or the\n"
-	             "     checker disagreed with the store\n"
-	             "  2  bad option or value\n"
-	             "  3  runtime error (threads, memory, results directory)\n"
-	             "  129, 130, 143  interrupted by SIGHUP, SIGINT, SIGTERM (results so far are\n"
-	             "     written; a SIGINT or SIGHUP the process started ignoring stays ignored)\n\n"
-	             "Example: fencebench -t 64 -d 60s --pause-rate 40 --pause 15ms-30ms\n");
+	fprintf(out,
+	        "\nExit status:\n"
+	        "  0  every fenced discipline held: no stale write accepted, no update lost\n"
+	        "  1  a fenced discipline accepted a stale write or lost an update, or the\n"
+	        "     checker disagreed with the store\n"
+	        "  2  bad option or value\n"
+	        "  3  runtime error (threads, memory, results directory)\n"
+	        "  129, 130, 143  interrupted by SIGHUP, SIGINT, SIGTERM (results so far are\n"
+	        "     written; a SIGINT or SIGHUP the process started ignoring stays ignored)\n\n"
+	        "Example: fencebench -t 64 -d 60s --pause-rate 40 --pause 15ms-30ms\n");
 }
 
 /* Whether the option called name was given. */

@@ -1396,8 +1396,9 @@ void fb_report_add_row(fb_report *rp, const fb_config *row, const fb_results *re
 	if (!rp->rows) {
 		/* beside the results, so the disk that takes the document takes
 		 * its rows; else the system's temporary directory */
-		int fd = rp->dir_ok ? open(rp->cfg->results_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)
-		                    : -1;
+		int fd = rp->dir_ok
+		                 ? open(rp->cfg->results_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)
+		                 : -1;
 		rp->rows = fd >= 0 ? fdopen(fd, "w+") : tmpfile();
 		if (!rp->rows && fd >= 0)
 			close(fd);
@@ -1438,8 +1439,9 @@ int fb_report_write_sweep(fb_report *rp, int exit_code, bool interrupted, int si
 	int rc = -1;
 	bool kept = !rp->rows_lost && (!rp->rows || (fflush(rp->rows) == 0 && !ferror(rp->rows)));
 	if (!kept)
-		fprintf(stderr, "fencebench: the sweep's rows could not all be kept (%llu of %llu "
-		                "lost, errno=%d); the document has the others\n",
+		fprintf(stderr,
+		        "fencebench: the sweep's rows could not all be kept (%llu of %llu "
+		        "lost, errno=%d); the document has the others\n",
 		        (unsigned long long)rp->rows_lost,
 		        (unsigned long long)(rp->nrows + rp->rows_lost), errno);
 	if (head && tail) {
