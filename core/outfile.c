@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "outfile.h"
+#include "stop.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -8,7 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* A symlink's target, resolved against the link's directory; chains are
@@ -104,6 +108,39 @@ int fb_outfile_check(const char *path, fb_outfile *o, char *why, size_t len)
 	return 0;
 }
 
+/*
+ * A device or a FIFO, opened for writing. A FIFO's open would block until
+ * a reader comes, for ever and deaf to a stop signal: it is tried without
+ * blocking every 20 ms for FB_OUTFILE_FIFO_WAIT_MS, then given up (ENXIO,
+ * open's own word for "no reader"); a stop signal pending ends the wait
+ * (EINTR), and one with a handler runs it.
+ */
+static int open_in_place(const char *target)
+{
+	struct stat st;
+	if (stat(target, &st) || !S_ISFIFO(st.st_mode))
+		return open(target, O_WRONLY | O_CLOEXEC);
+	for (int waited = 0;; waited += 20) {
+		int fd = open(target, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+		if (fd >= 0) { /* a reader: from here the writes wait for it */
+			if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) == 0)
+				return fd;
+			int e = errno;
+			close(fd);
+			errno = e;
+			return -1;
+		}
+		if (errno != ENXIO || waited >= FB_OUTFILE_FIFO_WAIT_MS)
+			return -1;
+		if (fb_stop_pending()) {
+			errno = EINTR;
+			return -1;
+		}
+		struct timespec slice = {0, 20000000};
+		nanosleep(&slice, NULL);
+	}
+}
+
 int fb_outfile_begin(const fb_outfile *o, fb_outfile_stream *s)
 {
 	memset(s, 0, sizeof *s);
@@ -115,7 +152,7 @@ int fb_outfile_begin(const fb_outfile *o, fb_outfile_stream *s)
 	}
 	int fd;
 	if (o->kind == FB_OUTFILE_IN_PLACE) {
-		fd = open(o->target, O_WRONLY | O_CLOEXEC);
+		fd = open_in_place(o->target);
 	} else {
 		/* a file of no name beside the target (O_TMPFILE); where the
 		 * filesystem has none, a named temporary */
@@ -204,4 +241,67 @@ int fb_outfile_put(const char *path, const char *text)
 	if (fb_outfile_check(path, &o, why, sizeof why))
 		return -1;
 	return fb_outfile_write(&o, text);
+}
+
+/* A FIFO's whole content, copied into a file of memory: fd, or -1. */
+static int drain_fifo(int fifo)
+{
+	int mem = memfd_create("fencebench-fifo", MFD_CLOEXEC);
+	if (mem < 0)
+		return -1;
+	char buf[65536];
+	for (;;) {
+		/* a read before poll says so would see the no-writer-yet FIFO as
+		 * ended: only poll tells "no writer yet" from "the writer left" */
+		if (fb_stop_poll(fifo, POLLIN, -1) < 0)
+			break;
+		ssize_t n = read(fifo, buf, sizeof buf);
+		if (n == 0) {
+			if (lseek(mem, 0, SEEK_SET) == 0)
+				return mem;
+			break;
+		}
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			break;
+		for (ssize_t off = 0; n > 0 && off < n;) {
+			ssize_t w = write(mem, buf + off, (size_t)(n - off));
+			if (w < 0)
+				goto fail;
+			off += w;
+		}
+	}
+fail:;
+	int e = errno;
+	close(mem);
+	errno = e;
+	return -1;
+}
+
+FILE *fb_infile_open(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	struct stat st;
+	if (fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) {
+		int mem = drain_fifo(fd);
+		int e = errno;
+		close(fd);
+		errno = e;
+		if (mem < 0)
+			return NULL;
+		fd = mem;
+	} else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return NULL;
+	}
+	FILE *f = fdopen(fd, "r");
+	if (!f) {
+		int e = errno;
+		close(fd);
+		errno = e;
+	}
+	return f;
 }

@@ -4,7 +4,10 @@
  *
  *   "-"                         standard output;
  *   a character device, a FIFO  written in place, as fio and hyperfine do
- *                               (--json /dev/stdout stays a device);
+ *                               (--json /dev/stdout stays a device); a
+ *                               FIFO's reader is waited for at most
+ *                               FB_OUTFILE_FIFO_WAIT_MS (then ENXIO), and
+ *                               a stop signal ends the wait (EINTR);
  *   a regular file, a new path  replaced atomically: written to a file of
  *                               no name in the same directory, flushed to
  *                               disk, then named and renamed over the
@@ -22,6 +25,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+
+/* How long the writer of a FIFO waits for its reader to open it. */
+#define FB_OUTFILE_FIFO_WAIT_MS 10000
 
 typedef enum fb_outfile_kind {
 	FB_OUTFILE_STDOUT,
@@ -63,5 +69,14 @@ int fb_outfile_write(const fb_outfile *o, const char *text);
 /* The two together: judge, then write. 0, or -1 with errno set (EINVAL when
  * the path itself cannot be an output). */
 int fb_outfile_put(const char *path, const char *text);
+
+/*
+ * Open path for reading as fopen(path, "r") would, except that a FIFO does
+ * not block the caller until its writer comes: it is read whole, waiting
+ * for the writer and then its end in short slices, so a stop signal ends
+ * the wait (stop.h: left pending, NULL with errno EINTR). What was read is
+ * served from memory. NULL with errno set on failure.
+ */
+FILE *fb_infile_open(const char *path);
 
 #endif

@@ -142,7 +142,12 @@ static const char *cannot_replay(int fault, int at, unsigned long long worker, u
 fb_err fb_plan_read(const char *path, uint32_t threads, unsigned flags, fb_plan *out, char *err,
                     size_t errlen)
 {
-	FILE *f = fopen(path, "r");
+	FILE *f = fb_infile_open(path); /* a FIFO: a stop signal ends the wait */
+	if (!f && errno == EINTR) {
+		snprintf(err, errlen, "%s: interrupted while waiting for a writer to the FIFO",
+		         path);
+		return FB_ESYS;
+	}
 	if (!f) {
 		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
 		return FB_ESYS;

@@ -45,15 +45,18 @@ pid_t fb_test_fork(void)
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGQUIT);
 	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
 	sigprocmask(SIG_BLOCK, &set, &old);
 	pid_t pid = fork();
 	if (pid == 0) {
 		signal(SIGINT, SIG_DFL);
 		signal(SIGQUIT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
 		sigdelset(&old, SIGINT);
 		sigdelset(&old, SIGQUIT);
 		sigdelset(&old, SIGTERM);
+		sigdelset(&old, SIGHUP);
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return pid;

@@ -15,10 +15,11 @@ const char *fb_test_bin(void);
 /* Everything left on fd, NUL-terminated; closes fd. Free it. */
 char *fb_test_slurp(int fd);
 
-/* fork() for a child that execs the binary: in the child SIGINT, SIGQUIT
- * and SIGTERM act as from a terminal, even where the suite was started in
- * the background (a shell's `&` starts it with SIGINT ignored, and an exec
- * keeps that), and one sent at once is not lost. */
+/* fork() for a child that execs the binary: in the child SIGINT, SIGQUIT,
+ * SIGTERM and SIGHUP act as from a terminal, even where the suite was
+ * started in the background (a shell's `&` starts it with SIGINT ignored,
+ * nohup with SIGHUP ignored, and an exec keeps that), and one sent at once
+ * is not lost. */
 pid_t fb_test_fork(void);
 
 /* A fresh directory under /tmp (free the name), its listing (names one a

@@ -3,7 +3,8 @@
  *
  * Exit codes: 0 success, 1 a fenced discipline failed (or the checker
  * disagreed with a store), 2 usage error, 3 runtime error, 128 + signal
- * when interrupted (the results measured so far are still written).
+ * when interrupted by SIGINT, SIGTERM or SIGHUP (the results measured so far
+ * are still written; stop.h says which signals stop a run).
  */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -20,11 +21,12 @@
 #include "report.h"
 #include "run.h"
 #include "sim.h"
+#include "stop.h"
 #include "floor.h"
 
 static fb_report report;
 
-/* A second SIGINT/SIGTERM while results are being written: leave no
+/* A second stop signal while results are being written: leave no
  * temporary file behind and go at once. */
 static void on_second_signal(int sig)
 {
@@ -32,35 +34,40 @@ static void on_second_signal(int sig)
 	_exit(128 + sig);
 }
 
-/* After the run: a second SIGINT/SIGTERM goes at once. */
+/* After the run: a second stop signal goes at once. Only those the run
+ * waited on: one the process started ignoring stays ignored. */
 static void arm_second_signal(void)
 {
+	sigset_t set;
+	fb_stop_set(&set);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_second_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sigismember(&set, sig) == 1)
+			sigaction(sig, &sa, NULL);
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 }
 
-/* A SIGINT/SIGTERM that arrived after the run's own wait (while it was
+/* A stop signal that arrived after the run's own wait (while it was
  * being summed up) is still the first: it interrupts, it does not abort. */
 static void take_pending_signal(fb_results *res)
 {
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	struct timespec zero = {0, 0};
-	int sig = sigtimedwait(&set, NULL, &zero);
+	int sig = fb_stop_take();
 	if (sig > 0 && !res->interrupted) {
 		res->interrupted = true;
 		res->signal = sig;
 	}
+}
+
+/* A run that could not start: 2 for bad input, 3 for the rest, 128 + the
+ * signal when a stop signal ended a wait before it (a --plan FIFO that no
+ * writer opened: the line is said already). */
+static int failed_start(fb_err err)
+{
+	fb_report_abandon(&report);
+	int sig = fb_stop_take();
+	return sig ? 128 + sig : err == FB_EINVAL ? 2 : 3;
 }
 
 /* The machine's own limit at this run's thread count: the bare pipeline
@@ -94,10 +101,8 @@ static int single(const fb_config *cfg)
 	fb_report_row_begin(&report, cfg);
 	fb_results res;
 	fb_err err = fb_run(cfg, fb_report_tick, &report, &res);
-	if (err != FB_OK && err != FB_EFENCE && err != FB_EENGINE) {
-		fb_report_abandon(&report);
-		return err == FB_EINVAL ? 2 : 3; /* a bad plan file or CPU list is bad input */
-	}
+	if (err != FB_OK && err != FB_EFENCE && err != FB_EENGINE)
+		return failed_start(err); /* a bad plan file or CPU list is bad input */
 	clear_progress();
 	measure_floor(cfg, &res);
 	take_pending_signal(&res);
@@ -184,10 +189,8 @@ static int sweep(const fb_config *cfg)
 		go = sweep_row(&row, &first, &code, &sig, &err, &t);
 	}
 	arm_second_signal();
-	if (err != FB_OK && err != FB_EFENCE && first) {
-		fb_report_abandon(&report);
-		return err == FB_EINVAL ? 2 : 3;
-	}
+	if (err != FB_OK && err != FB_EFENCE && first)
+		return failed_start(err);
 	if (sig)
 		code = 128 + sig;
 	else if (err != FB_OK)
@@ -230,18 +233,19 @@ static int deterministic_one(const fb_config *cfg)
 	fb_results res;
 	fb_report_row_begin(&report, &row);
 	fb_err err = fb_sim_run(&row, row.seed, fb_report_tick, &report, &res);
-	if (err != FB_OK && err != FB_EFENCE) {
-		fb_report_abandon(&report);
-		return err == FB_EINVAL ? 2 : 3;
-	}
+	if (err != FB_OK && err != FB_EFENCE)
+		return failed_start(err);
 	clear_progress();
+	take_pending_signal(&res);
 	arm_second_signal();
 	int code = fb_report_summary(&report, stdout, &res);
-	if (err == FB_EFENCE && code == 0)
+	if (res.interrupted)
+		code = 128 + res.signal;
+	else if (err == FB_EFENCE && code == 0)
 		code = 3;
-	if (fb_report_write(&report, &res, code))
+	if (fb_report_write(&report, &res, code) && !res.interrupted)
 		code = 3;
-	if (cfg->hdr_prefix && fb_report_hdr(cfg->hdr_prefix, &res))
+	if (cfg->hdr_prefix && fb_report_hdr(cfg->hdr_prefix, &res) && !res.interrupted)
 		code = 3;
 	if (res.plan_unwritten && code == 0)
 		code = 3;
@@ -254,20 +258,27 @@ static int deterministic_one(const fb_config *cfg)
 }
 
 /* --deterministic --seeds A..B: a line a seed, stopping at the first fenced
- * violation, every seed a row of one document. */
+ * violation or a stop signal, every seed run to its end a row of one
+ * document (the seed a signal cut short is left out: it replays nothing). */
 static int deterministic_sweep(const fb_config *cfg)
 {
 	const fb_clock *wall = fb_clock_monotonic();
 	uint64_t t0 = fb_clock_now(wall), steps = 0, ran = 0, corrupted = 0, vacuous = 0;
+	uint64_t total = cfg->seed_hi - cfg->seed_lo + 1;
 	printf("seeds %llu..%llu, stopping at the first fenced violation\n\n",
 	       (unsigned long long)cfg->seed_lo, (unsigned long long)cfg->seed_hi);
-	int code = 0;
+	int code = 0, sig = 0;
 	for (uint64_t seed = cfg->seed_lo;; seed++) {
 		fb_config row = seed_row(cfg, seed);
 		fb_results res;
 		fb_report_row_begin(&report, &row);
 		if (fb_sim_run(&row, seed, NULL, NULL, &res) != FB_OK) {
 			code = 3;
+			break;
+		}
+		if (res.interrupted) {
+			sig = res.signal;
+			fb_results_free(&res);
 			break;
 		}
 		ran++;
@@ -291,18 +302,26 @@ static int deterministic_sweep(const fb_config *cfg)
 			code = 1;
 		if (v || seed == cfg->seed_hi)
 			break;
+		if ((sig = fb_stop_take())) /* between seeds: the one just run counts */
+			break;
 	}
 	arm_second_signal();
+	if (sig)
+		printf("\ninterrupted after %llu of %llu seeds: the seeds above are what was run\n",
+		       (unsigned long long)ran, (unsigned long long)total);
 	printf("\n%s: %llu seeds run, %s; write-fenced or unfenced corrupted in %llu, vacuous "
 	       "%llu\n",
 	       code == 1 ? "FAIL !!!"
 	       : code    ? "ERROR"
+	       : sig     ? "INTERRUPTED"
 	                 : "PASS",
 	       (unsigned long long)ran,
 	       code == 1 ? "a fenced violation (replay above)" : "no fenced violation",
 	       (unsigned long long)corrupted, (unsigned long long)vacuous);
 	fflush(stdout);
-	if (fb_report_write_sweep(&report, code, false, 0) && !code)
+	if (sig && code != 1)
+		code = 128 + sig;
+	if (fb_report_write_sweep(&report, code, sig != 0, sig) && !code)
 		code = 3;
 	if (!cfg->quiet)
 		fprintf(stderr, "fencebench: %llu seeds, %llu steps in %.3f s\n",
@@ -410,12 +429,12 @@ int main(int argc, char **argv)
 			if (commands[i].main && strcmp(argv[1], commands[i].name) == 0)
 				return commands[i].main(argc - 1, argv + 1);
 
-	/* Blocked here, inherited by every thread: the run waits for them
-	 * with sigtimedwait, workers unblock only SIGUSR1 (the pause). */
+	/* Blocked here, inherited by every thread: the run waits for the stop
+	 * signals with sigtimedwait (the simulator looks for them between
+	 * steps), workers unblock only SIGUSR1 (the pause). */
+	fb_stop_block();
 	sigset_t set;
 	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 
@@ -437,11 +456,8 @@ int main(int argc, char **argv)
 		return e == FB_OK ? 0 : e == FB_EINVAL ? 2 : 3;
 	}
 	fb_report_open(&report, &cfg);
-	if (cfg.deterministic) {
-		/* one thread, no signals of its own: let Ctrl-C stop a long sweep */
-		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	if (cfg.deterministic)
 		return deterministic(&cfg);
-	}
 	int code = fb_config_is_sweep(&cfg) ? sweep(&cfg) : single(&cfg);
 	return code;
 }

@@ -227,7 +227,9 @@ static const opt opts[] = {
          "remote engine)",
          0, 0},
         {"json", 0, "FILE", K_STRING, OFF(json_path), 0, 0, 0, NULL, 0, NULL, 0, false,
-         "also write the JSON document to FILE", 0, 0},
+         "also write the JSON document to FILE (a FIFO: last, after results/, waiting 10 s "
+         "for a reader)",
+         0, 0},
         {"results-dir", 'o', "DIR", K_STRING, OFF(results_dir), 0, 0, 0, NULL, 0, "results_dir", 0,
          false, "where the JSON and CSV go (default results/)", 0, 0},
         {"progress", 0, "WHEN", K_ENUM, OFF(progress), 0, 0, 0, NAMES(progress_names), NULL, 0,
@@ -758,17 +760,19 @@ static void usage(FILE *out)
 	fprintf(out, "\nOptions marked [threads] apply to a run on real threads only, those "
 	             "marked\n[deterministic] to --deterministic only; given to the other, "
 	             "they are refused.\n");
-	fprintf(out, "\nExit status:\n"
-	             "  0  every fenced discipline held: no stale write accepted, no update lost\n"
-	             "  1  a fenced discipline accepted a stale write, lost an update or refused\n"
-	             "     its rightful holder, the lease service broke its promises, or the\n"
-	             "     checker disagreed with the store; wins over 3 when counted before an\n"
-	             "     engine died\n"
-	             "  2  bad option or value\n"
-	             "  3  runtime error (threads, memory, results directory, an engine that\n"
-	             "     cannot be reached or died mid-run)\n"
-	             "  130, 143  interrupted by SIGINT, SIGTERM (results so far are written)\n\n"
-	             "Example: fencebench -t 64 -d 60s --pause-rate 40 --pause 15ms-30ms\n");
+	fprintf(out,
+	        "\nExit status:\n"
+	        "  0  every fenced discipline held: no stale write accepted, no update lost\n"
+	        "  1  a fenced discipline accepted a stale write, lost an update or refused\n"
+	        "     its rightful holder, the lease service broke its promises, or the\n"
+	        "     checker disagreed with the store; wins over 3 when counted before an\n"
+	        "     engine died\n"
+	        "  2  bad option or value\n"
+	        "  3  runtime error (threads, memory, results directory, an engine that\n"
+	        "     cannot be reached or died mid-run)\n"
+	        "  129, 130, 143  interrupted by SIGHUP, SIGINT, SIGTERM (results so far are\n"
+	        "     written; a SIGINT or SIGHUP the process started ignoring stays ignored)\n\n"
+	        "Example: fencebench -t 64 -d 60s --pause-rate 40 --pause 15ms-30ms\n");
 }
 
 /* Whether the option called name was given. */

@@ -20,6 +20,7 @@
 #include "cycle.h"
 #include "delay.h"
 #include "placement.h"
+#include "stop.h"
 
 typedef struct threads {
 	fb_env env;
@@ -76,15 +77,11 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-/* Wait until `deadline` on the fast clock or a SIGINT/SIGTERM; returns the
- * signal or 0. */
+/* Wait until `deadline` on the fast clock or a stop signal (SIGINT, SIGTERM,
+ * SIGHUP: stop.h); returns the signal or 0. */
 static int wait_until(threads *t, uint64_t deadline)
 {
 	fb_env *e = &t->env;
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
 	for (;;) {
 		uint64_t now = fb_clock_now(e->fast);
 		if (now >= deadline || atomic_load_explicit(&e->stop, memory_order_relaxed))
@@ -92,8 +89,7 @@ static int wait_until(threads *t, uint64_t deadline)
 		uint64_t d = deadline - now;
 		if (d > 100000000)
 			d = 100000000; /* wake to notice a worker-initiated stop */
-		struct timespec ts = {(time_t)(d / 1000000000u), (long)(d % 1000000000u)};
-		int sig = sigtimedwait(&set, NULL, &ts);
+		int sig = fb_stop_wait(d);
 		if (sig > 0)
 			return sig;
 	}

@@ -176,8 +176,8 @@ typedef void (*fb_tick_fn)(void *ctx, const fb_sample *s);
 
 /*
  * The threaded driver (run.c): run the benchmark described by cfg until its
- * duration elapses or SIGINT / SIGTERM arrives (the caller must have
- * blocked both in every thread).
+ * duration elapses or a stop signal arrives (SIGINT, SIGTERM, SIGHUP: the
+ * caller must have blocked them in every thread, fb_stop_block).
  * Fills *res; returns FB_OK, or FB_ESYS / FB_ENOMEM / FB_EINVAL with a
  * message already printed (threads could not be created, a bad plan...).
  */

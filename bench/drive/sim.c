@@ -25,6 +25,7 @@
 
 #include "cycle.h"
 #include "outfile.h"
+#include "stop.h"
 
 /* Virtual time starts at 1 s, so a worker clock jumped back stays above 0
  * for a while (a skewed clock reads below 0 as 0). */
@@ -36,6 +37,9 @@
 #define FNV_OFFSET   UINT64_C(0xcbf29ce484222325)
 #define FNV_PRIME    UINT64_C(0x100000001b3)
 #define NONE         UINT32_MAX
+/* a stop signal is looked for once in 1024 steps: a syscall's cost spread
+ * thin, and a few milliseconds at most between the signal and the stop */
+#define STOP_POLL 1023u
 
 /* Where a simulated worker is. */
 enum { RUNNABLE, SLEEPING, SUSPENDED, DUE, STOPPED, DEAD };
@@ -510,7 +514,14 @@ static void loop(sim *s, uint32_t until)
 	while (!s->err) {
 		if (until != NONE && s->state[until] == DUE)
 			return;
-		if (!s->stopping && s->step >= s->cfg->steps) {
+		if (!s->stopping && !(s->step & STOP_POLL)) {
+			int sig = fb_stop_take(); /* a stop signal: wind down as at the end */
+			if (sig) {
+				s->res->interrupted = true;
+				s->res->signal = sig;
+			}
+		}
+		if (!s->stopping && (s->step >= s->cfg->steps || s->res->interrupted)) {
 			s->stopping = true; /* the workers finish their cycles */
 			atomic_store_explicit(&s->env.stop, 1, memory_order_relaxed);
 			wake_all(s); /* as on threads: every sleep ends with the run */

@@ -22,7 +22,9 @@
  * wind-down after them (every worker finishes its cycle, every delayed
  * write lands), writing every history line to cfg->history_path when set
  * (the file is replaced), and calling tick(ctx) once a virtual second
- * (NULL: never). *res is filled as fb_run fills it, with
+ * (NULL: never). A stop signal (stop.h) blocked by the caller ends it
+ * early: the workers wind down as after the last step, and *res is marked
+ * interrupted (the history then depends on when it came). *res is filled as fb_run fills it, with
  * res->sim; free it with fb_results_free. Returns FB_OK, or FB_ENOMEM /
  * FB_EINVAL / FB_ESYS / FB_EFENCE with a one-line message already printed.
  */

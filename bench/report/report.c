@@ -4,6 +4,7 @@
 #include "story.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <math.h>
 #include <stddef.h>
@@ -1259,28 +1260,68 @@ int fb_report_hdr(const char *prefix, const fb_results *res)
 }
 
 /* An output written where it goes, saying on stderr what failed. */
-static int write_out(const char *opt, const char *path, const char *text)
+/* The document's text, in three parts: head, a sweep's rows (NULL: none)
+ * copied from their file, tail. */
+typedef struct doc_text {
+	const char *head, *tail;
+	FILE *rows;
+} doc_text;
+
+/* Copy the rows' file into out, from its start. 0, or -1 with errno set. */
+static int copy_rows(FILE *rows, FILE *out)
 {
-	if (fb_outfile_put(path, text) == 0)
+	char buf[65536];
+	size_t n;
+	rewind(rows);
+	while ((n = fread(buf, 1, sizeof buf, rows)) > 0)
+		if (fwrite(buf, 1, n, out) != n)
+			return -1;
+	return ferror(rows) ? -1 : 0;
+}
+
+static int put_text(const char *path, const doc_text *t)
+{
+	fb_outfile o;
+	fb_outfile_stream s;
+	char why[256];
+	if (fb_outfile_check(path, &o, why, sizeof why) || fb_outfile_begin(&o, &s))
+		return -1;
+	if (fputs(t->head, s.f) == EOF || (t->rows && copy_rows(t->rows, s.f)) ||
+	    fputs(t->tail, s.f) == EOF || fputc('\n', s.f) == EOF) {
+		int e = errno;
+		fb_outfile_abandon(&s);
+		errno = e;
+		return -1;
+	}
+	return fb_outfile_commit(&s);
+}
+
+static int write_out(const char *opt, const char *path, const doc_text *t)
+{
+	if (put_text(path, t) == 0)
 		return 0;
+	if (errno == ENXIO) { /* a FIFO: outfile.h */
+		fprintf(stderr, "fencebench: %s%sno reader opened the FIFO '%s' within %d s\n",
+		        opt ? opt : "", opt ? ": " : "", path, FB_OUTFILE_FIFO_WAIT_MS / 1000);
+		return -1;
+	}
 	fprintf(stderr, "fencebench: %s%scannot write '%s': errno=%d (%s)\n", opt ? opt : "",
 	        opt ? ": " : "", path, errno, strerror(errno));
 	return -1;
 }
 
-/* Write the document where it goes and finish the CSV. */
-static int emit(fb_report *rp, json_object *doc)
+/* Write the document where it goes and finish the CSV: the summary out and
+ * the results directory first, --json last, since a FIFO there waits for
+ * its reader (and a second signal in that wait must lose nothing else). */
+static int emit_text(fb_report *rp, const doc_text *t)
 {
 	int rc = 0;
-	const char *text = json_object_to_json_string_ext(
-	        doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
-	if (rp->cfg->json_path && write_out("--json", rp->cfg->json_path, text))
-		rc = -1;
+	fflush(stdout);
 	if (!rp->dir_ok) {
 		fprintf(stderr, "fencebench: %s; no results written there\n", rp->dir_error);
 		rc = -1;
 	} else {
-		if (write_out(NULL, rp->json_path, text))
+		if (write_out(NULL, rp->json_path, t))
 			rc = -1;
 		rp->csv = NULL;
 		if (fb_outfile_commit(&rp->csv_out)) {
@@ -1291,11 +1332,27 @@ static int emit(fb_report *rp, json_object *doc)
 		if (rc == 0) /* stdout of a deterministic run stays the same for a seed */
 			fprintf(rp->cfg->deterministic ? stderr : stdout, "results: %s  %s\n",
 			        rp->json_path, rp->csv_path);
+		fflush(stdout);
 	}
-	json_object_put(doc);
+	if (rp->cfg->json_path && write_out("--json", rp->cfg->json_path, t))
+		rc = -1;
 	free(rp->series);
 	rp->series = NULL;
 	rp->nseries = rp->series_cap = 0;
+	return rc;
+}
+
+static const char *doc_string(json_object *doc)
+{
+	return json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY |
+	                                                   JSON_C_TO_STRING_NOSLASHESCAPE);
+}
+
+static int emit(fb_report *rp, json_object *doc)
+{
+	doc_text t = {doc_string(doc), "", NULL};
+	int rc = emit_text(rp, &t);
+	json_object_put(doc);
 	return rc;
 }
 
@@ -1405,21 +1462,75 @@ void fb_report_add_row(fb_report *rp, const fb_config *row, const fb_results *re
 	json_object_object_add(o, "run", j_run(res));
 	json_object_object_add(o, "modes", j_modes(res));
 	json_object_object_add(o, "series", j_series(rp));
-	if (!rp->rows)
-		rp->rows = json_object_new_array();
-	json_object_array_add(rp->rows, o);
 	if (!rp->clock_name)
 		rp->clock_name = res->clock_name;
+	if (!rp->rows) {
+		/* beside the results, so the disk that takes the document takes
+		 * its rows; else the system's temporary directory */
+		int fd = rp->dir_ok
+		                 ? open(rp->cfg->results_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)
+		                 : -1;
+		rp->rows = fd >= 0 ? fdopen(fd, "w+") : tmpfile();
+		if (!rp->rows && fd >= 0)
+			close(fd);
+	}
+	/* an element of the document's "rows", as json-c would indent it
+	 * there (a raw newline cannot be inside a JSON string: each is one of
+	 * the layout's) */
+	const char *text = doc_string(o);
+	if (rp->rows) {
+		fputs(rp->nrows ? ",\n    " : "\n    ", rp->rows);
+		for (const char *c = text; *c; c++)
+			if (*c == '\n')
+				fputs("\n    ", rp->rows);
+			else
+				putc(*c, rp->rows);
+		rp->nrows++;
+	} else {
+		rp->rows_lost++;
+	}
+	json_object_put(o);
 }
+
+/* The "rows" value stands for the rows' text while the rest is laid out. */
+#define ROWS_MARK "fencebench:rows"
 
 int fb_report_write_sweep(fb_report *rp, int exit_code, bool interrupted, int sig)
 {
 	json_object *doc = j_header(rp, "sweep", interrupted, sig,
 	                            rp->clock_name ? rp->clock_name : "unknown");
-	json_object_object_add(doc, "rows", rp->rows ? rp->rows : json_object_new_array());
-	rp->rows = NULL;
+	json_object_object_add(doc, "rows", json_object_new_string(ROWS_MARK));
 	j_footer(doc, rp->cfg, exit_code);
-	return emit(rp, doc);
+	const char *laid = doc_string(doc);
+	/* the only unescaped `"rows":"` is the key's: a quote in a value is \" */
+	const char *at = strstr(laid, "\"rows\":\"" ROWS_MARK "\"");
+	const char *rest = at + strlen("\"rows\":\"" ROWS_MARK "\"");
+	size_t head_len = (size_t)(at - laid) + strlen("\"rows\":[");
+	char *head = malloc(head_len + 1), *tail = malloc(strlen(rest) + 8);
+	int rc = -1;
+	bool kept = !rp->rows_lost && (!rp->rows || (fflush(rp->rows) == 0 && !ferror(rp->rows)));
+	if (!kept)
+		fprintf(stderr,
+		        "fencebench: the sweep's rows could not all be kept (%llu of %llu "
+		        "lost, errno=%d); the document has the others\n",
+		        (unsigned long long)rp->rows_lost,
+		        (unsigned long long)(rp->nrows + rp->rows_lost), errno);
+	if (head && tail) {
+		snprintf(head, head_len + 1, "%.*s\"rows\":[", (int)(at - laid), laid);
+		snprintf(tail, strlen(rest) + 8, "\n  ]%s", rest);
+		doc_text t = {head, tail, rp->rows};
+		rc = emit_text(rp, &t);
+	} else {
+		fprintf(stderr, "fencebench: cannot lay out the sweep's document: out of memory\n");
+	}
+	free(head);
+	free(tail);
+	json_object_put(doc);
+	if (rp->rows)
+		fclose(rp->rows);
+	rp->rows = NULL;
+	rp->nrows = rp->rows_lost = 0;
+	return kept ? rc : -1;
 }
 
 void fb_report_abandon(const fb_report *rp)

@@ -29,8 +29,12 @@ typedef struct fb_report {
 	fb_sample last;
 	fb_sample *series; /* the run under way's samples, one a second */
 	size_t nseries, series_cap;
-	const fb_config *row;     /* the run under way (a sweep's row) */
-	struct json_object *rows; /* a sweep's finished rows */
+	const fb_config *row; /* the run under way (a sweep's row) */
+	/* a sweep's finished rows, as the document's text, kept in a file of
+	 * no name (beside the results when it can be) and not in memory: a
+	 * sweep of 100,000 seeds held 9 GB of JSON objects */
+	FILE *rows;
+	uint64_t nrows, rows_lost; /* rows written there, rows it could not take */
 	const char *clock_name;
 } fb_report;
 
