@@ -17,6 +17,7 @@ typedef enum fb_bug {
 	FB_BUG_UNREGISTERED_READS, /* store: fenced forgets to register reads */
 	FB_BUG_BATCH_FENCES,       /* lease: fences pre-allocated per thread in batches */
 	FB_BUG_REFUSE_HOLDER,      /* store: fenced refuses one token in 64, newest or not */
+	FB_BUG_APPLY_REFUSED,      /* store: fenced applies one refused write in 8 all the same */
 	FB_BUGS
 } fb_bug;
 

@@ -23,7 +23,7 @@ const char *fb_strerror(fb_err e)
 
 const char *const fb_bug_names[FB_BUGS] = {
         "none",         "ge-store",           "two-step",     "ignore-expiry", "blind-release",
-        "trust-client", "unregistered-reads", "batch-fences", "refuse-holder"};
+        "trust-client", "unregistered-reads", "batch-fences", "refuse-holder", "apply-refused"};
 
 const char *const fb_bug_what[FB_BUGS] = {
         "no planted bug",
@@ -35,4 +35,5 @@ const char *const fb_bug_what[FB_BUGS] = {
         "the fenced store forgets to register the tokens of reads",
         "each thread takes fences from the global counter in batches of 64",
         "the fenced store refuses the reads and writes of one token in 64, even its "
-        "rightful holder's"};
+        "rightful holder's",
+        "the fenced store applies one write in 8 that it reports refused"};

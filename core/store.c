@@ -101,16 +101,22 @@ void fb_store_destroy(fb_store *s)
 void fb_store_plant(fb_store *s, fb_bug bug)
 {
 	if (bug == FB_BUG_GE_STORE || bug == FB_BUG_TRUST_CLIENT ||
-	    bug == FB_BUG_UNREGISTERED_READS || bug == FB_BUG_REFUSE_HOLDER)
+	    bug == FB_BUG_UNREGISTERED_READS || bug == FB_BUG_REFUSE_HOLDER ||
+	    bug == FB_BUG_APPLY_REFUSED)
 		s->bug = bug;
 }
 
+/* One token in 2^bits, spread over fences (a Fibonacci hash). */
+static bool one_in(uint64_t token, int bits)
+{
+	return (token * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - bits) == 0;
+}
+
 /* PLANTED (refuse-holder): the fenced store refuses a token for no reason
- * of the token's order, one in 64 (a Fibonacci hash: spread over fences). */
+ * of the token's order. */
 static bool refuses_anyway(const fb_store *s, uint64_t token)
 {
-	return s->bug == FB_BUG_REFUSE_HOLDER && s->d == FB_FENCED &&
-	       (token * UINT64_C(0x9E3779B97F4A7C15)) >> 58 == 0;
+	return s->bug == FB_BUG_REFUSE_HOLDER && s->d == FB_FENCED && one_in(token, 6);
 }
 
 fb_discipline fb_store_discipline(const fb_store *s)
@@ -232,6 +238,17 @@ static bool apply(fb_store *s, uint32_t key, bool is_debit, int64_t value, uint6
 			}
 			r->ok = false;
 			r->stale = true;
+			/* PLANTED (apply-refused): the balance changes all the same,
+			 * outside the commit order (no version, no fence) */
+			if (s->bug == FB_BUG_APPLY_REFUSED && s->d == FB_FENCED && one_in(token, 3)) {
+				int64_t b = is_debit ? (int64_t)((uint64_t)cur.lo - (uint64_t)value)
+				                     : value;
+				fb_u128 next = {(uint64_t)b, cur.hi};
+				if (!atomic_compare_exchange_weak_explicit(&rec->word, &cur, next,
+				                                           memory_order_acq_rel,
+				                                           memory_order_acquire))
+					continue;
+			}
 			return false;
 		}
 		int64_t bal = is_debit ? (int64_t)((uint64_t)cur.lo - (uint64_t)value) : value;

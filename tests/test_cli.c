@@ -576,8 +576,12 @@ static void check_story(json_object *doc, const char *text, const char *fault)
 	check(a > 0 && b > 0, "%s: both workers named (w%lld, w%lld)", fault, (long long)a,
 	      (long long)b);
 	bool resent = json_object_get_boolean(get(doc, "first_corruption.writer.resent_copy"));
-	check(resent == !strcmp(fault, "retry"), "%s: a resent copy is named so, only in a retry",
-	      fault);
+	/* On a loaded machine the scheduler preempts a holder past its TTL by
+	 * itself: a first corruption no injected fault caused is told too */
+	const char *kind = str(doc, "first_corruption.fault.kind");
+	check(resent == (!strcmp(fault, "retry") && !strcmp(kind, "retry")),
+	      "%s: a resent copy is named so, only in a retry (the story's fault: '%s'):\n%s",
+	      fault, kind, text);
 	if (resent) /* its own first copy went in first */
 		check(fb == fa && a == b, "%s: a resend goes behind its own first copy", fault);
 	else
@@ -692,12 +696,19 @@ static void test_crashed_holders_leases_are_taken_over_within_a_ttl(void **state
 	/* a worker that died in the run's last TTL may still hold its lease */
 	check_eq(num(doc, "run.crash_takeovers") + num(doc, "run.crash_pending"), crashes,
 	         "every dead worker's lease taken over, or still within its TTL at the end");
-	check(num(doc, "run.crash_pending_age_ns") < 40 * 1000000,
+	/* 10ms TTL: the lease dies within a TTL of the crash, and is taken at
+	 * the next try for its key. Typically: the median within 4 TTLs. The
+	 * slowest waits also for a worker to draw that key and be scheduled,
+	 * which a machine with both cores busy can delay by hundreds of ms:
+	 * bounded by 2 s, which a lease that never expired would exceed. */
+	check(num(doc, "run.crash_pending_age_ns") < 2000 * 1000000LL,
 	      "a lease still held at the end by a dead worker must be younger than its TTL "
 	      "(plus scheduling), was %lld ns",
 	      (long long)num(doc, "run.crash_pending_age_ns"));
-	/* 10ms TTL: the lease dies within a TTL of the crash; allow scheduling */
-	check(num(doc, "run.crash_takeover_latency_ns.max") < 40 * 1000000,
+	check(num(doc, "run.crash_takeover_latency_ns.p50") < 40 * 1000000,
+	      "takeover after a crash took %lld ns (median), far over the 10ms TTL",
+	      (long long)num(doc, "run.crash_takeover_latency_ns.p50"));
+	check(num(doc, "run.crash_takeover_latency_ns.max") < 2000 * 1000000LL,
 	      "takeover after a crash took %lld ns, far over the 10ms TTL",
 	      (long long)num(doc, "run.crash_takeover_latency_ns.max"));
 	check(num(doc, "run.crash_takeover_latency_ns.p50") >= 5 * 1000000,
@@ -739,6 +750,8 @@ static void test_each_planted_bug_is_caught(void **state)
 	        {"batch-fences", {NULL}, "run.lease_violations.out_of_order_fences"},
 	        {"refuse-holder", {NULL}, "modes.fenced.false_rejections"},
 	        {"refuse-holder", {"--op", "debit"}, "modes.fenced.false_rejections"},
+	        {"apply-refused", {"--op", "debit"}, "modes.fenced.chain_breaks"},
+	        {"apply-refused", {NULL}, "modes.fenced.chain_breaks"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		const char *args[16] = {"-t", "16", "-d", "2s", "--bug", cases[i].bug};
@@ -765,6 +778,9 @@ static void test_each_planted_bug_is_caught(void **state)
 			check(strstr(p.stdout_text, "fenced: SAFE"), "%s: fenced is SAFE:\n%s",
 			      cases[i].bug, p.stdout_text);
 		}
+		if (!strcmp(cases[i].bug, "apply-refused"))
+			check(strstr(p.stdout_text, "one the store reported refused?"),
+			      "a write applied outside the commit order is named:\n%s", p.stdout_text);
 		if (!strcmp(cases[i].bug, "refuse-holder")) {
 			check(strstr(p.stdout_text, "fenced: VIOLATED !!!") &&
 			              strstr(p.stdout_text, "refusals of its rightful holder") &&

@@ -154,8 +154,8 @@ static const opt opts[] = {
          NEED_FAULT(FB_FAULT_NODE_JUMP), W_STRESS},
         {"bug", 0, "NAME", K_ENUM, OFF(bug), 0, 0, 0, NAMES(fb_bug_names), "bug", 0, true,
          "plant a bug to prove the checkers catch it: ge-store, two-step, ignore-expiry, "
-         "blind-release, trust-client, unregistered-reads, batch-fences, refuse-holder "
-         "(default none)",
+         "blind-release, trust-client, unregistered-reads, batch-fences, refuse-holder, "
+         "apply-refused (default none)",
          0, 0},
         {"lease", 0, "URL", K_ENGINE, OFF(lease_url), 0, 0, 0, NULL, 0, "lease", 0, true,
          "where the leases live: inproc (default), redis://[:PASS@]HOST:PORT/DB (with "

@@ -488,7 +488,7 @@ static void key_result(void *ctx, uint32_t k, const fb_check_key *ck, int64_t ba
 	kr->balance[c->d] = balance;
 	kr->accepted[c->d] = ck->checked;
 	kr->stale[c->d] = ck->stale_accepted;
-	kr->lost[c->d] = ledger / c->amount;
+	kr->lost[c->d] = ledger > 0 ? ledger / c->amount : 0; /* below 0 is named, not counted */
 	kr->last_fence[c->d] = last_fence;
 }
 

@@ -316,7 +316,7 @@ void fb_history_finish(fb_history *h, fb_discipline d, const int64_t *final_bala
 				                     k->lost_amount};
 				per_key(ctx, d, i, &hk, bal, ledger, last_fence[i]);
 			}
-			ledger_sum = wadd(ledger_sum, ledger);
+			ledger_sum = wadd(ledger_sum, ledger > 0 ? ledger : 0); /* below: named */
 			hist_sum = wadd(hist_sum, k->lost_amount);
 			fb_key_disagree(&mv->agrees, mv->disagreement, sizeof mv->disagreement, i,
 			                fenced, ledger, k->lost_amount, k->balance, bal,

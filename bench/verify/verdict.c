@@ -18,7 +18,15 @@ void fb_key_disagree(bool *agrees, char *why, size_t len, uint32_t key, bool fen
                      int64_t lost, int64_t history_balance, int64_t balance, uint64_t history_fence,
                      uint64_t last_fence)
 {
-	if (ledger != lost)
+	/* Every accepted write leaves the balance at most one amount below some
+	 * earlier balance, so no store that applies only what it accepted
+	 * ends below initial - accepted * amount: one that does applied more. */
+	if (ledger < 0)
+		fb_disagree(agrees, why, len,
+		            "key %u: the store holds %lld less than its accepted writes can leave: "
+		            "it applied a write it reported refused (or one from outside this run)",
+		            key, (long long)-ledger);
+	else if (ledger != lost)
 		fb_disagree(agrees, why, len, "key %u: the ledger lost %lld, the history %lld", key,
 		            (long long)ledger, (long long)lost);
 	if (history_balance != balance)
