@@ -107,7 +107,7 @@ static const opt opts[] = {
         {"faults", 0, "LIST", K_BITS, OFF(faults), 0, 0, 0, NAMES(fb_fault_names), "faults", 0,
          true,
          "faults to inject: pause,skew,delay,crash,renew,retry,server-pause,node-jump (default "
-         "pause)",
+         "pause; pause,retry,delay with a --store other than inproc)",
          0, 0},
         {"fault-at", 0, "WHERE", K_ENUM, OFF(fault_at), 0, 0, 0, NAMES(fb_fault_at_names),
          "fault_at", 0, true,
@@ -966,6 +966,20 @@ static void settle(fb_config *cfg)
  * at work under its lease: skew alone gives holders 0.05-0.5 x TTL of work,
  * the newer holder sometimes finishing first.
  */
+/* A store that is not fencebench's own is tested where stores break: a
+ * resend of an accepted write (an equal token), a write that lands late, a
+ * holder paused past its lease. Before the options are scoped: their rates
+ * and sizes apply. */
+static void store_faults(fb_config *cfg, const bool *given)
+{
+	if (cfg->store_url && fb_store_engine(cfg->store_url) &&
+	    fb_store_engine(cfg->store_url) != fb_store_engine(NULL) &&
+	    !given_name(given, "faults") && !cfg->plan_path && !cfg->deterministic) {
+		cfg->faults |= 1u << FB_FAULT_RETRY | 1u << FB_FAULT_DELAY;
+		cfg->store_faults = true;
+	}
+}
+
 static void settle_faults(fb_config *cfg, const bool *given)
 {
 	if (!fb_config_fault(cfg, FB_FAULT_SKEW))
@@ -1045,6 +1059,7 @@ fb_parse fb_config_parse(fb_config *cfg, int argc, char **argv)
 	fb_parse p = read_args(cfg, argc, argv, given);
 	if (p != FB_PARSE_RUN)
 		return p;
+	store_faults(cfg, given);
 	if (check_scope(cfg, given))
 		return FB_PARSE_USAGE;
 	settle(cfg);

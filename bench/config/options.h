@@ -97,6 +97,9 @@ typedef struct fb_config {
 	uint64_t seed_lo, seed_hi; /* --seeds A..B (both = seed otherwise) */
 	bool seeds_given;
 	bool sample_given; /* --sample was given (else: 32, or 1 with a remote engine) */
+	/* --faults was not given and the store is not the in-process one: every
+	 * fault that tests a store's check (pause, retry, delay) by default */
+	bool store_faults;
 	uint64_t steps;    /* scheduler steps per seed */
 	const char *history_path;
 	/* profiling */
