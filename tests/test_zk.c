@@ -41,9 +41,22 @@ static fb_acquire acq(void *c, uint32_t key, fb_lease *l)
 	return fb_test_acquire(L, c, key, l);
 }
 
-static uint64_t wall_ns(void)
+static uint64_t mono_ns(void)
 {
-	return fb_clock_now(fb_clock_realtime());
+	return fb_clock_now(fb_clock_monotonic());
+}
+
+/* The caller's clock, 11 ms further on at every read: every create takes
+ * longer than the engine's 10 ms slack. */
+typedef struct slow_clock {
+	fb_clock base;
+	uint64_t reads;
+} slow_clock;
+
+static uint64_t slow_now(const fb_clock *c)
+{
+	slow_clock *s = (slow_clock *)(uintptr_t)c;
+	return mono_ns() + ++s->reads * 11 * MS;
 }
 
 static void test_bad_urls_and_configurations_are_einval_naming_the_url(void **state)
@@ -117,10 +130,15 @@ static void test_lowest_request_holds_and_fences_are_growing_zxids(void **state)
 	fb_test_lease_contract(L, e, false);
 	void *a = conn(e, 1);
 	fb_lease la;
-	uint64_t t0 = wall_ns();
+	uint64_t t0 = mono_ns();
 	check_eq(acq(a, 2, &la), FB_ACQUIRED, "A takes key 2");
-	check(la.service_at + 1000 * MS > t0 && la.service_at < wall_ns() + 1000 * MS,
-	      "service_at is the node's ctime, on the server's wall clock");
+	uint64_t t1 = mono_ns();
+	check(la.service_at >= t0 && la.service_at <= t1 &&
+	              la.service_at + TTL == la.expires_at,
+	      "service_at is the create's send on the caller's clock (%llu in [%llu, %llu]), "
+	      "and the lease runs a TTL from it",
+	      (unsigned long long)la.service_at, (unsigned long long)t0, (unsigned long long)t1);
+	check_eq(L->witness_slack_ns, 10 * MS, "dated to within the slack it enforces");
 	check_eq(L->release(a, 2, &la), FB_IO_OK, "A releases");
 	L->disconnect(a);
 	L->close(e);
@@ -185,6 +203,29 @@ static void test_renew_keeps_the_session_and_the_lock(void **state)
 	check_eq(L->release(a, 0, &la), FB_IO_OK, "A releases");
 	L->disconnect(a);
 	L->disconnect(b);
+	L->close(e);
+}
+
+/* A lock whose create took longer than the slack cannot be dated to
+ * within it: dated by its send, it could seem to begin before the lease it
+ * followed had ended. It is withdrawn, and after a few such tries the key
+ * is reported held; the key is left free. */
+static void test_a_create_slower_than_the_slack_is_withdrawn(void **state)
+{
+	(void)state;
+	slow_clock slow = {{"slow", slow_now}, 0};
+	fb_engine_config cfg = base_cfg(), plain = base_cfg();
+	cfg.clock = &slow.base;
+	void *e = engine(&cfg, true), *e2 = engine(&plain, false);
+	void *a = conn(e, 1), *b = conn(e2, 2);
+	fb_lease la, lb;
+	check_eq(acq(a, 3, &la), FB_HELD, "no lock from creates that took 11 ms or more");
+	check_eq(la.fence, 0, "and no fence");
+	check_eq(acq(b, 3, &lb), FB_ACQUIRED, "the withdrawn requests left the key free");
+	check_eq(L->release(b, 3, &lb), FB_IO_OK, "B releases");
+	L->disconnect(a);
+	L->disconnect(b);
+	L->close(e2);
 	L->close(e);
 }
 
@@ -270,6 +311,7 @@ int main(void)
 	        cmocka_unit_test(
 	                test_a_silent_session_expires_and_its_lock_goes_to_the_next_client),
 	        cmocka_unit_test(test_renew_keeps_the_session_and_the_lock),
+	        cmocka_unit_test(test_a_create_slower_than_the_slack_is_withdrawn),
 	        cmocka_unit_test(test_fresh_prepare_forgets_the_requests_and_a_shared_one_does_not),
 	        cmocka_unit_test(test_pauses_past_the_session_timeout_corrupt_unfenced_only),
 	        cmocka_unit_test(test_two_processes_share_the_ensemble),
