@@ -891,7 +891,7 @@ static fb_acquire lease_acquire(void *conn, uint32_t key, fb_lease *out, fb_leas
 		if (a == TRY_DONE)
 			return res;
 		if (a == TRY_SLOW && ++slow == SLOW_TRIES) {
-			*out = (fb_lease){.owner = c->worker};
+			*out = (fb_lease){0}; /* withdrawn: nobody holds it */
 			return FB_HELD;
 		}
 	}

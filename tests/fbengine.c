@@ -35,11 +35,22 @@ void *fb_test_lease_conn(const fb_lease_ops *L, void *eng, uint16_t worker)
 	return c;
 }
 
+/* A remote engine gives up a lock it won too slowly to date (Redlock's
+ * round, ZooKeeper's create: over 10 ms) and says held with no holder
+ * (owner 0). On a loaded machine that happens to any acquire; these
+ * tests are about the lease's logic, not the machine's speed, so such an
+ * answer is tried again, 5 times at most. A real holder is named, and is
+ * answered at once. */
 fb_acquire fb_test_acquire(const fb_lease_ops *L, void *conn, uint32_t key, fb_lease *l)
 {
-	fb_lease_stats st = {0};
-	fb_acquire a = L->acquire(conn, key, l, &st);
-	check(st.cas_retries == 0 && st.wasted_fences == 0, "a remote engine counts no CAS");
+	fb_acquire a = FB_HELD;
+	for (int i = 0; i < 5 && a == FB_HELD; i++) {
+		fb_lease_stats st = {0};
+		a = L->acquire(conn, key, l, &st);
+		check(st.cas_retries == 0 && st.wasted_fences == 0, "a remote engine counts no CAS");
+		if (a == FB_HELD && l->owner)
+			break;
+	}
 	return a;
 }
 
