@@ -766,6 +766,37 @@ static uint64_t on_caller_clock(const zeng *e, int64_t ctime_ms)
 
 /* ---- leases ------------------------------------------------------------- */
 
+/*
+ * A request of this worker's (c<client>.w<worker>-) found by a listing
+ * taken before this session created one: left by a session the worker
+ * closed after a lost connection or a timeout, whose close the server
+ * never saw (zookeeper_close sends nothing while disconnected). It lives
+ * until that session expires, a timeout later, and if it is the lowest
+ * the worker would find its own dead request holding the key. It held no
+ * lock anyone was told of (the acquire that made it never returned it),
+ * so deleting it frees nothing that is in use.
+ */
+static bool left_by_me(const zconn *c, const char *name)
+{
+	char me[32];
+	int n = snprintf(me, sizeof me, "c%" PRIu32 ".w%u-", c->e->cfg.client_id, c->worker);
+	return n > 0 && strncmp(name, me, (size_t)n) == 0;
+}
+
+/* Delete dir/name, a request left_by_me: TRY_AGAIN, or TRY_DONE with
+ * *res an error when the server did not answer. */
+static int clear_left(zconn *c, const char *dir, const char *name, fb_acquire *res,
+                      uint64_t deadline)
+{
+	char path[PATHLEN * 2];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	if (one_op(&c->s, Z_DELETE, path, &c->op[0], deadline, "acquire: clear") == Z_NOANSWER) {
+		*res = FB_ACQ_ERROR;
+		return 1;
+	}
+	return 0;
+}
+
 typedef enum attempt { TRY_AGAIN, TRY_DONE, TRY_SLOW } attempt;
 
 /*
@@ -803,6 +834,11 @@ static attempt try_acquire(zconn *c, uint32_t key, fb_lease *out, fb_acquire *re
 		*res = FB_ACQ_ERROR;
 		return TRY_DONE;
 	}
+	if (c->op[0].children && left_by_me(c, c->op[0].name)) {
+		char name[PATHLEN];
+		snprintf(name, sizeof name, "%s", c->op[0].name);
+		return clear_left(c, dir, name, res, deadline) ? TRY_DONE : TRY_AGAIN;
+	}
 	if (c->op[0].children) {
 		*out = (fb_lease){.owner = owner_of(c->op[0].name)};
 		*res = FB_HELD;
@@ -838,13 +874,16 @@ static attempt try_acquire(zconn *c, uint32_t key, fb_lease *out, fb_acquire *re
 	mine = mine ? mine + 1 : made->name;
 	if (strcmp(mine, c->op[1].name) != 0) {
 		uint16_t holder = owner_of(c->op[1].name);
-		char gone[PATHLEN];
+		char gone[PATHLEN], low[PATHLEN];
 		snprintf(gone, sizeof gone, "%s", made->name);
+		snprintf(low, sizeof low, "%s", c->op[1].name);
 		z = one_op(s, Z_DELETE, gone, &c->op[0], deadline, "acquire: withdraw");
 		if (z == Z_NOANSWER) {
 			*res = FB_ACQ_ERROR;
 			return TRY_DONE;
 		}
+		if (left_by_me(c, low))
+			return clear_left(c, dir, low, res, deadline) ? TRY_DONE : TRY_AGAIN;
 		*out = (fb_lease){.owner = holder}; /* Z_GONE: the request went with it */
 		*res = FB_HELD;
 		return TRY_DONE;

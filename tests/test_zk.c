@@ -133,8 +133,7 @@ static void test_lowest_request_holds_and_fences_are_growing_zxids(void **state)
 	uint64_t t0 = mono_ns();
 	check_eq(acq(a, 2, &la), FB_ACQUIRED, "A takes key 2");
 	uint64_t t1 = mono_ns();
-	check(la.service_at >= t0 && la.service_at <= t1 &&
-	              la.service_at + TTL == la.expires_at,
+	check(la.service_at >= t0 && la.service_at <= t1 && la.service_at + TTL == la.expires_at,
 	      "service_at is the create's send on the caller's clock (%llu in [%llu, %llu]), "
 	      "and the lease runs a TTL from it",
 	      (unsigned long long)la.service_at, (unsigned long long)t0, (unsigned long long)t1);
@@ -229,6 +228,30 @@ static void test_a_create_slower_than_the_slack_is_withdrawn(void **state)
 	L->close(e);
 }
 
+/* A worker that closed its session after a lost connection may leave a
+ * request behind (the server never heard the close), alive until that
+ * session expires. The worker's next acquire clears it instead of finding
+ * its own dead request holding the key. Another worker's is a holder. */
+static void test_a_request_the_worker_left_behind_is_cleared(void **state)
+{
+	(void)state;
+	fb_engine_config cfg = base_cfg();
+	void *e = engine(&cfg, true);
+	void *old = conn(e, 1), *now = conn(e, 1), *other = conn(e, 2);
+	fb_lease lo, ln, lx;
+	check_eq(acq(old, 3, &lo), FB_ACQUIRED, "worker 1's old session leaves a request on key 3");
+	check_eq(acq(other, 3, &lx), FB_HELD, "worker 2 takes it for a holder");
+	check_eq(lx.owner, 1, "worker 1");
+	check_eq(acq(now, 3, &ln), FB_ACQUIRED, "worker 1's new session clears it and takes key 3");
+	check(ln.fence > lo.fence, "with a higher fence");
+	check_eq(L->is_held(old, 3, &lo), FB_IO_REFUSED, "the old request is gone");
+	check_eq(L->release(now, 3, &ln), FB_IO_OK, "released");
+	L->disconnect(old);
+	L->disconnect(now);
+	L->disconnect(other);
+	L->close(e);
+}
+
 /* A fresh prepare forgets every lock request (a crashed run's); a shared
  * run's later process (not fresh) keeps them. */
 static void test_fresh_prepare_forgets_the_requests_and_a_shared_one_does_not(void **state)
@@ -312,6 +335,7 @@ int main(void)
 	                test_a_silent_session_expires_and_its_lock_goes_to_the_next_client),
 	        cmocka_unit_test(test_renew_keeps_the_session_and_the_lock),
 	        cmocka_unit_test(test_a_create_slower_than_the_slack_is_withdrawn),
+	        cmocka_unit_test(test_a_request_the_worker_left_behind_is_cleared),
 	        cmocka_unit_test(test_fresh_prepare_forgets_the_requests_and_a_shared_one_does_not),
 	        cmocka_unit_test(test_pauses_past_the_session_timeout_corrupt_unfenced_only),
 	        cmocka_unit_test(test_two_processes_share_the_ensemble),
