@@ -47,7 +47,8 @@ fb_acquire fb_test_acquire(const fb_lease_ops *L, void *conn, uint32_t key, fb_l
 	for (int i = 0; i < 5 && a == FB_HELD; i++) {
 		fb_lease_stats st = {0};
 		a = L->acquire(conn, key, l, &st);
-		check(st.cas_retries == 0 && st.wasted_fences == 0, "a remote engine counts no CAS");
+		check(st.cas_retries == 0 && st.wasted_fences == 0,
+		      "a remote engine counts no CAS");
 		if (a == FB_HELD && l->owner)
 			break;
 	}

@@ -17,9 +17,9 @@
 /* A line of a run's output that says its verdict or why it failed. */
 static bool verdict_line(const char *l, size_t n)
 {
-	static const char *const starts[] = {"lease:",   "first",   "fenced:", "write-fenced:",
-	                                     "unfenced:", "FAIL",    "PASS",    "CHECKER",
-	                                     "checker",   "INCOMPLETE", "fencebench:", "exit "};
+	static const char *const starts[] = {
+	        "lease:", "first",   "fenced:", "write-fenced:", "unfenced:",   "FAIL",
+	        "PASS",   "CHECKER", "checker", "INCOMPLETE",    "fencebench:", "exit "};
 	static const char *const has[] = {"!!!", "VIOLATED", "not judged", "error"};
 	while (n && (*l == ' ' || *l == '\t'))
 		l++, n--;

@@ -21,8 +21,8 @@
 
 static const fb_lease_ops *const L = &fb_redlock_lease_ops;
 static fb_server node[3], store;
-static char nodes[300]; /* host:port,host:port,host:port */
-static char jumpy[700];  /* ...?faketime=3:FILE */
+static char nodes[300];   /* host:port,host:port,host:port */
+static char jumpy[700];   /* ...?faketime=3:FILE */
 static char jumpy2[1100]; /* ...?faketime=2:FILE&faketime=3:FILE: a majority jumps */
 
 #define TTL (200 * MS)
@@ -377,8 +377,8 @@ static void test_node_clock_jumps_give_two_holders_and_the_witness_sees_them(voi
 		}
 		doc = fb_test_run_doc_any(&p, args);
 		check(doc && (p.code == 0 || p.code == 1),
-		      "exit %d: a run with a verdict exits 0 or 1\nstdout:\n%s\nstderr:\n%s", p.code,
-		      p.out, p.err);
+		      "exit %d: a run with a verdict exits 0 or 1\nstdout:\n%s\nstderr:\n%s",
+		      p.code, p.out, p.err);
 		overlaps = fb_test_num(doc, "run.lease_violations.overlapping_leases");
 	}
 	check(overlaps > 0, "two live holders seen in one of 3 runs; the last:\n%s", p.out);
