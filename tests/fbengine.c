@@ -172,6 +172,18 @@ void fb_test_fenced_safe_unfenced_corrupted(json_object *doc, const char *out)
 	check(strstr(out, "fenced: SAFE"), "the verdict:\n%s", out);
 }
 
+json_object *fb_test_run_corrupting(fb_test_proc *p, const char *const *args)
+{
+	for (int run = 1;; run++) {
+		json_object *doc = fb_test_run_doc(p, args, 0);
+		if (run == 3 || fb_test_num(doc, "modes.unfenced.stale_accepted") > 0)
+			return doc;
+		fprintf(stderr, "run %d of 3 was vacuous (no stale write attempted): again\n", run);
+		json_object_put(doc);
+		fb_test_release(p);
+	}
+}
+
 int fb_test_start_with_store(fb_server_kind kind, fb_server *svc, fb_server *store,
                              const char *what, size_t tests)
 {

@@ -281,7 +281,7 @@ static void test_pauses_past_the_ttl_corrupt_unfenced_only(void **state)
 	        "--store",    store.url, "--mode",       "fenced,write-fenced,unfenced",
 	        NULL};
 	fb_test_proc p;
-	json_object *doc = fb_test_run_doc(&p, args, 0);
+	json_object *doc = fb_test_run_corrupting(&p, args);
 	fb_test_fenced_safe_unfenced_corrupted(doc, p.out);
 	check(strstr(p.out, "lease Redlock 7."), "the report names it:\n%s", p.out);
 	json_object_put(doc);
