@@ -35,11 +35,23 @@ void *fb_test_lease_conn(const fb_lease_ops *L, void *eng, uint16_t worker)
 	return c;
 }
 
+/* A remote engine gives up a lock it won too slowly to date (Redlock's
+ * round, ZooKeeper's create: over 10 ms) and says held with no holder
+ * (owner 0). On a loaded machine that happens to any acquire; these
+ * tests are about the lease's logic, not the machine's speed, so such an
+ * answer is tried again, 5 times at most. A real holder is named, and is
+ * answered at once. */
 fb_acquire fb_test_acquire(const fb_lease_ops *L, void *conn, uint32_t key, fb_lease *l)
 {
-	fb_lease_stats st = {0};
-	fb_acquire a = L->acquire(conn, key, l, &st);
-	check(st.cas_retries == 0 && st.wasted_fences == 0, "a remote engine counts no CAS");
+	fb_acquire a = FB_HELD;
+	for (int i = 0; i < 5 && a == FB_HELD; i++) {
+		fb_lease_stats st = {0};
+		a = L->acquire(conn, key, l, &st);
+		check(st.cas_retries == 0 && st.wasted_fences == 0,
+		      "a remote engine counts no CAS");
+		if (a == FB_HELD && l->owner)
+			break;
+	}
 	return a;
 }
 
@@ -152,11 +164,24 @@ void fb_test_fenced_safe_unfenced_corrupted(json_object *doc, const char *out)
 	check(fb_test_num(doc, "run.faults.pause.over_ttl") > 0, "pauses past the TTL:\n%s", out);
 	check(fb_test_num(doc, "run.faults.pause.takeovers") > 0,
 	      "that cost their holders the lease:\n%s", out);
-	check_eq(fb_test_num(doc, "run.lease_violations.overlapping_leases") +
-	                 fb_test_num(doc, "run.lease_violations.out_of_order_fences") +
-	                 fb_test_num(doc, "run.lease_violations.duplicate_fences"),
-	         0, "the lease service kept its promises");
+	check(fb_test_num(doc, "run.lease_violations.overlapping_leases") +
+	                      fb_test_num(doc, "run.lease_violations.out_of_order_fences") +
+	                      fb_test_num(doc, "run.lease_violations.duplicate_fences") ==
+	              0,
+	      "the lease service kept its promises:\n%s", out);
 	check(strstr(out, "fenced: SAFE"), "the verdict:\n%s", out);
+}
+
+json_object *fb_test_run_corrupting(fb_test_proc *p, const char *const *args)
+{
+	for (int run = 1;; run++) {
+		json_object *doc = fb_test_run_doc(p, args, 0);
+		if (run == 3 || fb_test_num(doc, "modes.unfenced.stale_accepted") > 0)
+			return doc;
+		fprintf(stderr, "run %d of 3 was vacuous (no stale write attempted): again\n", run);
+		json_object_put(doc);
+		fb_test_release(p);
+	}
 }
 
 int fb_test_start_with_store(fb_server_kind kind, fb_server *svc, fb_server *store,
