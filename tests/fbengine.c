@@ -223,13 +223,14 @@ static void same_result(const fb_store_result *b, const fb_store_result *s, cons
 	check(b->ok == s->ok && b->stale == s->stale && b->version == s->version &&
 	              b->balance == s->balance && b->before == s->before && b->token == s->token &&
 	              b->highest == s->highest && b->highest_written == s->highest_written,
-	      "%s, operation %d: batched {ok %d stale %d version %u balance %lld before %lld "
-	      "highest %llu%s} but alone {ok %d stale %d version %u balance %lld before %lld "
+	      "%s, operation %d: batched {ok %d stale %d version %llu balance %lld before %lld "
+	      "highest %llu%s} but alone {ok %d stale %d version %llu balance %lld before %lld "
 	      "highest %llu%s}",
-	      what, i, b->ok, b->stale, b->version, (long long)b->balance, (long long)b->before,
-	      (unsigned long long)b->highest, b->highest_written ? " written" : "", s->ok, s->stale,
-	      s->version, (long long)s->balance, (long long)s->before,
-	      (unsigned long long)s->highest, s->highest_written ? " written" : "");
+	      what, i, b->ok, b->stale, (unsigned long long)b->version, (long long)b->balance,
+	      (long long)b->before, (unsigned long long)b->highest,
+	      b->highest_written ? " written" : "", s->ok, s->stale, (unsigned long long)s->version,
+	      (long long)s->balance, (long long)s->before, (unsigned long long)s->highest,
+	      s->highest_written ? " written" : "");
 }
 
 typedef struct batch_phase {
@@ -341,8 +342,8 @@ void fb_test_store_batch_lost_after_first(const fb_store_ops *S, void *conn)
 	fb_io io[3];
 	S->batch(conn, 3, writes, 0, 1, r, io);
 	check(io[0] == FB_IO_OK && r[0].ok && r[0].version == 1 && r[0].balance == 90,
-	      "the write answered before the loss stands (%d, version %u): %s", (int)io[0],
-	      r[0].version, S->error(conn));
+	      "the write answered before the loss stands (%d, version %llu): %s", (int)io[0],
+	      (unsigned long long)r[0].version, S->error(conn));
 	check(io[1] == FB_IO_ERROR && io[2] == FB_IO_ERROR,
 	      "the writes never answered are of unknown outcome (%d, %d)", (int)io[1], (int)io[2]);
 	check_eq(S->read(conn, FB_FENCED, 0, 1, &x), FB_IO_ERROR,
