@@ -860,6 +860,23 @@ static fb_io x_history(void *conn, void (*row)(void *ctx, const fb_history_row *
 	}
 }
 
+/* `fencebench check` needs meta and history, which an adapter need not
+ * offer: without them it is a usage error, as a run's missing operation. */
+static bool x_keeps_history(void *eng, char *why, size_t len)
+{
+	xengine *e = eng;
+	uint32_t need = 1u << FB_XOP_META | 1u << FB_XOP_HISTORY;
+	if ((e->hello.ops & need) == need)
+		return true;
+	char miss[64], has[128];
+	fb_exec_ops_list(need & ~e->hello.ops, miss, sizeof miss);
+	fb_exec_ops_list(e->hello.ops, has, sizeof has);
+	return fb_say(why, len,
+	              "adapter %s does not implement %s (its hello offers %s): check reads "
+	              "meta and history",
+	              e->shown, miss, has);
+}
+
 /* An adapter's store numbers its writes as it will: any strictly
  * increasing version per key. */
 static uint32_t x_own_versions(void *eng)
@@ -911,6 +928,7 @@ const fb_store_ops fb_exec_store_ops = {
         .final = x_final,
         .history = x_history,
         .meta = x_meta,
+        .keeps_history = x_keeps_history,
         .own_versions = x_own_versions,
         .column = x_column,
 };
