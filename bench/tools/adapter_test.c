@@ -1096,9 +1096,13 @@ int fb_adapter_test_main(int argc, char **argv)
 	if ((rc = probe(&t, name, sizeof name, version, sizeof version)))
 		return rc;
 	uint64_t t0 = fb_clock_now(fb_clock_monotonic());
-	printf("fencebench adapter-test %s\nadapter '%s' (%s), protocol %d, %u keys, race: %u "
-	       "processes x %u rounds on key %u\n\n",
-	       o.url, name, version, FB_EXEC_PROTOCOL, o.keys, o.procs, o.rounds, o.keys - 1);
+	char proto[32];
+	snprintf(proto, sizeof proto, "protocol %d", FB_EXEC_PROTOCOL);
+	bool named = strcmp(version, proto) != 0; /* else the engine's stand-in */
+	printf("fencebench adapter-test %s\nadapter '%s'%s%s%s, %s, %u keys, race: %u processes x "
+	       "%u rounds on key %u\n\n",
+	       o.url, name, named ? " (" : "", named ? version : "", named ? ")" : "", proto,
+	       o.keys, o.procs, o.rounds, o.keys - 1);
 	fflush(stdout);
 	unsigned failed = 0, ran = 0, skipped = 0;
 	char names[256] = "";
