@@ -229,6 +229,10 @@ typedef struct fb_store_ops {
 	fb_io (*history)(void *conn, void (*row)(void *ctx, const fb_history_row *h), void *ctx);
 	/* Optional: what prepare recorded (balance, amount, keys, op). */
 	fb_io (*meta)(void *conn, fb_store_meta *out);
+	/* Optional (NULL: history and meta say it): whether this store, as
+	 * opened, keeps what `fencebench check` reads (meta and history): an
+	 * adapter may offer neither. False: why, for check's usage error. */
+	bool (*keeps_history)(void *eng, char *why, size_t len);
 	/* Optional (NULL: none): the disciplines whose versions are the store's
 	 * own, any strictly increasing number per key (gapped, a global
 	 * revision, a timestamp), not fencebench's 1, 2, 3...: their checker

@@ -46,6 +46,8 @@ typedef struct xconn {
 	uint16_t worker;
 	int status; /* how it exited: its status, 128 + a signal, -1 not yet */
 	bool dead, hung;
+	bool broke;        /* it failed by breaking the protocol (fb_exec_last) */
+	char req[256];     /* the last request line, its newline left out */
 	size_t have, used; /* bytes in `in`; of them, the last reply line's */
 	const char *line;  /* the last reply line (in `in`), for messages */
 	size_t len;
@@ -100,6 +102,7 @@ static bool failed(xconn *c, const char *call, const char *fmt, ...)
 /* A reply that broke the protocol: what, and the reply itself. */
 static bool bad_reply(xconn *c, const char *call, const char *why)
 {
+	c->broke = true;
 	char q[4 * QUOTE_MAX + 8];
 	fb_exec_quote(c->line, c->len, QUOTE_MAX, q, sizeof q);
 	return failed(c, call, "%s; the reply: %s", why, q);
@@ -278,6 +281,7 @@ static bool quiet_before(xconn *c, const char *call)
 		return true;
 	char q[4 * QUOTE_MAX + 8];
 	fb_exec_quote(c->in, c->have - (c->in[c->have - 1] == '\n'), QUOTE_MAX, q, sizeof q);
+	c->broke = true;
 	return failed(c, call,
 	              "it wrote to its standard output unasked (stdout carries one "
 	              "reply line per request, the log goes to stderr): %s",
@@ -321,9 +325,11 @@ static bool recv_line(xconn *c, uint64_t deadline, const char *call)
 			c->used = c->len + 1;
 			return true;
 		}
-		if (c->have == sizeof c->in)
+		if (c->have == sizeof c->in) {
+			c->broke = true;
 			return failed(c, call, "a reply line longer than %d bytes",
 			              FB_EXEC_LINE_MAX);
+		}
 		int r = wait_fd(c->fd, POLLIN, deadline);
 		if (r == 0)
 			return timed_out(c, call);
@@ -370,6 +376,7 @@ static bool call(xconn *c, const char *req, size_t n, const char *what)
 		return false;
 	if (!quiet_before(c, what))
 		return false;
+	fb_say(c->req, sizeof c->req, "%.*s", (int)(n && req[n - 1] == '\n' ? n - 1 : n), req);
 	uint64_t deadline = now_ns() + c->e->timeout_ns;
 	return send_line(c, req, n, deadline, what) && next_reply(c, deadline, what);
 }
@@ -853,12 +860,54 @@ static fb_io x_history(void *conn, void (*row)(void *ctx, const fb_history_row *
 	}
 }
 
+/* `fencebench check` needs meta and history, which an adapter need not
+ * offer: without them it is a usage error, as a run's missing operation. */
+static bool x_keeps_history(void *eng, char *why, size_t len)
+{
+	xengine *e = eng;
+	uint32_t need = 1u << FB_XOP_META | 1u << FB_XOP_HISTORY;
+	if ((e->hello.ops & need) == need)
+		return true;
+	char miss[64], has[128];
+	fb_exec_ops_list(need & ~e->hello.ops, miss, sizeof miss);
+	fb_exec_ops_list(e->hello.ops, has, sizeof has);
+	return fb_say(why, len,
+	              "adapter %s does not implement %s (its hello offers %s): check reads "
+	              "meta and history",
+	              e->shown, miss, has);
+}
+
 /* An adapter's store numbers its writes as it will: any strictly
  * increasing version per key. */
 static uint32_t x_own_versions(void *eng)
 {
 	(void)eng;
 	return 1u << FB_FENCED;
+}
+
+void fb_exec_last(void *conn, fb_exec_exchange *x)
+{
+	xconn *c = conn;
+	fb_exec_quote(c->req, strlen(c->req), sizeof x->request - 32, x->request,
+	              sizeof x->request);
+	x->reply[0] = 0;
+	if (c->line)
+		fb_exec_quote(c->line, c->len, sizeof x->reply - 32, x->reply, sizeof x->reply);
+	x->broke = c->broke;
+}
+
+void fb_exec_setup_last(void *eng, fb_exec_exchange *x)
+{
+	xengine *e = eng;
+	if (e->admin)
+		fb_exec_last(e->admin, x);
+	else
+		*x = (fb_exec_exchange){0};
+}
+
+uint32_t fb_exec_offers(void *eng)
+{
+	return ((xengine *)eng)->hello.ops;
 }
 
 const fb_store_ops fb_exec_store_ops = {
@@ -879,6 +928,7 @@ const fb_store_ops fb_exec_store_ops = {
         .final = x_final,
         .history = x_history,
         .meta = x_meta,
+        .keeps_history = x_keeps_history,
         .own_versions = x_own_versions,
         .column = x_column,
 };

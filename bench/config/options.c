@@ -739,6 +739,8 @@ static void usage(FILE *out)
 	        "       fencebench floor [OPTION]...    the raw primitives: the machine's limit\n"
 	        "       fencebench plot FILE.json       SVG charts of a run or a sweep\n"
 	        "       fencebench compare A.json B.json  two runs side by side\n"
+	        "       fencebench check --store URL    re-verify the history a store recorded\n"
+	        "       fencebench adapter-test exec:COMMAND  a store adapter's conformance test\n"
 	        "Stress a lease table and three storage disciplines side by side: worker\n"
 	        "threads take leases that mint fencing tokens, debit accounts under them while\n"
 	        "an injector suspends lease holders past the TTL, and an independent checker\n"
