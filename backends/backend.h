@@ -54,6 +54,9 @@ typedef struct fb_engine_config {
 	 * (FB_IO_ERROR): longer than any pause the run injects into the
 	 * service itself. 0: the engine's default of 10 s. */
 	uint64_t timeout_ns;
+	/* An adapter's deadline for its hello and every call, as the user gave
+	 * it (--adapter-timeout): exact, no floor. 0: timeout_ns's rules. */
+	uint64_t adapter_timeout_ns;
 } fb_engine_config;
 
 /* The outcome of one remote (or in-process) call. */

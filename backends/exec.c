@@ -47,6 +47,7 @@ typedef struct xconn {
 	int status; /* how it exited: its status, 128 + a signal, -1 not yet */
 	bool dead, hung;
 	bool broke;        /* it failed by breaking the protocol (fb_exec_last) */
+	uint64_t started;  /* when it was spawned, for a late hello's message */
 	char req[256];     /* the last request line, its newline left out */
 	size_t have, used; /* bytes in `in`; of them, the last reply line's */
 	const char *line;  /* the last reply line (in `in`), for messages */
@@ -68,6 +69,7 @@ struct xengine {
 	xconn *admin;        /* open's process, until connect hands it out */
 	xconn **pool;        /* the workers' processes, started together */
 	uint32_t npool, taken;
+	uint32_t hellos; /* ... of them, those that said hello */
 	/* Per key, the highest version a reply has given. A reply to a call
 	 * sent after another call's reply must give a higher one (the store
 	 * committed it later): relaxed loads can only see a lower value, so
@@ -163,6 +165,7 @@ static fb_err spawn(xengine *e, uint16_t worker, xconn *c, char *err, size_t err
 	c->e = e;
 	c->worker = worker;
 	c->fd = c->pidfd = c->status = -1;
+	c->started = now_ns();
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
 		fb_say(err, errlen, "adapter %s: socketpair failed, errno=%d (%s)", e->shown, errno,
 		       strerror(errno));
@@ -250,6 +253,19 @@ static int wait_fd(int fd, short events, uint64_t deadline)
 static bool timed_out(xconn *c, const char *call)
 {
 	c->hung = true;
+	if (!strcmp(call, "hello")) { /* started, but not ready: a slow start or a hang */
+		char others[80] = "";
+		if (c->e->npool)
+			fb_say(others, sizeof others,
+			       " (%u of the workers' %u processes said hello)", c->e->hellos,
+			       c->e->npool);
+		return failed(
+		        c, call,
+		        "no hello %.3g s after it was started%s: it hangs before its loop, or "
+		        "its start is slow on a busy machine: --adapter-timeout D gives it "
+		        "longer",
+		        (double)(now_ns() - c->started) / 1e9, others);
+	}
 	return failed(c, call, "no reply within %.3g s (it hangs, or its store does)",
 	              (double)c->e->timeout_ns / 1e9);
 }
@@ -385,6 +401,8 @@ static bool call(xconn *c, const char *req, size_t n, const char *what)
 
 static uint64_t hello_deadline(const xengine *e)
 {
+	if (e->cfg.adapter_timeout_ns) /* the user's, exactly */
+		return now_ns() + e->cfg.adapter_timeout_ns;
 	return now_ns() + (e->timeout_ns > DEFAULT_TIMEOUT_NS ? e->timeout_ns : DEFAULT_TIMEOUT_NS);
 }
 
@@ -516,7 +534,9 @@ static fb_err x_open(const fb_engine_config *cfg, const char *url, void **eng, c
 	for (uint32_t k = 0; k < cfg->keys; k++)
 		atomic_init(&e->top[k], 0);
 	e->cfg = *cfg;
-	e->timeout_ns = cfg->timeout_ns ? cfg->timeout_ns : DEFAULT_TIMEOUT_NS;
+	e->timeout_ns = cfg->adapter_timeout_ns ? cfg->adapter_timeout_ns
+	                : cfg->timeout_ns       ? cfg->timeout_ns
+	                                        : DEFAULT_TIMEOUT_NS;
 	size_t n =
 	        strlen(cmd); /* a long command keeps its head and its tail (the script, the args) */
 	if (n > 90)
@@ -639,11 +659,13 @@ static fb_err warm(xengine *e, uint16_t first, char *err, size_t errlen)
 		}
 	}
 	uint64_t deadline = hello_deadline(e);
-	for (uint32_t i = 0; i < e->npool && rc == FB_OK; i++)
+	for (uint32_t i = 0; i < e->npool && rc == FB_OK; i++) {
 		if (!recv_hello(e->pool[i], deadline)) {
 			fb_say(err, errlen, "%s", e->pool[i]->err);
 			rc = FB_ESYS;
 		}
+		e->hellos += rc == FB_OK;
+	}
 	return rc;
 }
 

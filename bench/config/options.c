@@ -172,6 +172,11 @@ static const opt opts[] = {
          "that speaks JSON lines on stdin and stdout (the protocol: fencebench(1), ADAPTER "
          "PROTOCOL, or README.md, Bring your own store)",
          0, W_STRESS},
+        {"adapter-timeout", 0, "D", K_DURATION, OFF(adapter_timeout_ns), 0, 0, 0, NULL, 0,
+         "adapter_timeout_s", 1e9, true,
+         "with --store exec:: how long an adapter has to say hello and to answer each call, "
+         "exactly (default 10s, 10s + 2 x the longest pause when pauses are injected)",
+         NEED_SET, W_STRESS},
         {"client-id", 0, "N", K_U32, OFF(client_id), 0, 1, 65535, NULL, 0, "client_id", 0, true,
          "process N of a shared run on real engines: unique owners, the engines are not reset, "
          "and `fencebench check` verifies the global history afterwards",
@@ -1002,6 +1007,25 @@ static void settle_faults(fb_config *cfg, const bool *given)
 /* Combinations no run can honour. 0, or -1 with the line said. */
 static int check_combinations(const fb_config *cfg)
 {
+	if (cfg->adapter_timeout_ns &&
+	    (!cfg->store_url || fb_store_engine(cfg->store_url) != fb_store_engine("exec:x"))) {
+		fprintf(stderr, "fencebench: --adapter-timeout: an adapter's deadline; this run's "
+		                "store is no adapter (--store exec:COMMAND)\n");
+		return -1;
+	}
+	/* a paused worker's call is answered after its pause: a deadline
+	 * shorter than that would call a live adapter hung */
+	if (cfg->adapter_timeout_ns && fb_config_fault(cfg, FB_FAULT_PAUSE) &&
+	    cfg->adapter_timeout_ns < 2 * cfg->pause_max_ns) {
+		char d[32], p[32];
+		fb_format_duration(d, sizeof d, cfg->adapter_timeout_ns);
+		fb_format_duration(p, sizeof p, 2 * cfg->pause_max_ns);
+		fprintf(stderr,
+		        "fencebench: --adapter-timeout: '%s' is shorter than twice the longest "
+		        "--pause (%s): a paused worker's call would read as a hung adapter\n",
+		        d, p);
+		return -1;
+	}
 	bool remote =
 	        fb_lease_engine(cfg->lease_url)->remote || fb_store_engine(cfg->store_url)->remote;
 	if (fb_config_is_sweep(cfg) && cfg->hdr_prefix) {

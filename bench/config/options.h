@@ -91,6 +91,7 @@ typedef struct fb_config {
 	/* engines */
 	const char *lease_url, *store_url; /* NULL: the in-process engine */
 	uint32_t client_id;                /* 0: alone; N: process N of a shared run */
+	uint64_t adapter_timeout_ns;       /* --adapter-timeout, 0: the engine's default */
 	bool prepare_only;                 /* reset the engines and exit */
 	/* deterministic mode */
 	bool deterministic;
