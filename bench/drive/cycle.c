@@ -249,7 +249,7 @@ static HOT fb_step acquired(fb_worker *w)
 		fb_witness_acquired_memo(e->witness, w->key, w->l.fence, w->l.replaced,
 		                         w->l.service_at + cfg->ttl_ns, &w->witness, &w->wmemo);
 		/* a fence handed out twice: an equal fence can be another's
-		 * (relaxed: stored before this holder sends any call with it) */
+		 * (seq_cst: stored before this holder sends any call with it) */
 		if (w->witness.duplicates + w->witness.regressions != twice)
 			atomic_store_explicit(&e->dup_fences, 1, memory_order_seq_cst);
 	}
