@@ -38,10 +38,13 @@ void fb_test_fail_at(const char *file, int line, const char *fmt, ...)
 	va_start(ap, fmt);
 	int n = vsnprintf(NULL, 0, fmt, ap);
 	va_end(ap);
-	char *msg = malloc(n > 0 ? (size_t)n + 1 : 1);
+	if (n < 0)
+		n = 0;
+	char *msg = malloc((size_t)n + 1);
 	if (!msg) {
 		print_error("ERROR: (out of memory formatting the message)\n");
 		_fail(file, line);
+		abort(); /* _fail does not return */
 	}
 	va_start(ap, fmt);
 	vsnprintf(msg, (size_t)n + 1, fmt, ap);
