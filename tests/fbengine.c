@@ -62,8 +62,14 @@ void fb_test_lease_contract(const fb_lease_ops *L, void *eng, bool reports_repla
 	check_eq(fb_test_acquire(L, a, 0, &la), FB_ACQUIRED, "A takes key 0");
 	check(la.fence > 0 && la.owner == 1, "fence %llu, owner %u", (unsigned long long)la.fence,
 	      la.owner);
+	/* A lock the engine took too slowly to date and withdrew (etcd, on a
+	 * loaded machine) is the slot's last word before the next: replaced is
+	 * then its fence, between the two holders' own. */
 	if (reports_replaced)
-		check_eq(la.replaced, 0, "the key's first lease replaced nothing");
+		check(la.replaced < la.fence,
+		      "the key's first lease replaced nothing (or a "
+		      "withdrawn try of its own): %llu",
+		      (unsigned long long)la.replaced);
 	check_eq(fb_test_acquire(L, b, 0, &lb), FB_HELD, "B is refused while A holds");
 	check_eq(lb.owner, 1, "and told that A holds it");
 	check_eq(L->peek(b, 0, &p), FB_IO_OK, "peek");
@@ -76,7 +82,11 @@ void fb_test_lease_contract(const fb_lease_ops *L, void *eng, bool reports_repla
 	check(lb.fence > la.fence, "B's fence %llu > A's %llu", (unsigned long long)lb.fence,
 	      (unsigned long long)la.fence);
 	if (reports_replaced)
-		check_eq(lb.replaced, la.fence, "the service says B's lease replaced A's fence");
+		check(lb.replaced == la.fence || (lb.replaced > la.fence && lb.replaced < lb.fence),
+		      "the service says B's lease replaced A's fence %llu (or a withdrawn try "
+		      "after "
+		      "it): %llu",
+		      (unsigned long long)la.fence, (unsigned long long)lb.replaced);
 	check_eq(L->is_held(a, 0, &la), FB_IO_REFUSED, "A no longer holds");
 	check_eq(L->is_held(b, 0, &lb), FB_IO_OK, "B does");
 	check_eq(fb_test_acquire(L, a, 1, &lc), FB_ACQUIRED, "A takes key 1");
