@@ -52,22 +52,23 @@ typedef struct at {
 
 static const fb_store_ops *const X = &fb_exec_store_ops;
 
-static void say(char *buf, size_t len, const char *fmt, va_list ap)
-{
-	vsnprintf(buf, len, fmt, ap);
-}
-
-/* The contract failed: the first reason stands. */
-static void fail(at *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void fail(at *t, const char *fmt, ...)
+/* The contract's verdict, if none was given yet: the first reason stands. */
+static void judge(at *t, verdict v, const char *fmt, va_list ap)
 {
 	if (t->v != V_PASS)
 		return;
+	vsnprintf(t->why, sizeof t->why, fmt, ap);
+	t->v = v;
+}
+
+/* The contract failed. */
+static void fail(at *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(at *t, const char *fmt, ...)
+{
 	va_list ap;
 	va_start(ap, fmt);
-	say(t->why, sizeof t->why, fmt, ap);
+	judge(t, V_FAIL, fmt, ap);
 	va_end(ap);
-	t->v = V_FAIL;
 }
 
 /* The contract cannot be judged (an operation not offered, or an earlier
@@ -75,13 +76,10 @@ static void fail(at *t, const char *fmt, ...)
 static void na(at *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void na(at *t, const char *fmt, ...)
 {
-	if (t->v != V_PASS)
-		return;
 	va_list ap;
 	va_start(ap, fmt);
-	say(t->why, sizeof t->why, fmt, ap);
+	judge(t, V_NA, fmt, ap);
 	va_end(ap);
-	t->v = V_NA;
 }
 
 static void fatal(at *t, int code, const char *msg)
