@@ -35,6 +35,11 @@
  * witness see two holders where Redlock had one.
  */
 #define ROUND_SLACK_NS (UINT64_C(10) * 1000000)
+/* A node jump waits this long at most for a lock it can break, looking
+ * every AIM_POLL_NS at the first AIM_KEYS keys. */
+#define AIM_NS      (UINT64_C(50) * 1000000)
+#define AIM_POLL_NS (UINT64_C(1) * 1000000)
+#define AIM_KEYS    16u
 
 static const char release_script[] = "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
                                      "  return redis.call('DEL', KEYS[1])\n"
@@ -729,10 +734,40 @@ static bool write_offset(const char *file, double offset)
 }
 
 /*
+ * Whether some lock (of the first AIM_KEYS keys) is held, now, on a bare
+ * majority that includes node: a jump of that node's clock then takes the
+ * majority from its holder while the holder still believes its lock
+ * valid, which is the whole of Kleppmann's scenario. A holder of every
+ * node loses nothing to one jump.
+ */
+static bool bare_majority_on(lconn *c, int node)
+{
+	const leng *e = c->e;
+	uint32_t keys = e->cfg.keys < AIM_KEYS ? e->cfg.keys : AIM_KEYS;
+	for (uint32_t key = 0; key < keys; key++) {
+		fb_rcmd m = {0};
+		fb_rl_arg(&m, "GET");
+		lock_key(key, &m);
+		redisReply *r[FB_URL_HOSTS][ROUND];
+		(void)round_all(c, 1, &m, r);
+		const redisReply *v = r[node][0];
+		bool bare = v && v->type == REDIS_REPLY_STRING &&
+		            holding(c, r, v->str, v->len) == e->quorum;
+		free_round(c, 1, r);
+		if (bare)
+			return true;
+	}
+	return false;
+}
+
+/*
  * Step one faketime node's clock forward by ns (the nodes named in the
  * URL take turns): its keys, whose expiry is on its wall clock, expire ns
- * early. ns 0 only checks that some node can be stepped. REFUSED (why in
- * the error) when the URL names none, or its file holds no offset.
+ * early. Aimed: the jump waits, AIM_NS at most, for a lock held on a bare
+ * majority that includes the node (then it certainly makes two holders
+ * once another client tries), and jumps anyway when none came. ns 0 only
+ * checks that some node can be stepped. REFUSED (why in the error) when
+ * the URL names none, or its file holds no offset.
  */
 static fb_io lease_node_jump(void *conn, uint64_t ns)
 {
@@ -754,6 +789,9 @@ static fb_io lease_node_jump(void *conn, uint64_t ns)
 	c->offset_known[j->node] = true;
 	if (!ns)
 		return FB_IO_OK;
+	uint64_t until = fb_clock_now(fb_clock_monotonic()) + AIM_NS;
+	while (!bare_majority_on(c, j->node) && fb_clock_now(fb_clock_monotonic()) < until)
+		fb_sleep_ns(AIM_POLL_NS);
 	double next = c->offset[j->node] + (double)ns / 1e9;
 	if (!write_offset(j->file, next)) {
 		lfail(c, "node %d: cannot write %s: errno=%d (%s)", j->node + 1, j->file, errno,
