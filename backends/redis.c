@@ -859,11 +859,18 @@ static fb_io lease_server_pause(void *conn, uint64_t ns)
 	return FB_IO_OK;
 }
 
+static bool redis_check_url(const char *url, const char **why)
+{
+	rurl u;
+	return parse_url(url, &u, why);
+}
+
 const fb_lease_ops fb_redis_lease_ops = {
         .scheme = "redis",
         .name = "Redis",
         .remote = true,
         .open = lease_open,
+        .check_url = redis_check_url,
         .version = engine_version,
         .prepare = lease_prepare,
         .close = engine_close,
@@ -1296,6 +1303,7 @@ const fb_store_ops fb_redis_store_ops = {
         .name = "Redis",
         .remote = true,
         .open = store_open,
+        .check_url = redis_check_url,
         .version = engine_version,
         .prepare = store_prepare,
         .close = engine_close,

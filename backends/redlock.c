@@ -764,11 +764,22 @@ static fb_io lease_node_jump(void *conn, uint64_t ns)
 	return FB_IO_OK;
 }
 
+static bool redlock_check_url(const char *url, const char **why)
+{
+	leng *e = calloc(1, sizeof *e);
+	if (!e)
+		return true; /* open will say it */
+	bool ok = parse_url(url, e, why);
+	free(e);
+	return ok;
+}
+
 const fb_lease_ops fb_redlock_lease_ops = {
         .scheme = "redlock",
         .name = "Redlock",
         .remote = true,
         .open = lease_open,
+        .check_url = redlock_check_url,
         .version = lease_version,
         .prepare = lease_prepare,
         .close = lease_close,

@@ -166,6 +166,25 @@ bool fb_url_parse(const char *url, const char *scheme, int default_port, int max
 	}
 	if (*p == '?')
 		u->query = p + 1;
+	if (!fb_url_query_once(u->query, why))
+		return false;
+	return true;
+}
+
+bool fb_url_query_once(const char *query, const char **why)
+{
+	const char *at = query, *name, *val;
+	size_t n, vn;
+	while (fb_url_option(&at, &name, &n, &val, &vn)) {
+		const char *at2 = at, *name2, *val2;
+		size_t n2, vn2;
+		while (fb_url_option(&at2, &name2, &n2, &val2, &vn2))
+			if (n2 == n && !memcmp(name, name2, n)) {
+				/* the last would win silently, as with a repeated option */
+				*why = "a query parameter is given twice (give each once)";
+				return false;
+			}
+	}
 	return true;
 }
 

@@ -312,6 +312,94 @@ static void test_documents_are_judged_by_path(void **state)
 	free(dir);
 }
 
+/* What the last of two would have decided silently, what a run would
+ * have done other than it said, is refused before the run header: one
+ * line naming the option and the value, exit 2. */
+static void test_what_was_accepted_silently_is_refused(void **state)
+{
+	(void)state;
+	const char *twice[] = {"-t", "2", "-t", "3", NULL};
+	refused(twice, 2, "--threads: given twice ('2', then '3')");
+	const char *json[] = {"--json", "a", "--json", "b", NULL};
+	refused(json, 2, "--json: given twice ('a', then 'b')");
+	const char *help[] = {"--help=foo", NULL};
+	refused(help, 2, "--help: takes no value ('--help=foo')");
+	const char *cpus[] = {"--cpus", "999", NULL};
+	refused(cpus, 2, "--cpus: CPU 999 is not one this process may run on");
+	const char *part[] = {"-k", "1", "--dist", "partitioned", "-t", "8", NULL};
+	refused(part, 2, "--dist: 'partitioned' gives each of the 8 workers keys of its own");
+	const char *psweep[] = {"-k", "4", "--dist", "uniform,partitioned", "-t", "2,8", NULL};
+	refused(psweep, 2, "-k 4 is fewer keys than workers");
+	const char *port[] = {"--lease", "redis://127.0.0.1:99999", NULL};
+	refused(port, 2, "--lease: 'redis://127.0.0.1:99999' is malformed: the port must be");
+	struct {
+		const char *opt, *url;
+	} dup[] = {
+	        {"--lease", "redis://127.0.0.1:6379?fence=incr&fence=script"},
+	        {"--store", "redis://127.0.0.1:6379/0?fence=incr&fence=incr"},
+	        {"--lease", "redlock://h:1,h:2,h:3?fence=incr&fence=none"},
+	        {"--store", "postgres://u@h:5432/db?sslmode=disable&sslmode=require"},
+	        {"--lease", "etcd://h:2379?a=1&a=2"},
+	        {"--lease", "zk://h:2181?a=1&a=2"},
+	};
+	for (size_t i = 0; i < sizeof dup / sizeof *dup; i++) {
+		const char *args[] = {dup[i].opt, dup[i].url, "-d", "1s", NULL};
+		char must[300];
+		snprintf(must, sizeof must,
+		         "%s: '%s' is malformed: a query parameter is given twice", dup[i].opt,
+		         dup[i].url);
+		refused(args, 2, must);
+	}
+	/* a flag twice says the same thing once: still a run */
+	char *dir = fb_test_tmpdir();
+	const char *flags[] = {"-q", "-q", "-d", "50ms", "--no-floor", "-o", dir, NULL};
+	fb_test_proc p;
+	check_eq(fb_test_run(&p, flags), 0, "-q -q");
+	fb_test_release(&p);
+	fb_test_rmtree(dir);
+	free(dir);
+}
+
+/* plot names a wrong type in a run's series by its path: a damaged
+ * document, exit 2, never a chart skipped as "older than its series". */
+static void test_a_series_of_the_wrong_type_is_named(void **state)
+{
+	(void)state;
+	char *dir = fb_test_tmpdir(), bad[300];
+	snprintf(bad, sizeof bad, "%s/bad.json", dir);
+	const char *extra[] = {"-d", "1100ms", "--no-floor", NULL};
+	fb_test_proc p;
+	json_object *doc = fb_test_run_doc(&p, extra, 0);
+	fb_test_release(&p);
+	struct {
+		const char *col, *must_say;
+	} cases[] = {
+	        {"t_s", "series.t_s: \"x\" is not an array of numbers"},
+	        {"ops_per_s", "series.ops_per_s[0]: \"x\" is not a number"},
+	        {NULL, "series: \"x\" is not an object"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		json_object *copy = NULL;
+		json_object_deep_copy(doc, &copy, NULL);
+		json_object *series = fb_test_json(copy, "series");
+		check(series, "the run wrote a series");
+		if (!cases[i].col)
+			json_object_object_add(copy, "series", json_object_new_string("x"));
+		else if (i == 0)
+			json_object_object_add(series, cases[i].col, json_object_new_string("x"));
+		else
+			json_object_array_put_idx(fb_test_json(series, cases[i].col), 0,
+			                          json_object_new_string("x"));
+		json_object_to_file(bad, copy);
+		json_object_put(copy);
+		const char *plot[] = {"plot", bad, "-o", dir, NULL};
+		refused(plot, 2, cases[i].must_say);
+	}
+	json_object_put(doc);
+	fb_test_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -323,6 +411,8 @@ int main(void)
 	        cmocka_unit_test(test_options_that_would_be_ignored_are_refused),
 	        cmocka_unit_test(test_words_add_up),
 	        cmocka_unit_test(test_documents_are_judged_by_path),
+	        cmocka_unit_test(test_what_was_accepted_silently_is_refused),
+	        cmocka_unit_test(test_a_series_of_the_wrong_type_is_named),
 	};
 	return cmocka_run_group_tests_name("edges", tests, NULL, NULL);
 }
