@@ -400,6 +400,51 @@ static void test_a_series_of_the_wrong_type_is_named(void **state)
 	free(dir);
 }
 
+/* No figure the run cannot stand behind: no rate from a window never
+ * measured, no percentile of nothing, no duration below what means
+ * anything, and the time outside the window said when it is not small. */
+static void test_figures_that_cannot_be_true_are_not_printed(void **state)
+{
+	(void)state;
+	const char *d[] = {"-d", "1ns", NULL};
+	refused(d, 2, "--duration: '1ns' is below 1ms, the shortest meaningful run");
+	const char *ttl[] = {"--ttl", "1ns", NULL};
+	refused(ttl, 2, "--ttl: '1ns' is below 1us, the shortest meaningful TTL");
+	char *dir = fb_test_tmpdir();
+	/* SIGTERM in the warm-up: nothing measured, no ops/s */
+	const char *warm[] = {"--warmup", "1h", "-d", "1s", "-q", "--no-floor", "-o", dir, NULL};
+	fb_test_proc p;
+	fb_test_start_within(&p, warm, 60);
+	char out[400];
+	snprintf(out, sizeof out, "%s/stdout", p.dir);
+	struct stat st;
+	for (int i = 0; i < 20000 && (stat(out, &st) || st.st_size == 0); i++)
+		usleep(1000); /* until its header is out: the run is under way */
+	kill(p.pid, SIGTERM);
+	check_eq(fb_test_finish(&p), 128 + SIGTERM, "SIGTERM in the warm-up");
+	check(strstr(p.out, "nothing measured: interrupted") && strstr(p.out, "--warmup"),
+	      "the summary says nothing was measured:\n%s", p.out);
+	check(!strstr(p.out, "ops/s"), "and gives no rate:\n%s", p.out);
+	check(!strstr(p.out, " p50 "), "nor a percentile:\n%s", p.out);
+	fb_test_release(&p);
+	/* no cycle timed: no percentiles of zeros */
+	const char *none[] = {"-t", "2",          "-d", "10ms", "--sample", "1048576",
+	                      "-q", "--no-floor", "-o", dir,    NULL};
+	check_eq(fb_test_run(&p, none), 0, "--sample 1048576");
+	check(strstr(p.out, "(0 samples): no cycle was timed, so no percentile to show"),
+	      "no samples, said so:\n%s", p.out);
+	check(!strstr(p.out, " p50 "), "and no percentile printed:\n%s", p.out);
+	fb_test_release(&p);
+	/* a thousand workers take longer to start than a 10 ms window */
+	const char *many[] = {"-t", "1000", "-d", "10ms", "-q", "--no-floor", "-o", dir, NULL};
+	check_eq(run_within(&p, many, 120), 0, "-t 1000 -d 10ms");
+	check(strstr(p.out, "starting 1000 workers;") && strstr(p.out, "of it stopping them"),
+	      "the start-up and the stop are said:\n%s", p.out);
+	fb_test_release(&p);
+	fb_test_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -413,6 +458,7 @@ int main(void)
 	        cmocka_unit_test(test_documents_are_judged_by_path),
 	        cmocka_unit_test(test_what_was_accepted_silently_is_refused),
 	        cmocka_unit_test(test_a_series_of_the_wrong_type_is_named),
+	        cmocka_unit_test(test_figures_that_cannot_be_true_are_not_printed),
 	};
 	return cmocka_run_group_tests_name("edges", tests, NULL, NULL);
 }

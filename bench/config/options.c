@@ -52,6 +52,10 @@ typedef struct opt {
 	int where; /* the drivers that take it: 0 both, W_STRESS or W_DET alone */
 } opt;
 
+/* The smallest -d and --ttl that measure anything. */
+#define FB_MIN_DURATION_NS UINT64_C(1000000)
+#define FB_MIN_TTL_NS      UINT64_C(1000)
+
 /* Which driver an option applies to; given to the other, it is refused. */
 #define W_STRESS 1 /* real threads only */
 #define W_DET    2 /* --deterministic only */
@@ -73,15 +77,15 @@ static const opt opts[] = {
         {"threads", 't', "N[,N...]", K_U32_LIST, OFF(threads_list), OFF(n_threads), 1,
          FB_MAX_THREADS, NULL, 0, "threads", 0, true,
          "worker threads; a list sweeps them in turn (default: online CPUs)", 0, 0},
-        {"duration", 'd', "D", K_DURATION, OFF(duration_ns), 0, 0, 0, NULL, 0, "duration_s", 1e9,
-         true, "how long to run; units us ms s m h, bare number = seconds (default 10s)", 0,
-         W_STRESS},
+        {"duration", 'd', "D", K_DURATION, OFF(duration_ns), 0, FB_MIN_DURATION_NS, 0, NULL, 0,
+         "duration_s", 1e9, true,
+         "how long to run; units us ms s m h, bare number = seconds (default 10s)", 0, W_STRESS},
         {"cycles", 0, "N", K_U64, OFF(cycles), 0, 1, UINT64_MAX, NULL, 0, "cycles", 0, true,
          "each worker stops after N cycles; the run ends when all have (default: no limit)",
          NEED_SET, 0},
         {"keys", 'k', "N", K_U32, OFF(keys), 0, 1, 1000000, NULL, 0, "keys", 0, true,
          "leases (accounts) the workers contend for (default 16)", 0, 0},
-        {"ttl", 0, "D", K_DURATION, OFF(ttl_ns), 0, 0, 0, NULL, 0, "ttl_ms", 1e6, true,
+        {"ttl", 0, "D", K_DURATION, OFF(ttl_ns), 0, FB_MIN_TTL_NS, 0, NULL, 0, "ttl_ms", 1e6, true,
          "lease time to live (default 10ms)", 0, 0},
         {"mode", 0, "LIST", K_BITS, OFF(modes), 0, 0, 0, NAMES(mode_names), "modes", 0, true,
          "storage disciplines side by side: fenced,write-fenced,unfenced (default all)", 0, 0},
@@ -634,7 +638,20 @@ static int parse_value(fb_config *cfg, const opt *o, const char *v)
 	case K_DURATION: {
 		bool bare = o->off == OFF(duration_ns); /* seconds, as wrk and stress-ng read -d */
 		int e = fb_parse_duration(v, bare, (uint64_t *)f);
-		return e ? bad(o, v, fb_duration_error(e, bare)) : 0;
+		if (e)
+			return bad(o, v, fb_duration_error(e, bare));
+		if (*(uint64_t *)f < o->min) { /* o->min: the smallest that means something */
+			char m[32];
+			fb_format_duration(m, sizeof m, o->min);
+			snprintf(why, sizeof why, "is below %s, the %s", m,
+			         o->off == OFF(ttl_ns)
+			                 ? "shortest meaningful TTL (below it a lease expires "
+			                   "within its own acquire's clock reads)"
+			                 : "shortest meaningful run (below it the run is over "
+			                   "before its workers have started)");
+			return bad(o, v, why);
+		}
+		return 0;
 	}
 	case K_RATE: {
 		char *end;

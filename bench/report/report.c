@@ -27,6 +27,13 @@ static const char *dur(char *buf, size_t len, uint64_t ns)
 /* "1 thread", "2 threads": words that add up */
 #define PL(n, one, many) ((n) == 1 ? (one) : (many))
 
+/* A run above its floor pipeline: the floor is then no bound for that
+ * configuration, and the line says so rather than call it a floor. */
+#define FLOOR_NO_BOUND                                                                             \
+	"; above 1: no bound for this run (the pipeline's threads all run flat out and "           \
+	"contend on every step; this run's also waited and slept, contending less, or the "        \
+	"machine was busier while the floor ran)"
+
 void fb_report_open(fb_report *rp, const fb_config *cfg)
 {
 	memset(rp, 0, sizeof *rp);
@@ -410,6 +417,8 @@ static long long g_indeterminate(const fb_mode_result *m, fb_discipline d)
 /* One latency line: the --percentiles and the max. */
 static void lat(FILE *out, const fb_config *cfg, const char *name, const fb_hist *h)
 {
+	if (!h->count)
+		return; /* percentiles of nothing are not 0 */
 	fprintf(out, "  %-8s", name);
 	for (uint32_t i = 0; i < cfg->n_percentiles; i++)
 		fprintf(out, " p%.10g %s ", cfg->percentiles[i],
@@ -596,23 +605,46 @@ static void print_performance(FILE *out, const fb_results *res)
 {
 	const fb_config *cfg = res->cfg;
 	double tput = throughput(res);
+	if (res->unmeasured) {
+		/* the warm-up's cycles are no measurement: no rate, no latency */
+		char w[32];
+		fb_format_duration(w, sizeof w, cfg->warmup_ns);
+		fprintf(out,
+		        "nothing measured: interrupted %.2fs into the %s --warmup, before the "
+		        "measured window began (no throughput, no latency; the counts above "
+		        "cover the warm-up)\n\n",
+		        res->warmed_s, w);
+		return;
+	}
 	if (res->sim.deterministic)
 		fprintf(out, "ops %s in %s of virtual time: %s ops/s (virtual)", G(res->ops),
 		        D(res->sim.virtual_ns), G(tput));
 	else
 		fprintf(out, "ops %s in %.2fs: %s ops/s", G(res->ops), res->elapsed_s, G(tput));
+	/* Time outside the window asked for, when it is not small beside it:
+	 * 16k threads take seconds to start and to join, and the rate above
+	 * is over elapsed, which counts the joining. */
+	double window = (double)cfg->duration_ns / 1e9;
+	if (!res->sim.deterministic && (res->startup_s > fmax(0.001, window / 20) ||
+	                                res->stopping_s > fmax(0.001, window / 20)))
+		fprintf(out, " (%.2fs before it starting %u %s; %.2fs of it stopping them)",
+		        res->startup_s, cfg->threads, PL(cfg->threads, "worker", "workers"),
+		        res->stopping_s);
 	if (res->floor_ops_s > 0)
-		fprintf(out, " = %.2f x the floor pipeline's %s ops/s (%s fence, %u %s)",
+		fprintf(out, " = %.2f x the floor pipeline's %s ops/s (%s fence, %u %s)%s",
 		        tput / res->floor_ops_s, G(res->floor_ops_s),
 		        fb_fence_source_name(cfg->fence), cfg->threads,
-		        PL(cfg->threads, "thread", "threads"));
+		        PL(cfg->threads, "thread", "threads"),
+		        tput > res->floor_ops_s ? FLOOR_NO_BOUND : "");
 	fprintf(out,
 	        "\ncontention: %s acquires found the lease held, %.3f CAS retries/op, %s fences "
 	        "minted and never used; fairness %.2f%s\n",
 	        G(res->contended), res->ops ? (double)res->cas_retries / (double)res->ops : 0.0,
 	        G(res->wasted_fences), fairness(res), starved(res) ? " ??? (starvation)" : "");
-	fprintf(out, "latency%s, 1 cycle in %u timed (%s samples):\n",
-	        res->sim.deterministic ? " (virtual)" : "", cfg->sample, G(res->cycle.count));
+	fprintf(out, "latency%s, 1 cycle in %u timed (%s %s)%s\n",
+	        res->sim.deterministic ? " (virtual)" : "", cfg->sample, G(res->cycle.count),
+	        PL(res->cycle.count, "sample", "samples"),
+	        res->cycle.count ? ":" : ": no cycle was timed, so no percentile to show");
 	lat(out, cfg, "cycle", &res->cycle);
 	lat(out, cfg, "acquire", &res->acquire);
 	lat(out, cfg, "write", &res->write);
@@ -1027,6 +1059,10 @@ static json_object *j_run(const fb_results *res)
 {
 	json_object *run = json_object_new_object();
 	json_object_object_add(run, "ops", j_u(res->ops));
+	/* false: a stop signal in the warm-up; ops and rates measure nothing */
+	json_object_object_add(run, "measured", json_object_new_boolean(!res->unmeasured));
+	json_object_object_add(run, "startup_s", json_object_new_double(res->startup_s));
+	json_object_object_add(run, "stopping_s", json_object_new_double(res->stopping_s));
 	json_object_object_add(run, "wasted_fences", j_u(res->wasted_fences));
 	json_object_object_add(run, "checker_stalls", j_u(res->checker_stalls));
 	json_object_object_add(run, "pauses_cut_short", j_u(res->pause_cut_short));
@@ -1410,14 +1446,19 @@ void fb_report_seed_line(FILE *out, const fb_results *res)
 
 void fb_report_sweep_line(FILE *out, const fb_config *row, const fb_results *res, bool first)
 {
+	static bool said_above; /* the note under the first row above its floor */
+	if (first)
+		said_above = false;
 	if (first)
 		fprintf(out, "%7s %-8s %-12s %7s %12s %7s %10s %10s %10s %14s %6s\n", "threads",
 		        "fence", "dist", "pause/s", "ops/s", "x floor", "cycle p99", "fenced",
 		        "wf lost", "unfenced stale", "agree");
 	char dist[64], fr[16] = "-";
 	fb_dist_format(dist, sizeof dist, &row->dist);
+	bool above = res->floor_ops_s > 0 && throughput(res) > res->floor_ops_s;
 	if (res->floor_ops_s > 0)
-		snprintf(fr, sizeof fr, "%.2f", throughput(res) / res->floor_ops_s);
+		snprintf(fr, sizeof fr, "%.2f%s", throughput(res) / res->floor_ops_s,
+		         above ? "*" : "");
 	const fb_mode_result *f = &res->mode[FB_FENCED], *w = &res->mode[FB_WRITE_FENCED],
 	                     *u = &res->mode[FB_UNFENCED];
 	bool agree = (!f->on || f->checker_agrees) && (!w->on || w->checker_agrees) &&
@@ -1434,6 +1475,9 @@ void fb_report_sweep_line(FILE *out, const fb_config *row, const fb_results *res
 	                               : "safe",
 	        w->on ? G(w->lost_updates) : "-", u->on ? G(u->stale_accepted) : "-",
 	        agree ? "yes" : "NO");
+	if (above && !said_above)
+		fprintf(out, "        *%s\n", FLOOR_NO_BOUND);
+	said_above |= above;
 	fflush(out);
 }
 

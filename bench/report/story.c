@@ -136,6 +136,14 @@ static int erased_at(const fb_first_corruption *fc)
 	return -1;
 }
 
+/* Whether A's injected pause spanned its lease's expiry: only then is it
+ * what made A late (true where the expiry is not known). */
+static bool pause_spans_expiry(const fb_first_corruption *fc)
+{
+	return !fc->expires_at ||
+	       (fc->fault_at <= fc->expires_at && fc->fault_at + fc->fault_ns >= fc->expires_at);
+}
+
 /* A, the fault, A's lease running out. */
 static void tell_writer(timeline *tl, const fb_first_corruption *fc)
 {
@@ -146,9 +154,28 @@ static void tell_writer(timeline *tl, const fb_first_corruption *fc)
 	char d[32];
 	if (fc->fault == FB_FAULT_PAUSE && fc->fault_ns) {
 		fb_format_duration(d, sizeof d, fc->fault_ns);
-		add(tl, true, ms(fc, fc->fault_at), "w%u paused %s (injected, %s)", fc->writer, d,
-		    fc->fault_where == FB_AT_TRAPPED ? "caught by a takeover trap"
-		                                     : fb_fault_at_names[fc->fault_where]);
+		const char *where = fc->fault_where == FB_AT_TRAPPED
+		                            ? "caught by a takeover trap"
+		                            : fb_fault_at_names[fc->fault_where];
+		uint64_t end = fc->fault_at + fc->fault_ns;
+		/* A pause caused the expiry only if the lease ran out during it:
+		 * one that ended before, or began after, did not make A late. */
+		if (pause_spans_expiry(fc))
+			add(tl, true, ms(fc, fc->fault_at), "w%u paused %s (injected, %s)",
+			    fc->writer, d, where);
+		else {
+			bool before = end < fc->expires_at;
+			add(tl, true, ms(fc, fc->fault_at),
+			    "w%u paused %s (injected, %s); it %s %.3f ms, %s its lease expired: "
+			    "not "
+			    "the cause",
+			    fc->writer, d, where, before ? "ended at" : "began at",
+			    ms(fc, before ? end : fc->fault_at), before ? "before" : "after");
+			add(tl, false, 0,
+			    "no injected fault spanned w%u's expiry: the machine itself held it "
+			    "back past its lease (the scheduler, or the lease service)",
+			    fc->writer);
+		}
 	} else if (fc->fault == FB_FAULT_DELAY) {
 		fb_format_duration(d, sizeof d, fc->fault_ns);
 		add(tl, true, ms(fc, fc->fault_at),
@@ -381,6 +408,9 @@ static json_object *j_story(const fb_results *res, const fb_first_corruption *fc
 			                fc->fault_where == FB_AT_TRAPPED
 			                        ? "trapped"
 			                        : fb_fault_at_names[fc->fault_where]));
+		if (fc->fault == FB_FAULT_PAUSE && fc->fault_ns)
+			json_object_object_add(f, "spans_expiry",
+			                       json_object_new_boolean(pause_spans_expiry(fc)));
 		json_object_object_add(f, "began_ms", j_ms(fc, fc->fault_at));
 		json_object_object_add(
 		        f, "lasted_ms",
