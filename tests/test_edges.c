@@ -9,6 +9,8 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -445,6 +447,94 @@ static void test_figures_that_cannot_be_true_are_not_printed(void **state)
 	free(dir);
 }
 
+/* A 64 KiB tmpfs at dir in this test's own mount namespace (the binary
+ * inherits it), filled but for `room` bytes. False where this machine does
+ * not allow it (a mount needs root): the caller skips, saying so. */
+static bool small_disk(const char *dir, long room)
+{
+	static bool own_namespace;
+	if (!own_namespace &&
+	    (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)))
+		return false;
+	own_namespace = true;
+	if (mount("none", dir, "tmpfs", 0, "size=64k"))
+		return false;
+	char fill[400];
+	snprintf(fill, sizeof fill, "%s/filler", dir);
+	int fd = open(fill, O_CREAT | O_WRONLY, 0644);
+	char block[4096] = {0};
+	long n = 0;
+	ssize_t w;
+	while (fd >= 0 && (w = write(fd, block, sizeof block)) > 0)
+		n += w;
+	check(fd >= 0 && ftruncate(fd, n > room ? n - room : 0) == 0, "the filler fills %s", dir);
+	close(fd);
+	return true;
+}
+
+/* What a full disk cost is said, naming the option and the path; what
+ * was finished elsewhere is kept; no set is left in part. */
+static void test_a_full_disk_loses_nothing_silently(void **state)
+{
+	(void)state;
+	const char *proc[] = {"-o", "/proc/version", "-d", "1s", NULL};
+	refused(proc, 3, "-o/--results-dir: '/proc/version' is not a directory");
+	char *full = fb_test_tmpdir(), *ok = fb_test_tmpdir(), json[400], hdr[400];
+	if (!small_disk(full, 0)) {
+		fb_test_rmtree(full);
+		fb_test_rmtree(ok);
+		free(full);
+		free(ok);
+		fb_skip(NULL, "a full disk is a small tmpfs, and mounting one needs root");
+	}
+	char names[2048];
+	fb_test_proc p;
+	/* -o: the summary is printed, the pair is lost, and said so */
+	const char *o[] = {"-d", "100ms", "-q", "--no-floor", "-o", full, NULL};
+	check_eq(fb_test_run(&p, o), 3, "-o on a full disk");
+	check(strstr(p.out, "stale accepted"), "the summary is printed:\n%s", p.out);
+	check(strstr(p.err, "-o/--results-dir: cannot write '") && strstr(p.err, full) &&
+	              strstr(p.err, "neither this run's JSON nor its CSV"),
+	      "stderr names -o, the path, and what is lost: %s", p.err);
+	fb_test_release(&p);
+	fb_test_listdir(full, names, sizeof names);
+	check(!strcmp(names, "filler\n"), "nothing left in part:\n%s", names);
+	/* room for the CSV, not for the JSON: no CSV without its JSON */
+	check(umount2(full, MNT_DETACH) == 0 && small_disk(full, 8192), "a disk with 8 KiB free");
+	check_eq(fb_test_run(&p, o), 3, "-o on a nearly full disk");
+	fb_test_release(&p);
+	fb_test_listdir(full, names, sizeof names);
+	check(!strcmp(names, "filler\n"), "no CSV without its JSON:\n%s", names);
+	/* --json on a full disk: results/ is written, and said */
+	check(umount2(full, MNT_DETACH) == 0 && small_disk(full, 0), "a full disk again");
+	snprintf(json, sizeof json, "%s/x.json", full);
+	const char *j[] = {"-d", "100ms", "-q", "--no-floor", "-o", ok, "--json", json, NULL};
+	check_eq(fb_test_run(&p, j), 3, "--json on a full disk");
+	check(strstr(p.out, "results: ") && strstr(p.out, ok), "the results line:\n%s", p.out);
+	char want[500];
+	snprintf(want, sizeof want, "--json: cannot write '%s': errno=28", json);
+	check(strstr(p.err, want), "stderr names --json and its path: %s", p.err);
+	fb_test_release(&p);
+	fb_test_listdir(ok, names, sizeof names);
+	check(strstr(names, ".json\n") && strstr(names, ".csv\n"), "results/ has both:\n%s", names);
+	/* --hdr-file: room for one of the three files, and none is left */
+	check(umount2(full, MNT_DETACH) == 0 && small_disk(full, 4096), "a disk with 4 KiB free");
+	snprintf(hdr, sizeof hdr, "%s/h", full);
+	const char *h[] = {"-d", "100ms", "-q", "--no-floor", "-o", ok, "--hdr-file", hdr, NULL};
+	check_eq(fb_test_run(&p, h), 3, "--hdr-file on a nearly full disk");
+	check(strstr(p.err, "--hdr-file: cannot write '") && strstr(p.err, full) &&
+	              strstr(p.err, "none of the three files written"),
+	      "stderr names --hdr-file, the path, and that none is written: %s", p.err);
+	fb_test_release(&p);
+	fb_test_listdir(full, names, sizeof names);
+	check(!strcmp(names, "filler\n"), "no partial set of histograms:\n%s", names);
+	umount2(full, MNT_DETACH);
+	fb_test_rmtree(full);
+	fb_test_rmtree(ok);
+	free(full);
+	free(ok);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -459,6 +549,7 @@ int main(void)
 	        cmocka_unit_test(test_what_was_accepted_silently_is_refused),
 	        cmocka_unit_test(test_a_series_of_the_wrong_type_is_named),
 	        cmocka_unit_test(test_figures_that_cannot_be_true_are_not_printed),
+	        cmocka_unit_test(test_a_full_disk_loses_nothing_silently),
 	};
 	return cmocka_run_group_tests_name("edges", tests, NULL, NULL);
 }

@@ -1231,14 +1231,15 @@ static json_object *j_document(const fb_report *rp, const fb_results *res, int e
  * plotting tools read: Value (here microseconds), Percentile, TotalCount,
  * 1/(1-Percentile), reported at 5 ticks per halving of the distance to 100%.
  */
-static int write_hdr(const char *path, const fb_hist *h)
+/* One histogram's file, written into out (begun here, committed by the
+ * caller). 0, or -1 with errno set and nothing begun. */
+static int write_hdr(const char *path, const fb_hist *h, fb_outfile_stream *out)
 {
 	fb_outfile o;
-	fb_outfile_stream out;
 	char why[300];
-	if (fb_outfile_check(path, &o, why, sizeof why) || fb_outfile_begin(&o, &out))
+	if (fb_outfile_check(path, &o, why, sizeof why) || fb_outfile_begin(&o, out))
 		return -1;
-	FILE *f = out.f;
+	FILE *f = out->f;
 	/* the unit, for readers other than HdrHistogram's own plotter */
 	fprintf(f, "# fencebench %s latency, Value in microseconds\n", path);
 	fprintf(f, "%12s %14s %10s %14s\n\n", "Value", "Percentile", "TotalCount",
@@ -1278,24 +1279,41 @@ static int write_hdr(const char *path, const fb_hist *h)
 	        (unsigned long long)h->count);
 	fprintf(f, "#[Buckets = %12d, SubBuckets     = %12d]\n", FB_HIST_BUCKETS,
 	        1 << FB_HIST_SUB_BITS);
-	return fb_outfile_commit(&out);
+	return 0;
 }
 
+/* The three files are one set: each written and flushed before any is
+ * named, so a disk that fills leaves none of them rather than some. */
 int fb_report_hdr(const char *prefix, const fb_results *res)
 {
 	static const char *const names[] = {"acquire", "write", "cycle"};
 	const fb_hist *h[] = {&res->acquire, &res->write, &res->cycle};
-	for (int i = 0; i < 3; i++) {
-		char path[4096];
-		snprintf(path, sizeof path, "%s.%s.hdr", prefix, names[i]);
-		if (write_hdr(path, h[i])) {
-			fprintf(stderr,
-			        "fencebench: --hdr-file: cannot write '%s': errno=%d (%s)\n", path,
-			        errno, strerror(errno));
-			return -1;
-		}
+	fb_outfile_stream out[3];
+	char path[3][4096];
+	int begun = 0, named = 0, bad = -1;
+	for (int i = 0; i < 3 && bad < 0; i++) {
+		snprintf(path[i], sizeof path[i], "%s.%s.hdr", prefix, names[i]);
+		if (write_hdr(path[i], h[i], &out[i]))
+			bad = i;
+		else if (begun++, fflush(out[i].f) || ferror(out[i].f))
+			bad = i;
 	}
-	return 0;
+	for (int i = 0; i < 3 && bad < 0; i++)
+		if (fb_outfile_commit(&out[i]))
+			bad = i; /* a rename or a sync: those before it are named */
+		else
+			named++;
+	int e = errno;
+	for (int i = 0; i < begun; i++)
+		if (out[i].f)
+			fb_outfile_abandon(&out[i]);
+	if (bad < 0)
+		return 0;
+	fprintf(stderr,
+	        "fencebench: --hdr-file: cannot write '%s': errno=%d (%s); %s of the three "
+	        "files written\n",
+	        path[bad], e, strerror(e), named ? "some" : "none");
+	return -1;
 }
 
 /* An output written where it goes, saying on stderr what failed. */
@@ -1360,17 +1378,32 @@ static int emit_text(fb_report *rp, const doc_text *t)
 		fprintf(stderr, "fencebench: %s; no results written there\n", rp->dir_error);
 		rc = -1;
 	} else {
-		if (write_out(NULL, rp->json_path, t))
-			rc = -1;
+		/* The JSON and the CSV are one run's pair: a CSV is not left
+		 * without its JSON, and whatever of the pair is lost is said,
+		 * naming the option whose directory could not take it. */
+		FILE *say = rp->cfg->deterministic ? stderr : stdout; /* same stdout a seed */
 		rp->csv = NULL;
-		if (fb_outfile_commit(&rp->csv_out)) {
-			fprintf(stderr, "fencebench: cannot write '%s': errno=%d (%s)\n",
-			        rp->csv_path, errno, strerror(errno));
+		if (put_text(rp->json_path, t)) {
+			int e = errno;
+			fb_outfile_abandon(&rp->csv_out);
+			fprintf(stderr,
+			        "fencebench: -o/--results-dir: cannot write '%s': errno=%d (%s); "
+			        "neither this run's JSON nor its CSV is in '%s'%s\n",
+			        rp->json_path, e, strerror(e), rp->cfg->results_dir,
+			        rp->cfg->json_path ? ""
+			                           : " (the summary above is all that is kept)");
 			rc = -1;
+		} else if (fb_outfile_commit(&rp->csv_out)) {
+			fprintf(stderr,
+			        "fencebench: -o/--results-dir: cannot write '%s': errno=%d (%s); "
+			        "the "
+			        "JSON is written without it\n",
+			        rp->csv_path, errno, strerror(errno));
+			fprintf(say, "results: %s\n", rp->json_path);
+			rc = -1;
+		} else {
+			fprintf(say, "results: %s  %s\n", rp->json_path, rp->csv_path);
 		}
-		if (rc == 0) /* stdout of a deterministic run stays the same for a seed */
-			fprintf(rp->cfg->deterministic ? stderr : stdout, "results: %s  %s\n",
-			        rp->json_path, rp->csv_path);
 		fflush(stdout);
 	}
 	if (rp->cfg->json_path && write_out("--json", rp->cfg->json_path, t))
