@@ -1451,7 +1451,7 @@ static bool pg_check_url(const char *url, const char **why)
 	if (!fb_user_sql_take(url, bare, sizeof bare, sql, sizeof sql))
 		return true; /* open will say it */
 	const char *q = strstr(url, "://") ? strchr(url, '?') : NULL;
-	if (q && !fb_url_query_once(q + 1, why))
+	if (q && !fb_url_query_once(q + 1, NULL, why))
 		return false;
 	char *perr = NULL;
 	PQconninfoOption *opts = PQconninfoParse(bare, &perr);

@@ -233,6 +233,8 @@ static bool parse_url(const char *url, rurl *u, const char **why)
 	}
 	if (u->u.path_len > 1)
 		u->db = v;
+	if (!fb_url_query_once(u->u.query, NULL, why))
+		return false;
 	const char *at = u->u.query, *name, *val;
 	size_t n, vn;
 	while (fb_url_option(&at, &name, &n, &val, &vn)) {

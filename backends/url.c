@@ -166,16 +166,19 @@ bool fb_url_parse(const char *url, const char *scheme, int default_port, int max
 	}
 	if (*p == '?')
 		u->query = p + 1;
-	if (!fb_url_query_once(u->query, why))
-		return false;
 	return true;
 }
 
-bool fb_url_query_once(const char *query, const char **why)
+bool fb_url_query_once(const char *query, const char *const *lists, const char **why)
 {
 	const char *at = query, *name, *val;
 	size_t n, vn;
 	while (fb_url_option(&at, &name, &n, &val, &vn)) {
+		bool list = false;
+		for (int i = 0; lists && lists[i]; i++)
+			list |= fb_url_is(name, n, lists[i]);
+		if (list)
+			continue;
 		const char *at2 = at, *name2, *val2;
 		size_t n2, vn2;
 		while (fb_url_option(&at2, &name2, &n2, &val2, &vn2))
