@@ -56,13 +56,18 @@ ask() {
 }
 
 # Wait up to 60 s for `$2` (a command) to succeed; the server's PID is $1.
+# Returns 1 when the server lost its port to another process (a clash: worth
+# another port), exits 3 when it failed otherwise.
 await() {
-	local pid=$1 what=$2 log=$3 name=$4
-	for _ in $(seq 600); do
+	local pid=$1 what=$2 log=$3 name=$4 end=$((SECONDS + 60))
+	while [ "$SECONDS" -lt "$end" ]; do
 		if eval "$what"; then
 			return 0
 		fi
 		if ! kill -0 "$pid" 2>/dev/null; then
+			if grep -qi 'address already in use' "$log"; then
+				return 1
+			fi
 			say "$name exited before it was ready; the end of $log:"
 			tail -n 5 "$log" >&2 || true
 			exit 3
@@ -118,6 +123,19 @@ start_redis() { # name port [faketime-file]
 	await "$pid" "ask $port 'PING\r\nQUIT\r\n' | grep -q PONG" "$d/log" "$name"
 }
 
+# Start $1 (a start_ function that picks its own ports) again on a port
+# clash, 5 times at most.
+with_retries() {
+	for _ in 1 2 3 4 5; do
+		if "$@"; then
+			return 0
+		fi
+		say "$1: a port was taken meanwhile; again on another"
+	done
+	say "$1: five port clashes in a row"
+	exit 3
+}
+
 start_postgres() {
 	local port bin d=$dir/postgres
 	# initdb and postgres side by side: on PATH, else Debian's newest
@@ -146,7 +164,10 @@ start_postgres() {
 	pid=$(spawn postgres "$d/log" "${as[@]}" "$bin/postgres" -D "$d/data" -p "$port" -k "$d" \
 		-c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off \
 		-c full_page_writes=off -c max_connections=200)
-	await "$pid" "grep -q 'ready to accept connections' '$d/log'" "$d/log" postgres
+	await "$pid" "grep -q 'ready to accept connections' '$d/log'" "$d/log" postgres || {
+		rm -rf "$d"
+		return 1
+	}
 	echo "export FB_PG=postgres://fencebench@127.0.0.1:$port/postgres" >>"$envfile"
 }
 
@@ -175,7 +196,7 @@ EOF
 	pid=$(spawn zk "$d/log" java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
 		-cp /etc/zookeeper/conf:/usr/share/java/zookeeper.jar \
 		org.apache.zookeeper.server.ZooKeeperServerMain "$d/zoo.cfg")
-	await "$pid" "ask $port ruok | grep -q imok" "$d/log" zookeeper
+	await "$pid" "ask $port ruok | grep -q imok" "$d/log" zookeeper || return 1
 	echo "export FB_ZK=zk://127.0.0.1:$port" >>"$envfile"
 }
 
@@ -184,6 +205,7 @@ start_etcd() {
 	need etcd etcd-server
 	port=$(free_port)
 	peer=$(free_port)
+	while [ "$peer" = "$port" ]; do peer=$(free_port); done
 	mkdir -p "$d"
 	local pid
 	pid=$(spawn etcd "$d/log" etcd --name fb --data-dir "$d/data" \
@@ -194,33 +216,49 @@ start_etcd() {
 		--initial-cluster "fb=http://127.0.0.1:$peer" --unsafe-no-fsync \
 		--heartbeat-interval 10 --election-timeout 50)
 	await "$pid" "ask $port 'GET /health HTTP/1.0\r\n\r\n' | grep -q '\"health\":\"true\"'" \
-		"$d/log" etcd
+		"$d/log" etcd || {
+		rm -rf "$d"
+		return 1
+	}
 	echo "export FB_ETCD=etcd://127.0.0.1:$port" >>"$envfile"
+}
+
+# A redis-server called $1 on a free port, left in $port_taken.
+port_taken=
+redis_on() {
+	port_taken=$(free_port)
+	start_redis "$1" "$port_taken" "${2:-}"
 }
 
 start() {
 	[ $# -gt 0 ] || set -- redis postgres zk etcd redlock
+	for what in "$@"; do
+		# one of each: a second would share the first's directory
+		[ "$what" != redlock ] || what=node1
+		if [ -e "$dir/$what" ]; then
+			say "$what is started already in $dir (scripts/servers.sh env; stop first)"
+			exit 3
+		fi
+	done
 	mkdir -p "$dir"
 	touch "$envfile" "$dir/pids"
 	for what in "$@"; do
 		case $what in
 		redis)
-			local p
-			p=$(free_port)
-			start_redis redis "$p"
-			echo "export FB_REDIS=redis://127.0.0.1:$p/0" >>"$envfile"
+			with_retries redis_on redis
+			echo "export FB_REDIS=redis://127.0.0.1:$port_taken/0" >>"$envfile"
 			;;
-		postgres) start_postgres ;;
-		zk) start_zk ;;
-		etcd) start_etcd ;;
+		postgres) with_retries start_postgres ;;
+		zk) with_retries start_zk ;;
+		etcd) with_retries start_etcd ;;
 		redlock)
 			local n1 n2 n3 ft=$dir/node3.rc
-			n1=$(free_port)
-			start_redis node1 "$n1"
-			n2=$(free_port)
-			start_redis node2 "$n2"
-			n3=$(free_port)
-			start_redis node3 "$n3" "$ft"
+			with_retries redis_on node1
+			n1=$port_taken
+			with_retries redis_on node2
+			n2=$port_taken
+			with_retries redis_on node3 "$ft"
+			n3=$port_taken
 			local nodes=127.0.0.1:$n1,127.0.0.1:$n2,127.0.0.1:$n3
 			{
 				echo "export FB_REDLOCK='redlock://$nodes?fence=incr'"
