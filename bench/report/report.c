@@ -627,9 +627,9 @@ static void print_performance(FILE *out, const fb_results *res)
 	double window = (double)cfg->duration_ns / 1e9;
 	if (!res->sim.deterministic && (res->startup_s > fmax(0.001, window / 20) ||
 	                                res->stopping_s > fmax(0.001, window / 20)))
-		fprintf(out, " (%.2fs before it starting %u %s; %.2fs of it stopping them)",
-		        res->startup_s, cfg->threads, PL(cfg->threads, "worker", "workers"),
-		        res->stopping_s);
+		fprintf(out, " (%.2fs before it starting %s%u %s; %.2fs of it stopping them)",
+		        res->startup_s, res->remote ? "the engines and " : "", cfg->threads,
+		        PL(cfg->threads, "worker", "workers"), res->stopping_s);
 	if (res->floor_ops_s > 0)
 		fprintf(out, " = %.2f x the floor pipeline's %s ops/s (%s fence, %u %s)%s",
 		        tput / res->floor_ops_s, G(res->floor_ops_s),

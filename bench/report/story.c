@@ -276,10 +276,12 @@ static void print_one(FILE *out, const fb_results *res, const fb_first_corruptio
 	else if (fc->newer_written && fc->wrote_at < fc->newer_wrote_at)
 		/* its clock was read as it was sent, and a pause fell before
 		 * it reached the store: it landed after the newer write */
+		/* the pause is named only where one was injected into the cycle */
 		add(&tl, true, ms(fc, fc->newer_wrote_at),
-		    "w%u's write with fence %llu, sent at %.3f ms, lands (a pause held it between "
-		    "the send and the store):",
-		    fc->writer, (unsigned long long)fc->fence, ms(fc, fc->wrote_at));
+		    "w%u's write with fence %llu, sent at %.3f ms, lands (%s held it between the "
+		    "send and the store):",
+		    fc->writer, (unsigned long long)fc->fence, ms(fc, fc->wrote_at),
+		    fc->fault == FB_FAULT_PAUSE && fc->fault_ns ? "a pause" : "the machine");
 	else
 		add(&tl, true, ms(fc, fc->wrote_at), "%sw%u%s with fence %llu:",
 		    fc->fault == FB_FAULT_DELAY ? "the network delivers " : "", fc->writer,
