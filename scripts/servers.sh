@@ -137,7 +137,7 @@ with_retries() {
 }
 
 start_postgres() {
-	local port bin d=$dir/postgres
+	local port bin d
 	# initdb and postgres side by side: on PATH, else Debian's newest
 	bin=$(dirname "$(command -v initdb 2>/dev/null || echo /nonexistent/initdb)")
 	[ -x "$bin/postgres" ] || bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | tail -n 1)
@@ -146,12 +146,17 @@ start_postgres() {
 		exit 77
 	}
 	port=$(free_port)
-	mkdir -p "$d"
+	# Its own directory under /tmp, linked from ours: its socket's path must
+	# fit in 108 bytes, and as root the postgres user must reach it.
+	d=$(mktemp -d /tmp/fb-pg-XXXXXX)
+	echo "$d" >>"$dir/dirs"
+	ln -sfn "$d" "$dir/postgres"
 	local as=()
 	if [ "$(id -u)" = 0 ]; then
 		local user=postgres
 		id "$user" >/dev/null 2>&1 || user=nobody
 		chown "$user" "$d"
+		chmod 755 "$d"
 		as=(setpriv --reuid="$(id -u "$user")" --regid="$(id -g "$user")" --clear-groups)
 	fi
 	"${as[@]}" "$bin/initdb" -D "$d/data" -U fencebench --auth=trust -E UTF8 --locale=C \
@@ -164,10 +169,7 @@ start_postgres() {
 	pid=$(spawn postgres "$d/log" "${as[@]}" "$bin/postgres" -D "$d/data" -p "$port" -k "$d" \
 		-c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off \
 		-c full_page_writes=off -c max_connections=200)
-	await "$pid" "grep -q 'ready to accept connections' '$d/log'" "$d/log" postgres || {
-		rm -rf "$d"
-		return 1
-	}
+	await "$pid" "grep -q 'ready to accept connections' '$d/log'" "$d/log" postgres || return 1
 	echo "export FB_PG=postgres://fencebench@127.0.0.1:$port/postgres" >>"$envfile"
 }
 
@@ -289,6 +291,9 @@ stop() {
 		done
 		kill -KILL "$pid" 2>/dev/null || true
 	done
+	if [ -f "$dir/dirs" ]; then
+		while read -r d; do rm -rf "$d"; done <"$dir/dirs"
+	fi
 	rm -rf "$dir"
 }
 
