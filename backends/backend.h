@@ -97,6 +97,10 @@ typedef struct fb_lease_ops {
 	 * reach the server) or FB_EINVAL (a malformed URL or option). */
 	fb_err (*open)(const fb_engine_config *cfg, const char *url, void **eng, char *err,
 	               size_t errlen);
+	/* Optional (NULL): judge url as input, with no server, before the run
+	 * header is printed: false with *why (never the password) when open
+	 * would refuse it as malformed. */
+	bool (*check_url)(const char *url, const char **why);
 	/* The server's version, e.g. "7.0.15", into buf. */
 	void (*version)(void *eng, char *buf, size_t len);
 	/* Before the workers start: reset (forget every lease and fence) when
@@ -189,6 +193,8 @@ typedef struct fb_store_ops {
 	uint32_t local_modes;
 	fb_err (*open)(const fb_engine_config *cfg, const char *url, void **eng, char *err,
 	               size_t errlen);
+	/* Optional (NULL): as the lease engine's check_url. */
+	bool (*check_url)(const char *url, const char **why);
 	void (*version)(void *eng, char *buf, size_t len);
 	/* fresh: drop every record and the history, and start each selected
 	 * discipline's keys at cfg->initial_balance. Otherwise create what is

@@ -738,11 +738,22 @@ static fb_io lease_peek(void *conn, uint32_t key, fb_lease *out)
 	return FB_IO_OK;
 }
 
+static bool etcd_check_url(const char *url, const char **why)
+{
+	eeng *e = calloc(1, sizeof *e);
+	if (!e)
+		return true; /* open will say it */
+	bool ok = parse_url(url, e, why);
+	free(e);
+	return ok;
+}
+
 const fb_lease_ops fb_etcd_lease_ops = {
         .scheme = "etcd",
         .name = "etcd",
         .remote = true,
         .open = lease_open,
+        .check_url = etcd_check_url,
         .version = lease_version,
         .prepare = lease_prepare,
         .close = lease_close,

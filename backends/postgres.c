@@ -11,6 +11,7 @@
 #include <libpq-fe.h>
 
 #include "pg_sql.h"
+#include "url.h"
 
 /*
  * The tables. One row per (discipline, key): balance, last_fence (the last
@@ -1440,11 +1441,39 @@ static uint32_t pg_own_versions(void *eng)
 	return ((pg_engine *)eng)->own ? 1u << FB_FENCED : 0;
 }
 
+/* What open judges before it dials: libpq's parse of the URL or conninfo,
+ * and a URL's query naming a parameter once. The reason lives in a static
+ * buffer: this runs once, in the main thread, before any worker. */
+static bool pg_check_url(const char *url, const char **why)
+{
+	static char reason[512];
+	char bare[4096], sql[1024];
+	if (!fb_user_sql_take(url, bare, sizeof bare, sql, sizeof sql))
+		return true; /* open will say it */
+	const char *q = strstr(url, "://") ? strchr(url, '?') : NULL;
+	if (q && !fb_url_query_once(q + 1, NULL, why))
+		return false;
+	char *perr = NULL;
+	PQconninfoOption *opts = PQconninfoParse(bare, &perr);
+	if (opts) {
+		PQconninfoFree(opts);
+		return true;
+	}
+	char red[1024];
+	fb_url_redact(url, red, sizeof red);
+	first_line(perr ? perr : "malformed URL or conninfo", reason, sizeof reason);
+	scrub(reason, red);
+	PQfreemem(perr);
+	*why = reason;
+	return false;
+}
+
 const fb_store_ops fb_pg_store_ops = {
         .scheme = "postgres",
         .name = "PostgreSQL",
         .remote = true,
         .open = pg_open,
+        .check_url = pg_check_url,
         .version = pg_version,
         .prepare = pg_prepare,
         .close = pg_close,

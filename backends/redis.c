@@ -233,6 +233,8 @@ static bool parse_url(const char *url, rurl *u, const char **why)
 	}
 	if (u->u.path_len > 1)
 		u->db = v;
+	if (!fb_url_query_once(u->u.query, NULL, why))
+		return false;
 	const char *at = u->u.query, *name, *val;
 	size_t n, vn;
 	while (fb_url_option(&at, &name, &n, &val, &vn)) {
@@ -859,11 +861,18 @@ static fb_io lease_server_pause(void *conn, uint64_t ns)
 	return FB_IO_OK;
 }
 
+static bool redis_check_url(const char *url, const char **why)
+{
+	rurl u;
+	return parse_url(url, &u, why);
+}
+
 const fb_lease_ops fb_redis_lease_ops = {
         .scheme = "redis",
         .name = "Redis",
         .remote = true,
         .open = lease_open,
+        .check_url = redis_check_url,
         .version = engine_version,
         .prepare = lease_prepare,
         .close = engine_close,
@@ -1296,6 +1305,7 @@ const fb_store_ops fb_redis_store_ops = {
         .name = "Redis",
         .remote = true,
         .open = store_open,
+        .check_url = redis_check_url,
         .version = engine_version,
         .prepare = store_prepare,
         .close = engine_close,

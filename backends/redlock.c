@@ -81,6 +81,7 @@ typedef struct lconn {
 	char err[ERRLEN];
 	/* the injector's connection only: each faketime node's offset, in s */
 	double offset[FB_URL_HOSTS];
+	double offset_was[FB_URL_HOSTS]; /* ... before the run: put back at its end */
 	bool offset_known[FB_URL_HOSTS];
 	unsigned next_jump;
 } lconn;
@@ -153,6 +154,9 @@ static bool parse_url(const char *url, leng *e, const char **why)
 	}
 	e->db = v;
 	e->way = WAY_NONE;
+	static const char *const lists[] = {"faketime", NULL}; /* one per node that jumps */
+	if (!fb_url_query_once(e->u.query, lists, why))
+		return false;
 	const char *at = e->u.query, *name, *val;
 	size_t n, vn;
 	while (fb_url_option(&at, &name, &n, &val, &vn)) {
@@ -321,8 +325,14 @@ static fb_err lease_open(const fb_engine_config *cfg, const char *url, void **en
 	 * millisecond expiry */
 	e->drift_ns = cfg->ttl_ns / 100 + 2000000;
 	if (cfg->ttl_ns <= e->drift_ns + ROUND_SLACK_NS) {
-		lfail(a, "--ttl must exceed the drift allowance and a round: more than %llu ms",
-		      (unsigned long long)((e->drift_ns + ROUND_SLACK_NS) / 1000000));
+		/* the least whole-ms TTL above its own allowance and a round */
+		uint64_t least = 1;
+		while (least * 1000000 <= least * 10000 + 2000000 + ROUND_SLACK_NS)
+			least++;
+		lfail(a,
+		      "--ttl must exceed the drift allowance (1%% of it + 2 ms) and a round (%llu "
+		      "ms): %llu ms at least",
+		      (unsigned long long)(ROUND_SLACK_NS / 1000000), (unsigned long long)least);
 		fb_engine_err(err, errlen, a->err);
 		goto err;
 	}
@@ -421,11 +431,25 @@ static fb_err lease_connect(void *eng, uint16_t worker, void **conn, char *err, 
 	return FB_OK;
 }
 
+static bool write_offset(const char *file, double offset);
+
 static void lease_disconnect(void *conn)
 {
 	lconn *c = conn;
 	if (!c)
 		return;
+	/* The jumps are the run's: a node left seconds ahead would start the
+	 * next run there. Its offset goes back to what it was (said if not). */
+	for (int i = 0; i < c->e->nodes; i++)
+		if (c->offset_known[i] && c->offset[i] != c->offset_was[i])
+			for (int k = 0; k < c->e->jumps; k++)
+				if (c->e->jump[k].node == i &&
+				    !write_offset(c->e->jump[k].file, c->offset_was[i]))
+					fprintf(stderr,
+					        "fencebench: node %d: cannot put %s back to %+g s: "
+					        "errno=%d (%s)\n",
+					        i + 1, c->e->jump[k].file, c->offset_was[i], errno,
+					        strerror(errno));
 	hang_up(c);
 	free(c);
 }
@@ -786,6 +810,8 @@ static fb_io lease_node_jump(void *conn, uint64_t ns)
 		      j->file);
 		return FB_IO_REFUSED;
 	}
+	if (!c->offset_known[j->node])
+		c->offset_was[j->node] = c->offset[j->node];
 	c->offset_known[j->node] = true;
 	if (!ns)
 		return FB_IO_OK;
@@ -802,11 +828,22 @@ static fb_io lease_node_jump(void *conn, uint64_t ns)
 	return FB_IO_OK;
 }
 
+static bool redlock_check_url(const char *url, const char **why)
+{
+	leng *e = calloc(1, sizeof *e);
+	if (!e)
+		return true; /* open will say it */
+	bool ok = parse_url(url, e, why);
+	free(e);
+	return ok;
+}
+
 const fb_lease_ops fb_redlock_lease_ops = {
         .scheme = "redlock",
         .name = "Redlock",
         .remote = true,
         .open = lease_open,
+        .check_url = redlock_check_url,
         .version = lease_version,
         .prepare = lease_prepare,
         .close = lease_close,

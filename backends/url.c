@@ -169,6 +169,28 @@ bool fb_url_parse(const char *url, const char *scheme, int default_port, int max
 	return true;
 }
 
+bool fb_url_query_once(const char *query, const char *const *lists, const char **why)
+{
+	const char *at = query, *name, *val;
+	size_t n, vn;
+	while (fb_url_option(&at, &name, &n, &val, &vn)) {
+		bool list = false;
+		for (int i = 0; lists && lists[i]; i++)
+			list |= fb_url_is(name, n, lists[i]);
+		if (list)
+			continue;
+		const char *at2 = at, *name2, *val2;
+		size_t n2, vn2;
+		while (fb_url_option(&at2, &name2, &n2, &val2, &vn2))
+			if (n2 == n && !memcmp(name, name2, n)) {
+				/* the last would win silently, as with a repeated option */
+				*why = "a query parameter is given twice (give each once)";
+				return false;
+			}
+	}
+	return true;
+}
+
 bool fb_url_option(const char **at, const char **name, size_t *name_len, const char **value,
                    size_t *value_len)
 {

@@ -59,6 +59,12 @@ bool fb_url_decode(const char *s, const char *e, char *out, size_t len);
 bool fb_url_option(const char **at, const char **name, size_t *name_len, const char **value,
                    size_t *value_len);
 
+/* False with *why set if a query ("a=1&b=2", NULL: none) names one
+ * parameter twice, but for those in lists (NULL-terminated, or NULL),
+ * which may repeat: the last of two would win silently. Every engine whose
+ * URL takes a query asks it. */
+bool fb_url_query_once(const char *query, const char *const *lists, const char **why);
+
 /* Does [s, s + n) spell word exactly? */
 bool fb_url_is(const char *s, size_t n, const char *word);
 

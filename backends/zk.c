@@ -1022,11 +1022,22 @@ static fb_io lease_peek(void *conn, uint32_t key, fb_lease *out)
 	}
 }
 
+static bool zk_check_url(const char *url, const char **why)
+{
+	zeng *e = calloc(1, sizeof *e);
+	if (!e)
+		return true; /* open will say it */
+	bool ok = parse_url(url, e, why);
+	free(e);
+	return ok;
+}
+
 const fb_lease_ops fb_zk_lease_ops = {
         .scheme = "zk",
         .name = "ZooKeeper",
         .remote = true,
         .open = lease_open,
+        .check_url = zk_check_url,
         .version = lease_version,
         .prepare = lease_prepare,
         .close = lease_close,

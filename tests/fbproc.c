@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <sys/wait.h>
@@ -72,8 +73,34 @@ void fb_test_fail_at(const char *file, int line, const char *fmt, ...)
 
 const char *fb_test_bin(void)
 {
+	/* absolute: the binary runs in the suite's own directory (run_dir) */
+	static char path[PATH_MAX];
 	const char *b = getenv("FB_BIN");
-	return b ? b : "./fencebench";
+	if (!path[0] && !realpath(b ? b : "./fencebench", path))
+		snprintf(path, sizeof path, "%s", b ? b : "./fencebench");
+	return path;
+}
+
+static char *cwd_dir;
+
+static void remove_run_dir(void)
+{
+	char results[4200];
+	snprintf(results, sizeof results, "%s/results", cwd_dir);
+	fb_test_rmtree(results);
+	fb_test_rmtree(cwd_dir);
+}
+
+/* Where every binary a test starts runs: a directory of the suite's own,
+ * removed at exit with what the runs left there. A run the test gives no
+ * -o writes its results under it, never into the user's results/. */
+static const char *run_dir(void)
+{
+	if (!cwd_dir) {
+		cwd_dir = fb_test_tmpdir();
+		atexit(remove_run_dir);
+	}
+	return cwd_dir;
 }
 
 char *fb_test_slurp(int fd)
@@ -104,8 +131,12 @@ pid_t fb_test_fork(void)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGHUP);
 	sigprocmask(SIG_BLOCK, &set, &old);
+	const char *cwd = run_dir();
+	fb_test_bin(); /* resolved against the suite's own cwd, before the child's chdir */
 	pid_t pid = fork();
 	if (pid == 0) {
+		if (chdir(cwd) < 0)
+			_exit(126);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGQUIT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);

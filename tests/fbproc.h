@@ -19,7 +19,9 @@ char *fb_test_slurp(int fd);
  * SIGTERM and SIGHUP act as from a terminal, even where the suite was
  * started in the background (a shell's `&` starts it with SIGINT ignored,
  * nohup with SIGHUP ignored, and an exec keeps that), and one sent at once
- * is not lost. */
+ * is not lost. The child runs in a scratch directory of the suite's (removed
+ * at exit), so a run given no -o never writes into the user's results/;
+ * fb_test_bin() is absolute. */
 pid_t fb_test_fork(void);
 
 /* A fresh directory under /tmp (free the name), its listing (names one a

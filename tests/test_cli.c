@@ -591,8 +591,7 @@ static void check_story(json_object *doc, const char *text, const char *fault)
 	double bw = json_object_get_double(get(doc, "first_corruption.newer.wrote_ms"));
 	double aw = json_object_get_double(get(doc, "first_corruption.writer.wrote_ms"));
 	/* the late write's time is its send; a pause may hold it before it lands */
-	check(bw > 0 &&
-	              (bw <= aw || strstr(text, "a pause held it between the send and the store")),
+	check(bw > 0 && (bw <= aw || strstr(text, "held it between the send and the store")),
 	      "%s: the newer write (%.3f ms) before the late one (%.3f ms):\n%s", fault, bw, aw,
 	      text);
 	check(!strcmp(str(doc, "first_corruption.newer.stores.unfenced"), "accepted_in_order"),
@@ -789,7 +788,8 @@ static void test_each_planted_bug_is_caught(void **state)
 		}
 		if (!strcmp(cases[i].bug, "apply-refused"))
 			check(strstr(p.stdout_text, "one the store reported refused?"),
-			      "a write applied outside the commit order is named:\n%s", p.stdout_text);
+			      "a write applied outside the commit order is named:\n%s",
+			      p.stdout_text);
 		if (!strcmp(cases[i].bug, "refuse-holder")) {
 			check(strstr(p.stdout_text, "fenced: VIOLATED !!!") &&
 			              strstr(p.stdout_text, "refusals of its rightful holder") &&

@@ -9,6 +9,8 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -312,6 +314,227 @@ static void test_documents_are_judged_by_path(void **state)
 	free(dir);
 }
 
+/* What the last of two would have decided silently, what a run would
+ * have done other than it said, is refused before the run header: one
+ * line naming the option and the value, exit 2. */
+static void test_what_was_accepted_silently_is_refused(void **state)
+{
+	(void)state;
+	const char *twice[] = {"-t", "2", "-t", "3", NULL};
+	refused(twice, 2, "--threads: given twice ('2', then '3')");
+	const char *json[] = {"--json", "a", "--json", "b", NULL};
+	refused(json, 2, "--json: given twice ('a', then 'b')");
+	const char *help[] = {"--help=foo", NULL};
+	refused(help, 2, "--help: takes no value ('--help=foo')");
+	const char *cpus[] = {"--cpus", "999", NULL};
+	refused(cpus, 2, "--cpus: CPU 999 is not one this process may run on");
+	const char *part[] = {"-k", "1", "--dist", "partitioned", "-t", "8", NULL};
+	refused(part, 2, "--dist: 'partitioned' gives each of the 8 workers keys of its own");
+	const char *psweep[] = {"-k", "4", "--dist", "uniform,partitioned", "-t", "2,8", NULL};
+	refused(psweep, 2, "-k 4 is fewer keys than workers");
+	const char *port[] = {"--lease", "redis://127.0.0.1:99999", NULL};
+	refused(port, 2, "--lease: 'redis://127.0.0.1:99999' is malformed: the port must be");
+	struct {
+		const char *opt, *url;
+	} dup[] = {
+	        {"--lease", "redis://127.0.0.1:6379?fence=incr&fence=script"},
+	        {"--store", "redis://127.0.0.1:6379/0?fence=incr&fence=incr"},
+	        {"--lease", "redlock://h:1,h:2,h:3?fence=incr&fence=none"},
+	        {"--store", "postgres://u@h:5432/db?sslmode=disable&sslmode=require"},
+	};
+	/* (etcd:// and zk:// take no query at all; Redlock's faketime=N:FILE
+	 * is a list, one a node: test_redlock runs two) */
+	for (size_t i = 0; i < sizeof dup / sizeof *dup; i++) {
+		const char *args[] = {dup[i].opt, dup[i].url, "-d", "1s", NULL};
+		char must[300];
+		snprintf(must, sizeof must,
+		         "%s: '%s' is malformed: a query parameter is given twice", dup[i].opt,
+		         dup[i].url);
+		refused(args, 2, must);
+	}
+	/* a flag twice says the same thing once: still a run */
+	char *dir = fb_test_tmpdir();
+	const char *flags[] = {"-q", "-q", "-d", "50ms", "--no-floor", "-o", dir, NULL};
+	fb_test_proc p;
+	check_eq(fb_test_run(&p, flags), 0, "-q -q");
+	fb_test_release(&p);
+	fb_test_rmtree(dir);
+	free(dir);
+}
+
+/* plot names a wrong type in a run's series by its path: a damaged
+ * document, exit 2, never a chart skipped as "older than its series". */
+static void test_a_series_of_the_wrong_type_is_named(void **state)
+{
+	(void)state;
+	char *dir = fb_test_tmpdir(), bad[300];
+	snprintf(bad, sizeof bad, "%s/bad.json", dir);
+	const char *extra[] = {"-d", "1100ms", "--no-floor", NULL};
+	fb_test_proc p;
+	json_object *doc = fb_test_run_doc(&p, extra, 0);
+	fb_test_release(&p);
+	struct {
+		const char *col, *must_say;
+	} cases[] = {
+	        {"t_s", "series.t_s: \"x\" is not an array of numbers"},
+	        {"ops_per_s", "series.ops_per_s[0]: \"x\" is not a number"},
+	        {NULL, "series: \"x\" is not an object"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		json_object *copy = NULL;
+		json_object_deep_copy(doc, &copy, NULL);
+		json_object *series = fb_test_json(copy, "series");
+		check(series, "the run wrote a series");
+		if (!cases[i].col)
+			json_object_object_add(copy, "series", json_object_new_string("x"));
+		else if (i == 0)
+			json_object_object_add(series, cases[i].col, json_object_new_string("x"));
+		else
+			json_object_array_put_idx(fb_test_json(series, cases[i].col), 0,
+			                          json_object_new_string("x"));
+		json_object_to_file(bad, copy);
+		json_object_put(copy);
+		const char *plot[] = {"plot", bad, "-o", dir, NULL};
+		refused(plot, 2, cases[i].must_say);
+	}
+	json_object_put(doc);
+	fb_test_rmtree(dir);
+	free(dir);
+}
+
+/* No figure the run cannot stand behind: no rate from a window never
+ * measured, no percentile of nothing, no duration below what means
+ * anything, and the time outside the window said when it is not small. */
+static void test_figures_that_cannot_be_true_are_not_printed(void **state)
+{
+	(void)state;
+	const char *d[] = {"-d", "1ns", NULL};
+	refused(d, 2, "--duration: '1ns' is below 1ms, the shortest meaningful run");
+	const char *ttl[] = {"--ttl", "1ns", NULL};
+	refused(ttl, 2, "--ttl: '1ns' is below 1us, the shortest meaningful TTL");
+	char *dir = fb_test_tmpdir();
+	/* SIGTERM in the warm-up: nothing measured, no ops/s */
+	const char *warm[] = {"--warmup", "1h", "-d", "1s", "-q", "--no-floor", "-o", dir, NULL};
+	fb_test_proc p;
+	fb_test_start_within(&p, warm, 60);
+	char out[400];
+	snprintf(out, sizeof out, "%s/stdout", p.dir);
+	struct stat st;
+	for (int i = 0; i < 20000 && (stat(out, &st) || st.st_size == 0); i++)
+		usleep(1000); /* until its header is out: the run is under way */
+	kill(p.pid, SIGTERM);
+	check_eq(fb_test_finish(&p), 128 + SIGTERM, "SIGTERM in the warm-up");
+	check(strstr(p.out, "nothing measured: interrupted") && strstr(p.out, "--warmup"),
+	      "the summary says nothing was measured:\n%s", p.out);
+	check(!strstr(p.out, "ops/s"), "and gives no rate:\n%s", p.out);
+	check(!strstr(p.out, " p50 "), "nor a percentile:\n%s", p.out);
+	fb_test_release(&p);
+	/* no cycle timed: no percentiles of zeros */
+	const char *none[] = {"-t", "2",          "-d", "10ms", "--sample", "1048576",
+	                      "-q", "--no-floor", "-o", dir,    NULL};
+	check_eq(fb_test_run(&p, none), 0, "--sample 1048576");
+	check(strstr(p.out, "(0 samples): no cycle was timed, so no percentile to show"),
+	      "no samples, said so:\n%s", p.out);
+	check(!strstr(p.out, " p50 "), "and no percentile printed:\n%s", p.out);
+	fb_test_release(&p);
+	/* a thousand workers take longer to start than a 10 ms window */
+	const char *many[] = {"-t", "1000", "-d", "10ms", "-q", "--no-floor", "-o", dir, NULL};
+	check_eq(run_within(&p, many, 120), 0, "-t 1000 -d 10ms");
+	check(strstr(p.out, "starting 1000 workers;") && strstr(p.out, "of it stopping them"),
+	      "the start-up and the stop are said:\n%s", p.out);
+	fb_test_release(&p);
+	fb_test_rmtree(dir);
+	free(dir);
+}
+
+/* A 64 KiB tmpfs at dir in this test's own mount namespace (the binary
+ * inherits it), filled but for `room` bytes. False where this machine does
+ * not allow it (a mount needs root): the caller skips, saying so. */
+static bool small_disk(const char *dir, long room)
+{
+	static bool own_namespace;
+	if (!own_namespace &&
+	    (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)))
+		return false;
+	own_namespace = true;
+	if (mount("none", dir, "tmpfs", 0, "size=64k"))
+		return false;
+	char fill[400];
+	snprintf(fill, sizeof fill, "%s/filler", dir);
+	int fd = open(fill, O_CREAT | O_WRONLY, 0644);
+	char block[4096] = {0};
+	long n = 0;
+	ssize_t w;
+	while (fd >= 0 && (w = write(fd, block, sizeof block)) > 0)
+		n += w;
+	check(fd >= 0 && ftruncate(fd, n > room ? n - room : 0) == 0, "the filler fills %s", dir);
+	close(fd);
+	return true;
+}
+
+/* What a full disk cost is said, naming the option and the path; what
+ * was finished elsewhere is kept; no set is left in part. */
+static void test_a_full_disk_loses_nothing_silently(void **state)
+{
+	(void)state;
+	const char *proc[] = {"-o", "/proc/version", "-d", "1s", NULL};
+	refused(proc, 3, "-o/--results-dir: '/proc/version' is not a directory");
+	char *full = fb_test_tmpdir(), *ok = fb_test_tmpdir(), json[400], hdr[400];
+	if (!small_disk(full, 0)) {
+		fb_test_rmtree(full);
+		fb_test_rmtree(ok);
+		free(full);
+		free(ok);
+		fb_skip(NULL, "a full disk is a small tmpfs, and mounting one needs root");
+	}
+	char names[2048];
+	fb_test_proc p;
+	/* -o: the summary is printed, the pair is lost, and said so */
+	const char *o[] = {"-d", "100ms", "-q", "--no-floor", "-o", full, NULL};
+	check_eq(fb_test_run(&p, o), 3, "-o on a full disk");
+	check(strstr(p.out, "stale accepted"), "the summary is printed:\n%s", p.out);
+	check(strstr(p.err, "-o/--results-dir: cannot write '") && strstr(p.err, full) &&
+	              strstr(p.err, "neither this run's JSON nor its CSV"),
+	      "stderr names -o, the path, and what is lost: %s", p.err);
+	fb_test_release(&p);
+	fb_test_listdir(full, names, sizeof names);
+	check(!strcmp(names, "filler\n"), "nothing left in part:\n%s", names);
+	/* room for the CSV, not for the JSON: no CSV without its JSON */
+	check(umount2(full, MNT_DETACH) == 0 && small_disk(full, 8192), "a disk with 8 KiB free");
+	check_eq(fb_test_run(&p, o), 3, "-o on a nearly full disk");
+	fb_test_release(&p);
+	fb_test_listdir(full, names, sizeof names);
+	check(!strcmp(names, "filler\n"), "no CSV without its JSON:\n%s", names);
+	/* --json on a full disk: results/ is written, and said */
+	check(umount2(full, MNT_DETACH) == 0 && small_disk(full, 0), "a full disk again");
+	snprintf(json, sizeof json, "%s/x.json", full);
+	const char *j[] = {"-d", "100ms", "-q", "--no-floor", "-o", ok, "--json", json, NULL};
+	check_eq(fb_test_run(&p, j), 3, "--json on a full disk");
+	check(strstr(p.out, "results: ") && strstr(p.out, ok), "the results line:\n%s", p.out);
+	char want[500];
+	snprintf(want, sizeof want, "--json: cannot write '%s': errno=28", json);
+	check(strstr(p.err, want), "stderr names --json and its path: %s", p.err);
+	fb_test_release(&p);
+	fb_test_listdir(ok, names, sizeof names);
+	check(strstr(names, ".json\n") && strstr(names, ".csv\n"), "results/ has both:\n%s", names);
+	/* --hdr-file: room for one of the three files, and none is left */
+	check(umount2(full, MNT_DETACH) == 0 && small_disk(full, 4096), "a disk with 4 KiB free");
+	snprintf(hdr, sizeof hdr, "%s/h", full);
+	const char *h[] = {"-d", "100ms", "-q", "--no-floor", "-o", ok, "--hdr-file", hdr, NULL};
+	check_eq(fb_test_run(&p, h), 3, "--hdr-file on a nearly full disk");
+	check(strstr(p.err, "--hdr-file: cannot write '") && strstr(p.err, full) &&
+	              strstr(p.err, "none of the three files written"),
+	      "stderr names --hdr-file, the path, and that none is written: %s", p.err);
+	fb_test_release(&p);
+	fb_test_listdir(full, names, sizeof names);
+	check(!strcmp(names, "filler\n"), "no partial set of histograms:\n%s", names);
+	umount2(full, MNT_DETACH);
+	fb_test_rmtree(full);
+	fb_test_rmtree(ok);
+	free(full);
+	free(ok);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -323,6 +546,10 @@ int main(void)
 	        cmocka_unit_test(test_options_that_would_be_ignored_are_refused),
 	        cmocka_unit_test(test_words_add_up),
 	        cmocka_unit_test(test_documents_are_judged_by_path),
+	        cmocka_unit_test(test_what_was_accepted_silently_is_refused),
+	        cmocka_unit_test(test_a_series_of_the_wrong_type_is_named),
+	        cmocka_unit_test(test_figures_that_cannot_be_true_are_not_printed),
+	        cmocka_unit_test(test_a_full_disk_loses_nothing_silently),
 	};
 	return cmocka_run_group_tests_name("edges", tests, NULL, NULL);
 }

@@ -612,6 +612,45 @@ static void test_plot_run_draws_its_time_series_ending_at_the_totals(void **stat
 	free(dir);
 }
 
+/* The frames as a reader sees them, on the reference documents: a sweep
+ * without pauses says so (not "pauses 0/s x 15-30 ms"), a key has a column
+ * of its own beside the plot (never squeezing it, never on its lines), and
+ * a setup line too long for its chart goes on two lines, not cut. */
+static void test_plot_frames_are_readable(void **state)
+{
+	(void)state;
+	NEED_GNUPLOT();
+	char *dir = fb_test_tmpdir(), json[600], path[700];
+	const char *names[] = {"dist", "run"};
+	for (int i = 0; i < 2; i++) {
+		snprintf(json, sizeof json, "%s/../results/reference/%s.json", getenv("FB_TESTS"),
+		         names[i]);
+		const char *args[] = {"plot", json, "--script", "-o", dir, NULL};
+		result r = run(args);
+		check_eq(r.code, 0, names[i]);
+		release(&r);
+	}
+	snprintf(path, sizeof path, "%s/dist-throughput.gp", dir);
+	char *gp = read_text(path);
+	check(strstr(gp, "no pauses") && !strstr(gp, "pauses 0/s"),
+	      "a sweep without pauses says so:\n%.600s", gp);
+	check(strstr(gp, "set rmargin at screen") && strstr(gp, "set key at screen"),
+	      "the key sits in its own column, the plot keeps its width");
+	check(strstr(gp, "fenced (inside)") && strstr(gp, "the stores, fence per-key"),
+	      "six series of coinciding stores: one entry a series, the colours said once");
+	free(gp);
+	snprintf(path, sizeof path, "%s/dist-latency.gp", dir);
+	gp = read_text(path);
+	check(strstr(gp, "set key at screen"), "the sweep's latency key is beside the panels");
+	free(gp);
+	snprintf(path, sizeof path, "%s/run-latency.gp", dir);
+	gp = read_text(path);
+	check(strstr(gp, "set label 904"), "a 960-pixel chart's long setup line is wrapped");
+	free(gp);
+	fb_test_rmtree(dir);
+	free(dir);
+}
+
 /* The script it wrote draws the chart again on its own; -f png draws PNG. */
 static void test_plot_script_redraws_and_png_is_png(void **state)
 {
@@ -705,6 +744,7 @@ int main(void)
 	        cmocka_unit_test(test_plot_run_writes_the_latency_spectrum_only),
 	        cmocka_unit_test(test_plot_run_draws_its_time_series_ending_at_the_totals),
 	        cmocka_unit_test(test_plot_script_redraws_and_png_is_png),
+	        cmocka_unit_test(test_plot_frames_are_readable),
 	        cmocka_unit_test(test_plot_timeseries_skips_a_sweep_and_a_bad_format_exits_2),
 	        cmocka_unit_test(test_plot_without_gnuplot_exits_3_with_the_apt_line),
 	        cmocka_unit_test(test_plot_refuses_schema_3),

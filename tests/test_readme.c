@@ -6,6 +6,13 @@
  *   <!-- test: ARGS -->       the binary's stdout for ARGS is the block
  *   <!-- test-lines: PATH --> every line of the block is a line of PATH,
  *                             in the block's order
+ *   <!-- test-sh -->          the block, a shell script, runs as written
+ *                             (bash -eu) and exits 0 or 1, in a scratch
+ *                             directory holding ./fencebench and scripts/
+ *                             (its results/ stay there); the servers it
+ *                             starts with scripts/servers.sh are stopped
+ *                             after it. Exit 77 (a server not installed)
+ *                             skips it, counted, saying which.
  *
  * In ARGS and PATH, {tmp} is a scratch directory the whole README shares
  * (a history one block writes, the next reads), and in the output it reads
@@ -18,7 +25,13 @@
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "fbproc.h"
 #include "fbtest.h"
@@ -139,6 +152,106 @@ static void check_run(const char *where, const char *args_text, char *block)
 	fb_test_release(&p);
 }
 
+/* bash -eu -c block in dir, its output into the file out, with
+ * scripts/servers.sh keeping its servers in servers; they are stopped
+ * after it whatever it did. Its exit code. */
+static int run_sh(const char *block, const char *dir, const char *servers, const char *out)
+{
+	pid_t pid = fb_test_fork();
+	check(pid >= 0, "fork");
+	if (pid == 0) {
+		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd < 0 || chdir(dir) < 0)
+			_exit(126);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		setenv("FB_SERVERS_DIR", servers, 1);
+		/* a hang ends (a sanitized build starts its runs far slower) */
+		alarm(getenv("FB_SANITIZED") ? 1800 : 600);
+		execl("/bin/bash", "bash", "-eu", "-c", block, (char *)NULL);
+		_exit(127);
+	}
+	int status = 0;
+	while (waitpid(pid, &status, 0) < 0)
+		;
+	char stop[2800];
+	snprintf(stop, sizeof stop, "FB_SERVERS_DIR=%s %s/scripts/servers.sh stop", servers, dir);
+	check(system(stop) == 0, "scripts/servers.sh stop failed (%s)", servers);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Whether scripts/servers.sh said, in the output file out, that a server
+ * failed to start (a port retry is no failure); *missing: because its
+ * binaries are not installed. */
+static bool servers_failed(const char *out, bool *missing)
+{
+	char *text = fb_test_slurp(open(out, O_RDONLY));
+	bool failed = false;
+	for (char *l = strstr(text, "servers.sh: "); l; l = strstr(l + 1, "servers.sh: ")) {
+		size_t n = strcspn(l, "\n");
+		char line[600];
+		snprintf(line, sizeof line, "%.*s", (int)n, l);
+		if (strstr(line, "again on another"))
+			continue;
+		failed = true;
+		if (missing && strstr(line, "is not installed"))
+			*missing = true;
+	}
+	free(text);
+	return failed;
+}
+
+/* A shell block of the README, run as a reader would run it from the
+ * repository's root: 0 when it ran, -1 when it skipped (a server's
+ * binaries missing). */
+static int check_sh(const char *where, const char *block)
+{
+	static int n;
+	char dir[1200], path[1400], root[1200], out[1400];
+	snprintf(dir, sizeof dir, "%s/sh-%d", scratch, ++n);
+	check(mkdir(dir, 0700) == 0, "%s: mkdir %s", where, dir);
+	const char *t = getenv("FB_TESTS");
+	check(realpath(t ? t : "tests", root) != NULL, "%s: the tests directory", where);
+	snprintf(path, sizeof path, "%s/fencebench", dir);
+	check(symlink(fb_test_bin(), path) == 0, "%s: link the binary", where);
+	snprintf(path, sizeof path, "%s/scripts", dir);
+	snprintf(out, sizeof out, "%s/../scripts", root);
+	check(symlink(out, path) == 0, "%s: link scripts/", where);
+	snprintf(out, sizeof out, "%s/out", dir);
+	char servers[1300];
+	snprintf(servers, sizeof servers, "%s/servers", dir);
+	int code = run_sh(block, dir, servers, out);
+	if (code == 3 || servers_failed(out, NULL)) {
+		/* an engine's reply or a server's start past its deadline on a
+		 * loaded machine is a runtime failure: one more try, said */
+		char *text = fb_test_slurp(open(out, O_RDONLY));
+		fprintf(stderr, "%s: the shell block exited 3, once more; it said:\n%s", where,
+		        text);
+		free(text);
+		code = run_sh(block, dir, servers, out);
+	}
+	/* `eval "$(scripts/servers.sh start ...)"` does not stop on a failed
+	 * start (eval's status is its text's): the script's own lines say it */
+	bool missing = false;
+	if (servers_failed(out, &missing))
+		code = missing ? 77 : 3;
+	char *text = fb_test_slurp(open(out, O_RDONLY));
+	if (code == 77) {
+		char why[300];
+		const char *s = strstr(text, "servers.sh: ");
+		snprintf(why, sizeof why, "README shell block at %s: %.*s", where,
+		         s ? (int)strcspn(s, "\n") : 7, s ? s : "skipped");
+		printf("SKIPPED: %s\n", why);
+		fb_test_skipped(1, NULL, why);
+		free(text);
+		return -1;
+	}
+	check(code == 0 || code == 1, "%s: the README's shell block exited %d:\n%s\noutput:\n%s",
+	      where, code, block, text);
+	free(text);
+	return 0;
+}
+
 static void check_lines(const char *where, const char *path_text, char *block)
 {
 	char path[1024];
@@ -180,16 +293,26 @@ static void test_the_readmes_examples_are_what_the_code_prints(void **state)
 	ssize_t len = getdelim(&doc, &cap, 0, f);
 	fclose(f);
 	check(len > 0, "%s is empty", path);
-	int runs = 0, files = 0;
+	int runs = 0, files = 0, shells = 0;
 	for (char *p = doc; (p = strstr(p, "<!-- test")) != NULL;) {
 		int line = 1;
 		for (char *q = doc; q < p; q++)
 			line += *q == '\n';
 		char where[64];
 		snprintf(where, sizeof where, "README.md:%d", line);
-		bool run = !strncmp(p, "<!-- test: ", 11);
-		check(run || !strncmp(p, "<!-- test-lines: ", 17), "%s: an unknown test marker",
-		      where);
+		bool run = !strncmp(p, "<!-- test: ", 11), sh = !strncmp(p, "<!-- test-sh -->", 16);
+		check(run || sh || !strncmp(p, "<!-- test-lines: ", 17),
+		      "%s: an unknown test marker", where);
+		if (sh) {
+			char *open = strstr(p, "```sh\n");
+			check(open != NULL, "%s: no ```sh block after the marker", where);
+			char *body = open + 6, *close = strstr(body, "\n```");
+			check(close != NULL, "%s: the code block does not end", where);
+			*close = 0;
+			shells += check_sh(where, body) == 0;
+			p = close + 1;
+			continue;
+		}
 		char *arg = p + (run ? 11 : 17), *end = strstr(arg, " -->");
 		check(end != NULL, "%s: the marker does not end with ' -->'", where);
 		*end = 0;
@@ -213,6 +336,8 @@ static void test_the_readmes_examples_are_what_the_code_prints(void **state)
 	/* the deterministic run, the fault table, the sweep, a scenario; the history */
 	check(runs >= 4 && files >= 1,
 	      "the README's marked examples went missing (%d runs, %d files)", runs, files);
+	if (shells)
+		printf("README: %d shell blocks run\n", shells);
 	free(doc);
 }
 

@@ -387,6 +387,21 @@ static void test_node_clock_jumps_give_two_holders_and_the_witness_sees_them(voi
 	check(strstr(p.out, "node-jump"), "the fault table has its row:\n%s", p.out);
 	json_object_put(doc);
 	fb_test_release(&p);
+	/* the jumps were the run's: the nodes' clocks are back where they were */
+	for (int i = 1; i < 3; i++) {
+		FILE *f = fopen(node[i].faketime, "r");
+		char line[64] = "";
+		check(f && fgets(line, sizeof line, f), "node %d's offset file reads", i + 1);
+		fclose(f);
+		check(strtod(line, NULL) == 0, "node %d's offset is back at 0 after the run: %s",
+		      i + 1, line);
+	}
+	/* the least TTL Redlock takes, as the README says it */
+	const char *shortttl[] = {"-t",      "2",    "-d",     "1s",       "-q",
+	                          "--lease", jumpy2, "--mode", "unfenced", NULL};
+	check_eq(fb_test_run(&p, shortttl), 2, "the default 10 ms TTL is below Redlock's least");
+	check(strstr(p.err, "13 ms at least"), "the least TTL, named: %s", p.err);
+	fb_test_release(&p);
 	const char *plain[] = {"-t",         "2",      "-d",       "1s",        "-q",
 	                       "--ttl",      "100ms",  "--faults", "node-jump", "--lease",
 	                       url_with(""), "--mode", "unfenced", NULL};

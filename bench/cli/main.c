@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "commands.h"
@@ -394,8 +395,15 @@ static int check_output(const char *opt, const char *path)
  * runtime failure: exit 3. */
 static int check_outputs(const fb_config *cfg)
 {
+	struct stat st;
+	/* a file where the directory should be is that, not a permission */
+	if (stat(cfg->results_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "fencebench: -o/--results-dir: '%s' is not a directory\n",
+		        cfg->results_dir);
+		return -1;
+	}
 	if (fb_mkdir_p(cfg->results_dir) || access(cfg->results_dir, W_OK | X_OK)) {
-		fprintf(stderr, "fencebench: --results-dir: '%s' cannot be written: %s\n",
+		fprintf(stderr, "fencebench: -o/--results-dir: '%s' cannot be written: %s\n",
 		        cfg->results_dir, strerror(errno));
 		return -1;
 	}

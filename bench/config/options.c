@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,10 @@ typedef struct opt {
 	int where; /* the drivers that take it: 0 both, W_STRESS or W_DET alone */
 } opt;
 
+/* The smallest -d and --ttl that measure anything. */
+#define FB_MIN_DURATION_NS UINT64_C(1000000)
+#define FB_MIN_TTL_NS      UINT64_C(1000)
+
 /* Which driver an option applies to; given to the other, it is refused. */
 #define W_STRESS 1 /* real threads only */
 #define W_DET    2 /* --deterministic only */
@@ -72,15 +77,15 @@ static const opt opts[] = {
         {"threads", 't', "N[,N...]", K_U32_LIST, OFF(threads_list), OFF(n_threads), 1,
          FB_MAX_THREADS, NULL, 0, "threads", 0, true,
          "worker threads; a list sweeps them in turn (default: online CPUs)", 0, 0},
-        {"duration", 'd', "D", K_DURATION, OFF(duration_ns), 0, 0, 0, NULL, 0, "duration_s", 1e9,
-         true, "how long to run; units us ms s m h, bare number = seconds (default 10s)", 0,
-         W_STRESS},
+        {"duration", 'd', "D", K_DURATION, OFF(duration_ns), 0, FB_MIN_DURATION_NS, 0, NULL, 0,
+         "duration_s", 1e9, true,
+         "how long to run; units us ms s m h, bare number = seconds (default 10s)", 0, W_STRESS},
         {"cycles", 0, "N", K_U64, OFF(cycles), 0, 1, UINT64_MAX, NULL, 0, "cycles", 0, true,
          "each worker stops after N cycles; the run ends when all have (default: no limit)",
          NEED_SET, 0},
         {"keys", 'k', "N", K_U32, OFF(keys), 0, 1, 1000000, NULL, 0, "keys", 0, true,
          "leases (accounts) the workers contend for (default 16)", 0, 0},
-        {"ttl", 0, "D", K_DURATION, OFF(ttl_ns), 0, 0, 0, NULL, 0, "ttl_ms", 1e6, true,
+        {"ttl", 0, "D", K_DURATION, OFF(ttl_ns), 0, FB_MIN_TTL_NS, 0, NULL, 0, "ttl_ms", 1e6, true,
          "lease time to live (default 10ms)", 0, 0},
         {"mode", 0, "LIST", K_BITS, OFF(modes), 0, 0, 0, NAMES(mode_names), "modes", 0, true,
          "storage disciplines side by side: fenced,write-fenced,unfenced (default all)", 0, 0},
@@ -633,7 +638,20 @@ static int parse_value(fb_config *cfg, const opt *o, const char *v)
 	case K_DURATION: {
 		bool bare = o->off == OFF(duration_ns); /* seconds, as wrk and stress-ng read -d */
 		int e = fb_parse_duration(v, bare, (uint64_t *)f);
-		return e ? bad(o, v, fb_duration_error(e, bare)) : 0;
+		if (e)
+			return bad(o, v, fb_duration_error(e, bare));
+		if (*(uint64_t *)f < o->min) { /* o->min: the smallest that means something */
+			char m[32];
+			fb_format_duration(m, sizeof m, o->min);
+			snprintf(why, sizeof why, "is below %s, the %s", m,
+			         o->off == OFF(ttl_ns)
+			                 ? "shortest meaningful TTL (below it a lease expires "
+			                   "within its own acquire's clock reads)"
+			                 : "shortest meaningful run (below it the run is over "
+			                   "before its workers have started)");
+			return bad(o, v, why);
+		}
+		return 0;
 	}
 	case K_RATE: {
 		char *end;
@@ -719,6 +737,17 @@ static int parse_value(fb_config *cfg, const opt *o, const char *v)
 			fb_url_redact(v, red, sizeof red);
 			snprintf(reason, sizeof reason, "is not an engine; valid: %s",
 			         lease ? fb_lease_schemes() : fb_store_schemes());
+			return bad(o, red, reason);
+		}
+		/* judged here, before the run header: a typo is input */
+		bool (*check)(const char *, const char **) =
+		        lease ? fb_lease_engine(v)->check_url : fb_store_engine(v)->check_url;
+		const char *why2 = NULL;
+		if (check && !check(v, &why2)) {
+			char red[256];
+			fb_url_redact(v, red, sizeof red);
+			char reason[320];
+			snprintf(reason, sizeof reason, "is malformed: %s", why2);
 			return bad(o, red, reason);
 		}
 		*(const char **)f = strcmp(v, "inproc") == 0 ? NULL : v;
@@ -810,13 +839,27 @@ static fb_parse read_args(fb_config *cfg, int argc, char **argv, bool *given)
 	}
 	*sp = 0;
 	lo[NOPTS] = (struct option){0, 0, 0, 0};
+	const char *prev[NOPTS];
 	opterr = 0;
 	optind = 0; /* 0, not 1: glibc then also forgets a half-read option cluster */
 	int c;
 	while ((c = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
 		if (c == '?' || c == ':') {
 			const char *arg = argv[optind - 1];
-			if (c == ':')
+			const char *eq = strchr(arg, '=');
+			const opt *flag = NULL;
+			/* --help=foo: a known option that takes no value was
+			 * given one (getopt says only its short letter) */
+			for (size_t i = 0; c == '?' && eq && !strncmp(arg, "--", 2) && i < NOPTS;
+			     i++)
+				if (!opts[i].arg &&
+				    strlen(opts[i].name) == (size_t)(eq - arg - 2) &&
+				    !strncmp(arg + 2, opts[i].name, (size_t)(eq - arg - 2)))
+					flag = &opts[i];
+			if (flag)
+				fprintf(stderr, "fencebench: --%s: takes no value ('%s')\n",
+				        flag->name, arg);
+			else if (c == ':')
 				fprintf(stderr,
 				        "fencebench: option '%s' needs a value (see --help)\n",
 				        arg);
@@ -834,7 +877,19 @@ static fb_parse read_args(fb_config *cfg, int argc, char **argv, bool *given)
 				o = &opts[i];
 		if (!o)
 			return FB_PARSE_USAGE;
+		/* The last of two would win silently: a sweep is one list
+		 * (-t 2,3), a value is given once. A flag twice says the same. */
+		if (given[o - opts] && o->arg) {
+			fprintf(stderr,
+			        "fencebench: --%s: given twice ('%s', then '%s'); give it once%s\n",
+			        o->name, prev[o - opts], optarg,
+			        o->k >= K_U32_LIST && o->k <= K_DIST_LIST
+			                ? " (a sweep is one comma list: A,B)"
+			                : "");
+			return FB_PARSE_USAGE;
+		}
 		given[o - opts] = true;
+		prev[o - opts] = optarg;
 		if (o->k == K_HELP) {
 			usage(stdout);
 			return FB_PARSE_EXIT0;
@@ -1004,6 +1059,41 @@ static void settle_faults(fb_config *cfg, const bool *given)
 	}
 }
 
+/* Every CPU of --cpus one this process may run on, judged before the run
+ * header: a worker refused its CPU would stop the run after it began. */
+static int check_cpus(const fb_config *cfg)
+{
+	cpu_set_t may;
+	CPU_ZERO(&may);
+	if (!cfg->n_cpus || sched_getaffinity(0, sizeof may, &may))
+		return 0;
+	for (uint32_t i = 0; i < cfg->n_cpus; i++) {
+		uint32_t c = cfg->cpus[i];
+		if (c < CPU_SETSIZE && CPU_ISSET(c, &may))
+			continue;
+		char list[256] = "";
+		for (int a = 0; a < CPU_SETSIZE; a++) {
+			if (!CPU_ISSET(a, &may) || (a && CPU_ISSET(a - 1, &may)))
+				continue;
+			int b = a;
+			while (b + 1 < CPU_SETSIZE && CPU_ISSET(b + 1, &may))
+				b++;
+			size_t at = strlen(list);
+			if (b > a)
+				snprintf(list + at, sizeof list - at, "%s%d-%d", at ? "," : "", a,
+				         b);
+			else
+				snprintf(list + at, sizeof list - at, "%s%d", at ? "," : "", a);
+		}
+		fprintf(stderr,
+		        "fencebench: --cpus: CPU %u is not one this process may run on "
+		        "(it may: %s)\n",
+		        c, list);
+		return -1;
+	}
+	return 0;
+}
+
 /* Combinations no run can honour. 0, or -1 with the line said. */
 static int check_combinations(const fb_config *cfg)
 {
@@ -1028,6 +1118,24 @@ static int check_combinations(const fb_config *cfg)
 	}
 	bool remote =
 	        fb_lease_engine(cfg->lease_url)->remote || fb_store_engine(cfg->store_url)->remote;
+	/* Partitioned means no two workers share a key: with fewer keys than
+	 * workers that cannot be, and a run that shared them anyway would
+	 * measure contention under a name that says there is none. */
+	for (uint32_t d = 0; d < cfg->n_dist; d++) {
+		if (cfg->dist_list[d].kind != FB_DIST_PARTITIONED)
+			continue;
+		for (uint32_t t = 0; t < cfg->n_threads; t++)
+			if (cfg->threads_list[t] > cfg->keys) {
+				fprintf(stderr,
+				        "fencebench: --dist: 'partitioned' gives each of the %u "
+				        "workers keys of its own, and -k %u is fewer keys than "
+				        "workers (give -k %u or more)\n",
+				        cfg->threads_list[t], cfg->keys, cfg->threads_list[t]);
+				return -1;
+			}
+	}
+	if (check_cpus(cfg))
+		return -1;
 	if (fb_config_is_sweep(cfg) && cfg->hdr_prefix) {
 		fprintf(stderr, "fencebench: --hdr-file: a sweep has many runs, each with its own "
 		                "histograms; run the row you want alone to write its files\n");

@@ -30,6 +30,7 @@ typedef struct threads {
 	pthread_cond_t gate_cv;
 	int gate; /* 0 closed, 1 go, -1 abort */
 	uint32_t started;
+	uint64_t began; /* fb_run's start, on the fast clock: the start-up's */
 } threads;
 
 /* A delayed write goes in flight on the delay line. */
@@ -164,11 +165,17 @@ static uint64_t supervise(threads *t, fb_tick_fn tick, void *ctx, fb_results *re
 	const fb_config *cfg = e->cfg;
 	e->t0 = e->first.t0 = fb_clock_now(e->clock);
 	open_gate(t, 1);
+	uint64_t w0 = fb_clock_now(e->fast);
+	res->startup_s = (double)(w0 - t->began) / 1e9;
 	if (cfg->warmup_ns) {
-		int sig = wait_until(t, fb_clock_now(e->fast) + cfg->warmup_ns);
+		int sig = wait_until(t, w0 + cfg->warmup_ns);
+		res->warmed_s = (double)(fb_clock_now(e->fast) - w0) / 1e9;
 		if (sig) {
-			res->interrupted = true;
+			/* no window was measured: counting never starts, so
+			 * nothing of the warm-up passes for a measurement */
+			res->interrupted = res->unmeasured = true;
 			res->signal = sig;
+			return fb_clock_now(e->fast);
 		}
 	}
 	atomic_store_explicit(&e->counting, 1, memory_order_relaxed);
@@ -198,12 +205,15 @@ static uint64_t supervise(threads *t, fb_tick_fn tick, void *ctx, fb_results *re
 static void wind_down(threads *t, fb_injector *inj, fb_results *res, uint64_t t0)
 {
 	fb_env *e = &t->env;
+	uint64_t stop_at = fb_clock_now(e->fast);
 	fb_env_stop(e);
 	fb_injector_stats ist = {0};
 	fb_injector_stop(inj, &ist);
 	for (uint32_t i = 0; i < t->started; i++)
 		pthread_join(e->workers[i].port.tid, NULL);
-	res->elapsed_s = (double)(fb_clock_now(e->fast) - t0) / 1e9;
+	uint64_t joined = fb_clock_now(e->fast);
+	res->elapsed_s = res->unmeasured ? 0 : (double)(joined - t0) / 1e9;
+	res->stopping_s = (double)(joined - stop_at) / 1e9;
 	fb_delay_stop(t->delay);
 	t->delay = NULL;
 	for (int f = 0; f < FB_FAULTS; f++)
@@ -239,6 +249,7 @@ fb_err fb_run(const fb_config *cfg, fb_tick_fn tick, void *ctx, fb_results *res)
 	if (!t)
 		return FB_ENOMEM;
 	*t = zero;
+	t->began = fb_clock_now(fb_clock_fast());
 	memset(res, 0, sizeof *res);
 	res->cfg = cfg;
 	pthread_mutex_init(&t->gate_mu, NULL);

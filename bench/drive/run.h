@@ -128,6 +128,14 @@ typedef struct fb_results {
 	const fb_config *cfg;
 	const char *clock_name;
 	double elapsed_s;
+	/* a stop signal in the --warmup: no measured window at all (its
+	 * throughput and latency mean nothing; the checks still cover it) */
+	bool unmeasured;
+	double warmed_s; /* how long the warm-up ran */
+	/* around the measured window: from fb_run's start until the workers
+	 * were released (thread start-up), and from the stop until the last
+	 * worker was joined (elapsed_s counts the latter) */
+	double startup_s, stopping_s;
 	bool interrupted;
 	int signal;
 	uint64_t ops, acquired, contended, cas_retries, wasted_fences, checker_stalls;

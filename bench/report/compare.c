@@ -202,6 +202,73 @@ static bool count_ok(json_object *o, const char *field, const char *file, const 
 	return true;
 }
 
+/* A column of a run's "series" at path, if there: an array of numbers
+ * (null where a count was not kept). */
+static bool series_column_ok(json_object *series, const char *path, const char *file, char *why,
+                             size_t len)
+{
+	json_object *a = fb_doc_get(series, path);
+	char at[128];
+	snprintf(at, sizeof at, "series.%s", path);
+	if (!a)
+		return true; /* absent (or null): the chart says it has none */
+	if (!json_object_is_type(a, json_type_array)) {
+		snprintf(why, len, "%s: %s: %s is not an array of numbers", file, at, compact(a));
+		return false;
+	}
+	for (size_t i = 0; i < json_object_array_length(a); i++) {
+		json_object *x = json_object_array_get_idx(a, i);
+		if (!x || json_object_is_type(x, json_type_int) ||
+		    json_object_is_type(x, json_type_double))
+			continue;
+		snprintf(why, len, "%s: %s[%zu]: %s is not a number", file, at, i, compact(x));
+		return false;
+	}
+	return true;
+}
+
+/* A run's "series" (results/README.md), if there: an object of columns,
+ * each an array of numbers. A wrong type is a damaged document, named by
+ * its path, never a chart skipped as if the series were missing. */
+static bool series_ok(json_object *doc, const char *file, char *why, size_t len)
+{
+	json_object *s = NULL;
+	if (!json_object_object_get_ex(doc, "series", &s) || !s)
+		return true;
+	if (!json_object_is_type(s, json_type_object)) {
+		snprintf(why, len, "%s: series: %s is not an object", file, compact(s));
+		return false;
+	}
+	static const char *const cols[] = {"t_s", "ops", "ops_per_s", "faults"};
+	for (size_t i = 0; i < sizeof cols / sizeof *cols; i++)
+		if (!series_column_ok(s, cols[i], file, why, len))
+			return false;
+	json_object *modes = NULL;
+	if (!json_object_object_get_ex(s, "modes", &modes) || !modes)
+		return true;
+	if (!json_object_is_type(modes, json_type_object)) {
+		snprintf(why, len, "%s: series.modes: %s is not an object", file, compact(modes));
+		return false;
+	}
+	json_object_object_foreach(modes, name, m)
+	{
+		char path[160];
+		if (!m || !json_object_is_type(m, json_type_object)) {
+			snprintf(why, len, "%s: series.modes.%s: %s is not an object", file, name,
+			         compact(m));
+			return false;
+		}
+		json_object_object_foreach(m, col, v)
+		{
+			(void)v;
+			snprintf(path, sizeof path, "modes.%s.%s", name, col);
+			if (!series_column_ok(s, path, file, why, len))
+				return false;
+		}
+	}
+	return true;
+}
+
 /* Every value the readers take from a run or a sweep, judged: the first
  * that is wrong is named by its path, so no chart or ratio is drawn from it
  * silently. */
@@ -209,7 +276,8 @@ static bool values_ok(json_object *doc, fb_doc_kind kind, const char *file, char
 {
 	if (kind == FB_DOC_RUN)
 		return count_ok(doc, "config.threads", file, "", why, len) &&
-		       modes_ok(fb_doc_get(doc, "modes"), file, "", why, len);
+		       modes_ok(fb_doc_get(doc, "modes"), file, "", why, len) &&
+		       series_ok(doc, file, why, len);
 	json_object *rows = fb_doc_get(doc, "rows");
 	size_t n = json_object_array_length(rows);
 	if (!n) {

@@ -1,5 +1,5 @@
 /*
- * Reading fencebench's JSON documents (schema 1, results/README.md), and
+ * Reading fencebench's JSON documents (schemas 1 and 2, results/README.md), and
  * `fencebench compare A.json B.json`: two runs, or two sweeps, side by side
  * with B/A ratios. The readers are shared with `fencebench plot`.
  *

@@ -304,17 +304,40 @@ static bool discipline_present(const pdoc *pd, int d)
 
 /* Title, the two lines saying on which machine and with what, and the
  * common look. */
-static void frame(FILE *g, const pdoc *pd, const char *title, const char *note)
+static void frame(FILE *g, const pdoc *pd, int w, const char *title, const char *note)
 {
 	fprintf(g,
 	        "set label 900 '{/:Bold %s}' at screen 0.5, screen 0.955 center font ',18'\n"
 	        "set label 901 '%s' at screen 0.5, screen 0.905 center font ',11.5' "
 	        "tc rgb '" NOTE_COLOR "' noenhanced\n",
 	        title, SQ(pd->machine));
+	/* A setup line wider than the chart (about 7.6 px a character at this
+	 * size) is cut at both edges: it goes on two lines, broken at the
+	 * separator nearest its middle. */
+	char one[sizeof pd->setup], two[sizeof pd->setup] = "";
+	snprintf(one, sizeof one, "%s", pd->setup);
+	size_t chars = 0;
+	for (const char *c = one; *c; c++)
+		chars += ((unsigned char)*c & 0xC0) != 0x80;
+	if (chars * 76 > (size_t)w * 10 * 96 / 100) {
+		char *best = NULL, *mid = one + strlen(one) / 2;
+		for (char *c = strstr(one, "  ·  "); c; c = strstr(c + 1, "  ·  "))
+			if (!best || labs(c - mid) < labs(best - mid))
+				best = c;
+		if (best) {
+			snprintf(two, sizeof two, "%s", best + strlen("  ·  "));
+			*best = 0;
+		}
+	}
 	fprintf(g,
-	        "set label 902 '%s' at screen 0.5, screen 0.87 center font ',11.5' "
+	        "set label 902 '%s' at screen 0.5, screen %s center font ',11.5' "
 	        "tc rgb '" NOTE_COLOR "' noenhanced\n",
-	        SQ(pd->setup));
+	        SQ(one), two[0] ? "0.875" : "0.87");
+	if (two[0])
+		fprintf(g,
+		        "set label 904 '%s' at screen 0.5, screen 0.845 center font ',11.5' "
+		        "tc rgb '" NOTE_COLOR "' noenhanced\n",
+		        SQ(two));
 	if (note)
 		fprintf(g,
 		        "set label 903 '%s' at screen 0.012, screen 0.025 left font ',10.5' "
@@ -358,6 +381,11 @@ static void per_discipline(FILE *g, const pdoc *pd, const char *mode_path, const
 {
 	series s[MAX_SERIES];
 	size_t ns = make_series(pd, X_THREADS, s, MAX_SERIES);
+	/* The key has a column of its own right of the plot, whatever its
+	 * length: left to gnuplot, 24 entries took two columns and squeezed
+	 * the plot to a sliver. */
+	fprintf(g, "set lmargin at screen 0.08\nset rmargin at screen %s\n",
+	        ns > 2 ? "0.56" : "0.66");
 	double lo = INFINITY, hi = 0;
 	bool floor_any = false;
 	char p[128];
@@ -394,9 +422,13 @@ static void per_discipline(FILE *g, const pdoc *pd, const char *mode_path, const
 	value_axis(g, "y", u, lo, hi);
 	fprintf(g, "set ylabel '%s'\n", ylabel);
 	bool halo = coincide(pd, mode_path);
+	/* Coinciding stores in many series: one key entry a series (its
+	 * stripes), the colours said once; else one a line. */
+	bool collapse = halo && ns > 2;
 	/* drawn last series first, so that the inverted key lists the first
 	 * series first and, within it, fenced first */
-	fprintf(g, "set key outside right top Left reverse invert\nplot ");
+	fprintf(g, "set key at screen %s, screen 0.81 left top Left reverse invert%s\nplot ",
+	        ns > 2 ? "0.58" : "0.68", ns > 2 ? " font ',10'" : "");
 	bool first = true;
 	for (size_t k = ns; k-- > 0;) {
 		int pt = ns > 1 ? series_pt[k % N_SERIES_PT] : -1;
@@ -405,13 +437,18 @@ static void per_discipline(FILE *g, const pdoc *pd, const char *mode_path, const
 				continue;
 			double lw = halo ? 2.0 + 3.2 * d : 2.2, ps = halo ? 0.8 + 0.6 * d : 1.1;
 			char title[192];
-			snprintf(title, sizeof title, "%s%s%s", fb_doc_discipline_name[d],
+			snprintf(title, sizeof title, "%s%s%s",
+			         collapse ? "the stores" : fb_doc_discipline_name[d],
 			         ns > 1 ? ", " : "", ns > 1 ? s[k].label : "");
 			fprintf(g,
 			        "%s$s%zu using 1:%d with linespoints lc rgb '%s' lw %.2f pt %d "
-			        "ps %.2f title '%s' noenhanced",
+			        "ps %.2f ",
 			        first ? "" : ", \\\n     ", k, d + 2, discipline_color[d], lw,
-			        pt >= 0 ? pt : discipline_pt[d], ps, SQ(title));
+			        pt >= 0 ? pt : discipline_pt[d], ps);
+			if (collapse && d != FB_DOC_DISCIPLINES - 1)
+				fprintf(g, "notitle");
+			else
+				fprintf(g, "title '%s' noenhanced", SQ(title));
 			first = false;
 		}
 		if (floor_path && floor_any)
@@ -423,12 +460,30 @@ static void per_discipline(FILE *g, const pdoc *pd, const char *mode_path, const
 			        k, pt >= 0 ? pt : 6, ns > 1 ? ", " : "",
 			        ns > 1 ? SQ(s[k].label) : "");
 	}
+	/* listed first (the key is inverted): what each colour of a stripe is */
+	for (int d = FB_DOC_DISCIPLINES; collapse && d-- > 0;)
+		if (discipline_present(pd, d))
+			fprintf(g,
+			        ", \\\n     NaN with lines lc rgb '%s' lw 4 title '%s%s' "
+			        "noenhanced",
+			        discipline_color[d], fb_doc_discipline_name[d],
+			        d == 0                        ? " (inside)"
+			        : d == FB_DOC_DISCIPLINES - 1 ? " (outside)"
+			                                      : "");
 	fprintf(g, "\n");
 }
 
 /* ---- the charts ---- */
 
 typedef int (*chart_fn)(const pdoc *pd, FILE *g, int *w, int *h, char *why, size_t len);
+
+/* A per-discipline chart's width: wider for many series, whose key is
+ * wider too. */
+static int key_width(const pdoc *pd)
+{
+	series s[MAX_SERIES];
+	return make_series(pd, X_THREADS, s, MAX_SERIES) > 2 ? 1300 : 1100;
+}
 
 static bool threads_sweep(const pdoc *pd, char *why, size_t len)
 {
@@ -447,11 +502,11 @@ static const char *same_workers_note = "The three stores are driven by the same 
 
 static int chart_throughput(const pdoc *pd, FILE *g, int *w, int *h, char *why, size_t len)
 {
-	*w = 1100; /* the key sits outside, on the right */
 	(void)h;
 	if (!threads_sweep(pd, why, len))
 		return 1;
-	frame(g, pd, "Throughput against worker threads",
+	*w = key_width(pd); /* the key sits outside, on the right */
+	frame(g, pd, *w, "Throughput against worker threads",
 	      coincide(pd, "throughput_ops_s") ? same_workers_note : NULL);
 	per_discipline(g, pd, "throughput_ops_s", "run.floor_pipeline_ops_s", U_COUNT,
 	               "throughput (ops/s, all keys)");
@@ -460,11 +515,11 @@ static int chart_throughput(const pdoc *pd, FILE *g, int *w, int *h, char *why, 
 
 static int chart_cycle_p99(const pdoc *pd, FILE *g, int *w, int *h, char *why, size_t len)
 {
-	*w = 1100; /* the key sits outside, on the right */
 	(void)h;
 	if (!threads_sweep(pd, why, len))
 		return 1;
-	frame(g, pd, "Cycle latency p99 against worker threads",
+	*w = key_width(pd); /* the key sits outside, on the right */
+	frame(g, pd, *w, "Cycle latency p99 against worker threads",
 	      coincide(pd, "latency_ns.cycle.p99") ? same_workers_note : NULL);
 	per_discipline(g, pd, "latency_ns.cycle.p99", NULL, U_NS,
 	               "cycle latency p99 (acquire .. release)");
@@ -559,7 +614,7 @@ static int chart_latency(const pdoc *pd, FILE *g, int *w, int *h, char *why, siz
 		         every);
 	spectrum_data(g, pd, &lo, &hi);
 	if (pd->kind == FB_DOC_RUN) {
-		frame(g, pd, "Latency percentiles: acquire, write and the whole cycle", note);
+		frame(g, pd, *w, "Latency percentiles: acquire, write and the whole cycle", note);
 		percentile_axis(g);
 		value_axis(g, "y", U_NS, lo, hi);
 		fprintf(g, "set ylabel 'latency'\nset key top left Left reverse\nplot ");
@@ -574,22 +629,37 @@ static int chart_latency(const pdoc *pd, FILE *g, int *w, int *h, char *why, siz
 	}
 	/* A sweep: one panel per phase on a shared latency axis, a line per
 	 * row, coloured by thread count (or pause rate), shaped by the rest. */
-	*w = 1500;
+	/* the key a column of its own right of the three panels (inside the
+	 * first, it covered its lines), as wide as its longest label */
+	size_t longest = 0;
+	for (size_t r = 0; r < pd->n; r++) {
+		char label[192];
+		describe(pd, &pd->rows[r], -1, label, sizeof label);
+		longest = strlen(label) > longest ? strlen(label) : longest;
+	}
+	int key_px = 110 + (int)longest * 8;
+	*w = 1440 + key_px;
 	*h = 620;
+	double right = 1440.0 / *w;
 	xkey primary = pd->vary_threads ? X_THREADS : X_PAUSE;
 	double pv[64];
 	size_t np = distinct(pd, primary, pv, 64);
-	frame(g, pd, "Latency percentiles: acquire, write and cycle, a line per sweep row", note);
-	fprintf(g, "set tmargin\nset bmargin\n"
-	           "set multiplot layout 1,3 margins 0.075,0.985,0.16,0.80 spacing 0.045,0\n");
+	frame(g, pd, *w, "Latency percentiles: acquire, write and cycle, a line per sweep row",
+	      note);
+	fprintf(g,
+	        "set tmargin\nset bmargin\n"
+	        "set multiplot layout 1,3 margins 0.06,%.3f,0.16,0.80 spacing 0.04,0\n",
+	        right - 0.01);
 	percentile_axis(g);
 	value_axis(g, "y", U_NS, lo, hi);
 	series others[MAX_SERIES];
 	size_t nothers = make_series(pd, primary, others, MAX_SERIES);
 	for (size_t f = 0; f < 3; f++) {
 		if (f == 0) {
-			fprintf(g, "set ylabel 'latency'\nset key top left Left reverse font "
-			           "',10.5'\n");
+			fprintf(g,
+			        "set ylabel 'latency'\nset key at screen %.3f, screen 0.80 left "
+			        "top Left reverse font ',10.5'\n",
+			        right + 0.005);
 			fprintf(g, "set title '{/:Bold acquire}' font ',14' offset 0,-0.4\n");
 		} else {
 			fprintf(g, "unset ylabel\nunset key\nunset label\n");
@@ -689,7 +759,7 @@ static int chart_corruption(const pdoc *pd, FILE *g, int *w, int *h, char *why, 
 		}
 		fprintf(g, "EOD\n");
 	}
-	frame(g, pd, "Corruption against pause rate",
+	frame(g, pd, *w, "Corruption against pause rate",
 	      "Counts over each run; a zero sits on the 0 tic below 1. "
 	      "Fenced must stay at 0: anything else is a bug.");
 	if (logx)
@@ -940,7 +1010,7 @@ static int chart_timeseries(const pdoc *pd, FILE *g, int *w, int *h, char *why, 
 		return 1;
 	*w = 1100; /* the keys sit outside, on the right */
 	*h = 1000;
-	frame(g, pd, "Over time: throughput, stale writes accepted and updates lost",
+	frame(g, pd, *w, "Over time: throughput, stale writes accepted and updates lost",
 	      "Each line ends at the run's totals, counted once the writes in flight had "
 	      "landed. Fenced must stay at 0: anything else is a bug.");
 	double hi[2] = {0, 0}, end = 0;
@@ -1038,7 +1108,9 @@ static void describe_setup(pdoc *pd)
 		ADD(" (%s)", s);
 	if (cfg_num(pd, "ttl_ms", &v))
 		ADD("  ·  ttl %g ms", v);
-	if (has_fault(pd, "pause")) {
+	if (has_fault(pd, "pause") && !pd->vary_pause && cfg_num(pd, "pause_rate", &v) && v == 0) {
+		ADD("  ·  no pauses"); /* a size and a place of none mean nothing */
+	} else if (has_fault(pd, "pause")) {
 		if (!pd->vary_pause && cfg_num(pd, "pause_rate", &v))
 			ADD("  ·  pauses %g/s", v);
 		else

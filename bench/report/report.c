@@ -27,6 +27,13 @@ static const char *dur(char *buf, size_t len, uint64_t ns)
 /* "1 thread", "2 threads": words that add up */
 #define PL(n, one, many) ((n) == 1 ? (one) : (many))
 
+/* A run above its floor pipeline: the floor is then no bound for that
+ * configuration, and the line says so rather than call it a floor. */
+#define FLOOR_NO_BOUND                                                                             \
+	"; above 1: no bound for this run (the pipeline's threads all run flat out and "           \
+	"contend on every step; this run's also waited and slept, contending less, or the "        \
+	"machine was busier while the floor ran)"
+
 void fb_report_open(fb_report *rp, const fb_config *cfg)
 {
 	memset(rp, 0, sizeof *rp);
@@ -410,6 +417,8 @@ static long long g_indeterminate(const fb_mode_result *m, fb_discipline d)
 /* One latency line: the --percentiles and the max. */
 static void lat(FILE *out, const fb_config *cfg, const char *name, const fb_hist *h)
 {
+	if (!h->count)
+		return; /* percentiles of nothing are not 0 */
 	fprintf(out, "  %-8s", name);
 	for (uint32_t i = 0; i < cfg->n_percentiles; i++)
 		fprintf(out, " p%.10g %s ", cfg->percentiles[i],
@@ -596,23 +605,46 @@ static void print_performance(FILE *out, const fb_results *res)
 {
 	const fb_config *cfg = res->cfg;
 	double tput = throughput(res);
+	if (res->unmeasured) {
+		/* the warm-up's cycles are no measurement: no rate, no latency */
+		char w[32];
+		fb_format_duration(w, sizeof w, cfg->warmup_ns);
+		fprintf(out,
+		        "nothing measured: interrupted %.2fs into the %s --warmup, before the "
+		        "measured window began (no throughput, no latency; the counts above "
+		        "cover the warm-up)\n\n",
+		        res->warmed_s, w);
+		return;
+	}
 	if (res->sim.deterministic)
 		fprintf(out, "ops %s in %s of virtual time: %s ops/s (virtual)", G(res->ops),
 		        D(res->sim.virtual_ns), G(tput));
 	else
 		fprintf(out, "ops %s in %.2fs: %s ops/s", G(res->ops), res->elapsed_s, G(tput));
+	/* Time outside the window asked for, when it is not small beside it:
+	 * 16k threads take seconds to start and to join, and the rate above
+	 * is over elapsed, which counts the joining. */
+	double window = (double)cfg->duration_ns / 1e9;
+	if (!res->sim.deterministic && (res->startup_s > fmax(0.001, window / 20) ||
+	                                res->stopping_s > fmax(0.001, window / 20)))
+		fprintf(out, " (%.2fs before it starting %s%u %s; %.2fs of it stopping them)",
+		        res->startup_s, res->remote ? "the engines and " : "", cfg->threads,
+		        PL(cfg->threads, "worker", "workers"), res->stopping_s);
 	if (res->floor_ops_s > 0)
-		fprintf(out, " = %.2f x the floor pipeline's %s ops/s (%s fence, %u %s)",
+		fprintf(out, " = %.2f x the floor pipeline's %s ops/s (%s fence, %u %s)%s",
 		        tput / res->floor_ops_s, G(res->floor_ops_s),
 		        fb_fence_source_name(cfg->fence), cfg->threads,
-		        PL(cfg->threads, "thread", "threads"));
+		        PL(cfg->threads, "thread", "threads"),
+		        tput > res->floor_ops_s ? FLOOR_NO_BOUND : "");
 	fprintf(out,
 	        "\ncontention: %s acquires found the lease held, %.3f CAS retries/op, %s fences "
 	        "minted and never used; fairness %.2f%s\n",
 	        G(res->contended), res->ops ? (double)res->cas_retries / (double)res->ops : 0.0,
 	        G(res->wasted_fences), fairness(res), starved(res) ? " ??? (starvation)" : "");
-	fprintf(out, "latency%s, 1 cycle in %u timed (%s samples):\n",
-	        res->sim.deterministic ? " (virtual)" : "", cfg->sample, G(res->cycle.count));
+	fprintf(out, "latency%s, 1 cycle in %u timed (%s %s)%s\n",
+	        res->sim.deterministic ? " (virtual)" : "", cfg->sample, G(res->cycle.count),
+	        PL(res->cycle.count, "sample", "samples"),
+	        res->cycle.count ? ":" : ": no cycle was timed, so no percentile to show");
 	lat(out, cfg, "cycle", &res->cycle);
 	lat(out, cfg, "acquire", &res->acquire);
 	lat(out, cfg, "write", &res->write);
@@ -1027,6 +1059,10 @@ static json_object *j_run(const fb_results *res)
 {
 	json_object *run = json_object_new_object();
 	json_object_object_add(run, "ops", j_u(res->ops));
+	/* false: a stop signal in the warm-up; ops and rates measure nothing */
+	json_object_object_add(run, "measured", json_object_new_boolean(!res->unmeasured));
+	json_object_object_add(run, "startup_s", json_object_new_double(res->startup_s));
+	json_object_object_add(run, "stopping_s", json_object_new_double(res->stopping_s));
 	json_object_object_add(run, "wasted_fences", j_u(res->wasted_fences));
 	json_object_object_add(run, "checker_stalls", j_u(res->checker_stalls));
 	json_object_object_add(run, "pauses_cut_short", j_u(res->pause_cut_short));
@@ -1195,14 +1231,15 @@ static json_object *j_document(const fb_report *rp, const fb_results *res, int e
  * plotting tools read: Value (here microseconds), Percentile, TotalCount,
  * 1/(1-Percentile), reported at 5 ticks per halving of the distance to 100%.
  */
-static int write_hdr(const char *path, const fb_hist *h)
+/* One histogram's file, written into out (begun here, committed by the
+ * caller). 0, or -1 with errno set and nothing begun. */
+static int write_hdr(const char *path, const fb_hist *h, fb_outfile_stream *out)
 {
 	fb_outfile o;
-	fb_outfile_stream out;
 	char why[300];
-	if (fb_outfile_check(path, &o, why, sizeof why) || fb_outfile_begin(&o, &out))
+	if (fb_outfile_check(path, &o, why, sizeof why) || fb_outfile_begin(&o, out))
 		return -1;
-	FILE *f = out.f;
+	FILE *f = out->f;
 	/* the unit, for readers other than HdrHistogram's own plotter */
 	fprintf(f, "# fencebench %s latency, Value in microseconds\n", path);
 	fprintf(f, "%12s %14s %10s %14s\n\n", "Value", "Percentile", "TotalCount",
@@ -1242,24 +1279,41 @@ static int write_hdr(const char *path, const fb_hist *h)
 	        (unsigned long long)h->count);
 	fprintf(f, "#[Buckets = %12d, SubBuckets     = %12d]\n", FB_HIST_BUCKETS,
 	        1 << FB_HIST_SUB_BITS);
-	return fb_outfile_commit(&out);
+	return 0;
 }
 
+/* The three files are one set: each written and flushed before any is
+ * named, so a disk that fills leaves none of them rather than some. */
 int fb_report_hdr(const char *prefix, const fb_results *res)
 {
 	static const char *const names[] = {"acquire", "write", "cycle"};
 	const fb_hist *h[] = {&res->acquire, &res->write, &res->cycle};
-	for (int i = 0; i < 3; i++) {
-		char path[4096];
-		snprintf(path, sizeof path, "%s.%s.hdr", prefix, names[i]);
-		if (write_hdr(path, h[i])) {
-			fprintf(stderr,
-			        "fencebench: --hdr-file: cannot write '%s': errno=%d (%s)\n", path,
-			        errno, strerror(errno));
-			return -1;
-		}
+	fb_outfile_stream out[3];
+	char path[3][4096];
+	int begun = 0, named = 0, bad = -1;
+	for (int i = 0; i < 3 && bad < 0; i++) {
+		snprintf(path[i], sizeof path[i], "%s.%s.hdr", prefix, names[i]);
+		if (write_hdr(path[i], h[i], &out[i]))
+			bad = i;
+		else if (begun++, fflush(out[i].f) || ferror(out[i].f))
+			bad = i;
 	}
-	return 0;
+	for (int i = 0; i < 3 && bad < 0; i++)
+		if (fb_outfile_commit(&out[i]))
+			bad = i; /* a rename or a sync: those before it are named */
+		else
+			named++;
+	int e = errno;
+	for (int i = 0; i < begun; i++)
+		if (out[i].f)
+			fb_outfile_abandon(&out[i]);
+	if (bad < 0)
+		return 0;
+	fprintf(stderr,
+	        "fencebench: --hdr-file: cannot write '%s': errno=%d (%s); %s of the three "
+	        "files written\n",
+	        path[bad], e, strerror(e), named ? "some" : "none");
+	return -1;
 }
 
 /* An output written where it goes, saying on stderr what failed. */
@@ -1324,17 +1378,32 @@ static int emit_text(fb_report *rp, const doc_text *t)
 		fprintf(stderr, "fencebench: %s; no results written there\n", rp->dir_error);
 		rc = -1;
 	} else {
-		if (write_out(NULL, rp->json_path, t))
-			rc = -1;
+		/* The JSON and the CSV are one run's pair: a CSV is not left
+		 * without its JSON, and whatever of the pair is lost is said,
+		 * naming the option whose directory could not take it. */
+		FILE *say = rp->cfg->deterministic ? stderr : stdout; /* same stdout a seed */
 		rp->csv = NULL;
-		if (fb_outfile_commit(&rp->csv_out)) {
-			fprintf(stderr, "fencebench: cannot write '%s': errno=%d (%s)\n",
-			        rp->csv_path, errno, strerror(errno));
+		if (put_text(rp->json_path, t)) {
+			int e = errno;
+			fb_outfile_abandon(&rp->csv_out);
+			fprintf(stderr,
+			        "fencebench: -o/--results-dir: cannot write '%s': errno=%d (%s); "
+			        "neither this run's JSON nor its CSV is in '%s'%s\n",
+			        rp->json_path, e, strerror(e), rp->cfg->results_dir,
+			        rp->cfg->json_path ? ""
+			                           : " (the summary above is all that is kept)");
 			rc = -1;
+		} else if (fb_outfile_commit(&rp->csv_out)) {
+			fprintf(stderr,
+			        "fencebench: -o/--results-dir: cannot write '%s': errno=%d (%s); "
+			        "the "
+			        "JSON is written without it\n",
+			        rp->csv_path, errno, strerror(errno));
+			fprintf(say, "results: %s\n", rp->json_path);
+			rc = -1;
+		} else {
+			fprintf(say, "results: %s  %s\n", rp->json_path, rp->csv_path);
 		}
-		if (rc == 0) /* stdout of a deterministic run stays the same for a seed */
-			fprintf(rp->cfg->deterministic ? stderr : stdout, "results: %s  %s\n",
-			        rp->json_path, rp->csv_path);
 		fflush(stdout);
 	}
 	if (rp->cfg->json_path && write_out("--json", rp->cfg->json_path, t))
@@ -1410,14 +1479,19 @@ void fb_report_seed_line(FILE *out, const fb_results *res)
 
 void fb_report_sweep_line(FILE *out, const fb_config *row, const fb_results *res, bool first)
 {
+	static bool said_above; /* the note under the first row above its floor */
+	if (first)
+		said_above = false;
 	if (first)
 		fprintf(out, "%7s %-8s %-12s %7s %12s %7s %10s %10s %10s %14s %6s\n", "threads",
 		        "fence", "dist", "pause/s", "ops/s", "x floor", "cycle p99", "fenced",
 		        "wf lost", "unfenced stale", "agree");
 	char dist[64], fr[16] = "-";
 	fb_dist_format(dist, sizeof dist, &row->dist);
+	bool above = res->floor_ops_s > 0 && throughput(res) > res->floor_ops_s;
 	if (res->floor_ops_s > 0)
-		snprintf(fr, sizeof fr, "%.2f", throughput(res) / res->floor_ops_s);
+		snprintf(fr, sizeof fr, "%.2f%s", throughput(res) / res->floor_ops_s,
+		         above ? "*" : "");
 	const fb_mode_result *f = &res->mode[FB_FENCED], *w = &res->mode[FB_WRITE_FENCED],
 	                     *u = &res->mode[FB_UNFENCED];
 	bool agree = (!f->on || f->checker_agrees) && (!w->on || w->checker_agrees) &&
@@ -1434,6 +1508,9 @@ void fb_report_sweep_line(FILE *out, const fb_config *row, const fb_results *res
 	                               : "safe",
 	        w->on ? G(w->lost_updates) : "-", u->on ? G(u->stale_accepted) : "-",
 	        agree ? "yes" : "NO");
+	if (above && !said_above)
+		fprintf(out, "        *%s\n", FLOOR_NO_BOUND);
+	said_above |= above;
 	fflush(out);
 }
 

@@ -136,6 +136,14 @@ static int erased_at(const fb_first_corruption *fc)
 	return -1;
 }
 
+/* Whether A's injected pause spanned its lease's expiry: only then is it
+ * what made A late (true where the expiry is not known). */
+static bool pause_spans_expiry(const fb_first_corruption *fc)
+{
+	return !fc->expires_at ||
+	       (fc->fault_at <= fc->expires_at && fc->fault_at + fc->fault_ns >= fc->expires_at);
+}
+
 /* A, the fault, A's lease running out. */
 static void tell_writer(timeline *tl, const fb_first_corruption *fc)
 {
@@ -146,9 +154,28 @@ static void tell_writer(timeline *tl, const fb_first_corruption *fc)
 	char d[32];
 	if (fc->fault == FB_FAULT_PAUSE && fc->fault_ns) {
 		fb_format_duration(d, sizeof d, fc->fault_ns);
-		add(tl, true, ms(fc, fc->fault_at), "w%u paused %s (injected, %s)", fc->writer, d,
-		    fc->fault_where == FB_AT_TRAPPED ? "caught by a takeover trap"
-		                                     : fb_fault_at_names[fc->fault_where]);
+		const char *where = fc->fault_where == FB_AT_TRAPPED
+		                            ? "caught by a takeover trap"
+		                            : fb_fault_at_names[fc->fault_where];
+		uint64_t end = fc->fault_at + fc->fault_ns;
+		/* A pause caused the expiry only if the lease ran out during it:
+		 * one that ended before, or began after, did not make A late. */
+		if (pause_spans_expiry(fc))
+			add(tl, true, ms(fc, fc->fault_at), "w%u paused %s (injected, %s)",
+			    fc->writer, d, where);
+		else {
+			bool before = end < fc->expires_at;
+			add(tl, true, ms(fc, fc->fault_at),
+			    "w%u paused %s (injected, %s); it %s %.3f ms, %s its lease expired: "
+			    "not "
+			    "the cause",
+			    fc->writer, d, where, before ? "ended at" : "began at",
+			    ms(fc, before ? end : fc->fault_at), before ? "before" : "after");
+			add(tl, false, 0,
+			    "no injected fault spanned w%u's expiry: the machine itself held it "
+			    "back past its lease (the scheduler, or the lease service)",
+			    fc->writer);
+		}
 	} else if (fc->fault == FB_FAULT_DELAY) {
 		fb_format_duration(d, sizeof d, fc->fault_ns);
 		add(tl, true, ms(fc, fc->fault_at),
@@ -249,10 +276,12 @@ static void print_one(FILE *out, const fb_results *res, const fb_first_corruptio
 	else if (fc->newer_written && fc->wrote_at < fc->newer_wrote_at)
 		/* its clock was read as it was sent, and a pause fell before
 		 * it reached the store: it landed after the newer write */
+		/* the pause is named only where one was injected into the cycle */
 		add(&tl, true, ms(fc, fc->newer_wrote_at),
-		    "w%u's write with fence %llu, sent at %.3f ms, lands (a pause held it between "
-		    "the send and the store):",
-		    fc->writer, (unsigned long long)fc->fence, ms(fc, fc->wrote_at));
+		    "w%u's write with fence %llu, sent at %.3f ms, lands (%s held it between the "
+		    "send and the store):",
+		    fc->writer, (unsigned long long)fc->fence, ms(fc, fc->wrote_at),
+		    fc->fault == FB_FAULT_PAUSE && fc->fault_ns ? "a pause" : "the machine");
 	else
 		add(&tl, true, ms(fc, fc->wrote_at), "%sw%u%s with fence %llu:",
 		    fc->fault == FB_FAULT_DELAY ? "the network delivers " : "", fc->writer,
@@ -381,6 +410,9 @@ static json_object *j_story(const fb_results *res, const fb_first_corruption *fc
 			                fc->fault_where == FB_AT_TRAPPED
 			                        ? "trapped"
 			                        : fb_fault_at_names[fc->fault_where]));
+		if (fc->fault == FB_FAULT_PAUSE && fc->fault_ns)
+			json_object_object_add(f, "spans_expiry",
+			                       json_object_new_boolean(pause_spans_expiry(fc)));
 		json_object_object_add(f, "began_ms", j_ms(fc, fc->fault_at));
 		json_object_object_add(
 		        f, "lasted_ms",

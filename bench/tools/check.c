@@ -365,7 +365,7 @@ static json_object *j_verdict(check *c, const fb_history_verdict *v, int d,
 	return o;
 }
 
-/* The document: schema 1, kind "check", the store, the run's meta, per
+/* The document: schema FB_DOC_SCHEMA (2), kind "check", the store, the run's meta, per
  * discipline the numbers and the verdict, the total, the exit code. */
 static int write_json(check *c, int code)
 {
