@@ -500,7 +500,7 @@ static void test_a_log_held_by_a_missing_version_is_bounded(void **state)
 	check_eq(fb_feed_create(1, 4, cs, false, &f), FB_OK, "a feed of one 4-record log");
 	ticking clk = {{"ticking", tick_now}, 0};
 	stuck_seen seen = {0};
-	fb_feed_bound(f, &seen.abort, &clk.base, 5 * MS, on_stuck, &seen);
+	fb_feed_bound(f, &seen.abort, NULL, &clk.base, 5 * MS, on_stuck, &seen);
 	fb_feed_log *log = fb_feed_log_of(f, 0);
 	uint64_t stalls = 0;
 	uint16_t v = 2; /* version 1 never arrives */
@@ -600,7 +600,7 @@ static void test_a_producer_waiting_for_room_is_woken_and_walked(void **state)
 		fb_feed *f;
 		check_eq(fb_feed_create(2, 2, cs, false, &f), FB_OK, "two logs of 2");
 		_Atomic int never = 0;
-		fb_feed_bound(f, &never, fb_clock_monotonic(), UINT64_C(60000) * MS, NULL, NULL);
+		fb_feed_bound(f, &never, NULL, fb_clock_monotonic(), UINT64_C(60000) * MS, NULL, NULL);
 		check_eq(fb_feed_start(f), FB_OK, "its thread");
 		waiter w = {fb_feed_log_of(f, 1), true, 0};
 		pthread_t th;

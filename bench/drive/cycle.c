@@ -96,15 +96,15 @@ void fb_env_failed(fb_env *e, const char *what, const char *why)
 			snprintf(e->failure, sizeof e->failure, "%s: %s", what, why);
 	}
 	fb_env_stop(e);
-	/* writers waiting for room in their logs look at the flag now */
-	if (e->feed)
-		fb_feed_wake(e->feed);
 }
 
 void fb_env_stop(fb_env *e)
 {
 	atomic_store_explicit(&e->stop, 1, memory_order_release);
 	fb_sleep_wake(&e->stop);
+	/* writers waiting for room in their logs look at the flags now */
+	if (e->feed)
+		fb_feed_wake(e->feed);
 }
 
 void fb_worker_init(fb_worker *w, fb_env *e, uint16_t id)
@@ -1024,8 +1024,13 @@ static HOT fb_step op_release(fb_worker *w)
 
 bool fb_cycle_commit(fb_env *e, fb_feed_log *log, const fb_check_rec *c, uint64_t *stalls)
 {
-	if (!fb_feed_slot(log) && !fb_feed_room(log, e->blocking, stalls))
-		return false; /* the simulator tries later; a wait given up: the run failed */
+	if (!fb_feed_slot(log) && !fb_feed_room(log, e->blocking, stalls)) {
+		/* the run stopped: the last pass takes it from the spill */
+		fb_check_rec *kept = e->blocking ? fb_feed_spill(log) : NULL;
+		if (kept)
+			*kept = *c;
+		return kept; /* the simulator tries later; a wait given up: the run failed */
+	}
 	*fb_feed_slot(log) = *c;
 	fb_feed_put(log);
 	fb_feed_publish(log);
@@ -1041,18 +1046,23 @@ static HOT fb_step op_commit(fb_worker *w)
 	fb_feed_log *log = w->log;
 	while (w->i < w->ntodo) {
 		fb_check_rec *slot = fb_feed_slot(log);
+		bool kept = false;
 		if (!slot) {
 			if (fb_feed_room(log, e->blocking, &w->stalls))
 				continue;
 			if (!e->blocking)
 				return (fb_step){FB_YIELD, 0};
-			break; /* the wait was given up: the run has failed */
+			/* the run stopped: the rest to the spill, for the last pass */
+			if (!(slot = fb_feed_spill(log)))
+				break; /* the wait was given up: the run has failed */
+			kept = true;
 		}
 		*slot = w->todo[w->i++];
 		/* a resent write's first copy: what that copy did at each store */
 		memcpy(slot->outcome, w->resend && !slot->resent ? w->outcome0 : w->outcome,
 		       sizeof slot->outcome);
-		fb_feed_put(log);
+		if (!kept)
+			fb_feed_put(log);
 	}
 	if (w->ntodo)
 		fb_feed_publish(log);

@@ -219,7 +219,7 @@ static fb_err open_checks(fb_env *e, bool blocking)
 	if (fb_feed_create(cfg->threads + 1, cap, e->checker, blocking, &e->feed))
 		return FB_ENOMEM;
 	/* longer than any fault can hold a version back */
-	fb_feed_bound(e->feed, &e->failed, e->fast, longest_wait(cfg), walk_stuck, e);
+	fb_feed_bound(e->feed, &e->failed, &e->stop, e->fast, longest_wait(cfg), walk_stuck, e);
 	e->net_log = fb_feed_log_of(e->feed, cfg->threads);
 	return FB_OK;
 }

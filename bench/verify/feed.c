@@ -19,18 +19,23 @@
 #define NAP_MAX (2 * 1000 * 1000)
 #define NAP_0   (200 * 1000)
 
-/* A producer waiting for room looks at the abort flag at least this often. */
-#define ROOM_NAP (10 * 1000 * 1000)
+/* A producer waiting for room is woken when its log gets some, or when
+ * the run fails or stops (fb_feed_wake); it looks again this often all
+ * the same. Not much more often: at thousands of waiters, every look is
+ * a pass and a context switch. */
+#define ROOM_NAP (100 * 1000 * 1000)
 
 struct fb_feed {
 	fb_feed_log *logs;
 	fb_check_rec *rings;
 	uint32_t n, cap;
-	fb_checker *checker[4]; /* by discipline; NULL: not checked (and the 4th) */
+	uint32_t *moved, nmoved; /* a pass's logs whose tails moved: the consumer's */
+	_Atomic uint64_t *kick;  /* a bit a log whose waiting producer has room */
+	fb_checker *checker[4];  /* by discipline; NULL: not checked (and the 4th) */
 	bool signals;
 	_Atomic int busy; /* the consumer's lock */
 	/* the bound */
-	const _Atomic int *abort;
+	const _Atomic int *abort, *stop_run;
 	const fb_clock *clk;
 	uint64_t max_wait;
 	void (*stuck)(void *ctx, uint32_t key, int d);
@@ -71,7 +76,10 @@ fb_err fb_feed_create(uint32_t producers, uint32_t cap, fb_checker *const *check
 		return FB_ENOMEM;
 	f->logs = aligned_alloc(FB_PAD_LINE, (size_t)producers * sizeof *f->logs);
 	f->rings = aligned_alloc(FB_CACHE_LINE, (size_t)producers * cap * sizeof *f->rings);
-	if (!f->logs || !f->rings) {
+	/* a log moves at most twice a pass: drained, then unstuck */
+	f->moved = malloc((size_t)producers * 2 * sizeof *f->moved);
+	f->kick = calloc((producers + 63) / 64, sizeof *f->kick);
+	if (!f->logs || !f->rings || !f->moved || !f->kick) {
 		fb_feed_destroy(f);
 		return FB_ENOMEM;
 	}
@@ -105,15 +113,22 @@ void fb_feed_destroy(fb_feed *f)
 	if (!f)
 		return;
 	fb_feed_stop(f);
+	if (f->logs)
+		for (uint32_t i = 0; i < f->n; i++)
+			free(f->logs[i].spill);
+	free(f->moved);
+	free(f->kick);
 	free(f->logs);
 	free(f->rings);
 	free(f);
 }
 
-void fb_feed_bound(fb_feed *f, const _Atomic int *abort, const fb_clock *clk, uint64_t max_wait_ns,
+void fb_feed_bound(fb_feed *f, const _Atomic int *abort, const _Atomic int *stop,
+                   const fb_clock *clk, uint64_t max_wait_ns,
                    void (*stuck)(void *ctx, uint32_t key, int d), void *ctx)
 {
 	f->abort = abort;
+	f->stop_run = stop;
 	f->clk = clk;
 	f->max_wait = max_wait_ns;
 	f->stuck = stuck;
@@ -158,6 +173,20 @@ static void held(fb_feed *f, fb_feed_log *l, const fb_check_rec *r)
 		f->stuck(f->stuck_ctx, r->key, r->d);
 }
 
+/* The last pass (every producer done): what a log spilled follows it. */
+static uint64_t drain_spill(fb_feed *f, fb_feed_log *l)
+{
+	uint32_t s0 = l->spilled;
+	while (l->spilled < l->nspill) {
+		const fb_check_rec *r = &l->spill[l->spilled];
+		fb_checker *c = f->checker[r->d & 3];
+		if (c && fb_checker_place(c, r) == FB_CHECK_LATER)
+			break;
+		l->spilled++;
+	}
+	return l->spilled - s0;
+}
+
 /* Take what one log has published, as far as the walks let it. */
 static uint64_t drain_log(fb_feed *f, fb_feed_log *l)
 {
@@ -187,7 +216,15 @@ static uint64_t drain_log(fb_feed *f, fb_feed_log *l)
 		/* release: the slots are read; the producer may fill them */
 		atomic_store_explicit(&l->tail, t, memory_order_release);
 	}
+	if (!blocked && f->settle_all)
+		n += drain_spill(f, l);
 	return n;
+}
+
+/* What the last pass has still to take from l's spill (0 before it). */
+static uint32_t spill_left(const fb_feed *f, const fb_feed_log *l)
+{
+	return f->settle_all ? l->nspill - l->spilled : 0;
 }
 
 /*
@@ -210,22 +247,28 @@ static uint64_t unstick(fb_feed *f)
 	uint64_t elsewhere = (uint64_t)f->n * (2 * FB_DISCIPLINES) + fb_checker_in_flight(f->n);
 	for (uint32_t i = 0; i < f->n; i++)
 		elsewhere += atomic_load_explicit(&f->logs[i].published, memory_order_acquire) -
-		             f->logs[i].taken;
+		             f->logs[i].taken + spill_left(f, &f->logs[i]);
 	uint64_t n = 0;
 	for (uint32_t i = 0; i < f->n; i++) {
 		fb_feed_log *l = &f->logs[i];
-		if (l->taken == l->held)
+		bool spilled = l->taken == l->held;
+		if (spilled && !spill_left(f, l))
 			continue;
-		const fb_check_rec *r = &l->ring[l->cslot];
+		const fb_check_rec *r = spilled ? &l->spill[l->spilled] : &l->ring[l->cslot];
 		fb_checker *c = f->checker[r->d & 3];
 		if (!c || !fb_checker_take_behind(c, r, elsewhere))
 			continue;
+		n++;
+		if (spilled) {
+			l->spilled++;
+			continue;
+		}
 		if (++l->cslot == f->cap)
 			l->cslot = 0;
 		l->taken++;
 		/* release: the slot is read; the producer may fill it */
 		atomic_store_explicit(&l->tail, l->taken, memory_order_release);
-		n++;
+		f->moved[f->nmoved++] = i;
 	}
 	return n;
 }
@@ -237,11 +280,14 @@ static uint64_t pass_locked(fb_feed *f, uint64_t *fullest_out)
 	uint64_t n = 0, fullest = 0;
 	for (uint32_t i = 0; i < f->n; i++) {
 		fb_feed_log *l = &f->logs[i];
-		uint64_t before =
-		        atomic_load_explicit(&l->published, memory_order_relaxed) - l->taken;
+		uint64_t before = atomic_load_explicit(&l->published, memory_order_relaxed) -
+		                  l->taken + spill_left(f, l);
 		if (before > fullest)
 			fullest = before;
-		n += drain_log(f, l);
+		uint64_t m = drain_log(f, l);
+		if (m)
+			f->moved[f->nmoved++] = i;
+		n += m;
 	}
 	*fullest_out = fullest;
 	/* an ordered checker walks what it holds once its writes are in hand */
@@ -251,15 +297,40 @@ static uint64_t pass_locked(fb_feed *f, uint64_t *fullest_out)
 	if (!n && fullest)
 		n = unstick(f);
 	n += settled;
-	if (!n)
-		return 0;
+	/* Only a log whose tail moved has room its producer may wait for:
+	 * waking every waiter on any progress is, at thousands of them, a
+	 * herd of context switches that each find their log still full. A
+	 * walk freed by settle moves tails on the next pass. The wakes
+	 * themselves come after the lock (kicks): a consumer that wakes
+	 * thousands under it is preempted by them, and the walk waits. */
+	if (!f->nmoved)
+		return n;
 	/* seq_cst: the tails stored before the waiting flags are read; pairs
 	 * with a waiter's seq_cst flag and its load of the tail */
 	atomic_thread_fence(memory_order_seq_cst);
-	for (uint32_t i = 0; i < f->n; i++)
+	for (uint32_t j = 0; j < f->nmoved; j++) {
+		uint32_t i = f->moved[j];
 		if (atomic_load_explicit(&f->logs[i].waiting, memory_order_relaxed))
-			wake(&f->logs[i]);
+			/* relaxed: the bit names a log; wake()'s seq orders the rest */
+			atomic_fetch_or_explicit(&f->kick[i / 64], UINT64_C(1) << (i % 64),
+			                         memory_order_relaxed);
+	}
+	f->nmoved = 0;
 	return n;
+}
+
+/* Wake the producers kicked: each bit taken by one waker, after the lock. */
+static void kicks(fb_feed *f)
+{
+	for (uint32_t w = 0; w < (f->n + 63) / 64; w++) {
+		if (!atomic_load_explicit(&f->kick[w], memory_order_relaxed))
+			continue;
+		uint64_t bits = atomic_exchange_explicit(&f->kick[w], 0, memory_order_relaxed);
+		while (bits) {
+			wake(&f->logs[w * 64 + (uint32_t)__builtin_ctzll(bits)]);
+			bits &= bits - 1;
+		}
+	}
 }
 
 static bool trylock(fb_feed *f)
@@ -280,6 +351,7 @@ static bool pass(fb_feed *f, uint64_t *n, uint64_t *fullest)
 		return false;
 	*n = pass_locked(f, fullest);
 	unlock(f);
+	kicks(f);
 	return true;
 }
 
@@ -306,6 +378,13 @@ static void help(fb_feed *f)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+static bool flagged(const _Atomic int *flag)
+{
+	/* relaxed: a flag to look at; fb_feed_wake's fence orders it against
+	 * the waiting flag */
+	return flag && atomic_load_explicit(flag, memory_order_relaxed);
+}
+
 bool fb_feed_room(fb_feed_log *l, bool wait, uint64_t *stalls)
 {
 	fb_feed *f = l->feed;
@@ -315,8 +394,14 @@ bool fb_feed_room(fb_feed_log *l, bool wait, uint64_t *stalls)
 		help(f);
 		if (fb_feed_slot(l))
 			return true;
-		if (!wait || (f->abort && atomic_load_explicit(f->abort, memory_order_relaxed)))
+		if (!wait || flagged(f->abort))
 			return false;
+		if (flagged(f->stop_run)) {
+			/* the run is over: no wait for a walk that may need the
+			 * other producers' last records; the last pass takes these */
+			l->spilling = true;
+			return false;
+		}
 		if (!counted) {
 			(*stalls)++;
 			counted = true;
@@ -326,16 +411,36 @@ bool fb_feed_room(fb_feed_log *l, bool wait, uint64_t *stalls)
 		 * consumer's fence between its tail stores and the flags */
 		atomic_store_explicit(&l->waiting, 1, memory_order_seq_cst);
 		atomic_thread_fence(memory_order_seq_cst);
-		if (!fb_feed_slot(l))
+		if (!fb_feed_slot(l) && !flagged(f->abort) && !flagged(f->stop_run))
 			futex_wait(&l->seq, seen, ROOM_NAP);
 		atomic_store_explicit(&l->waiting, 0, memory_order_relaxed);
 	}
 }
 
+fb_check_rec *fb_feed_spill(fb_feed_log *l)
+{
+	if (!l->spilling)
+		return NULL;
+	if (l->nspill == l->capspill) {
+		uint32_t cap = l->capspill ? 2 * l->capspill : 8;
+		fb_check_rec *m =
+		        cap > l->capspill ? realloc(l->spill, (size_t)cap * sizeof *m) : NULL;
+		if (!m)
+			return NULL;
+		l->spill = m;
+		l->capspill = cap;
+	}
+	return &l->spill[l->nspill++];
+}
+
 void fb_feed_wake(fb_feed *f)
 {
+	/* seq_cst: the caller's flags stored before the waiting flags are
+	 * read; pairs with a waiter's seq_cst flag and its look at the flags */
+	atomic_thread_fence(memory_order_seq_cst);
 	for (uint32_t i = 0; i < f->n; i++)
-		wake(&f->logs[i]);
+		if (atomic_load_explicit(&f->logs[i].waiting, memory_order_relaxed))
+			wake(&f->logs[i]);
 }
 
 /* ---- the thread ---- */
@@ -388,6 +493,7 @@ void fb_feed_stop(fb_feed *f)
 	while (trylock(f)) {
 		uint64_t fullest, n = pass_locked(f, &fullest);
 		unlock(f);
+		kicks(f);
 		if (!n)
 			break;
 	}

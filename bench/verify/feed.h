@@ -9,7 +9,10 @@
  * stays at the head of its log until the walk comes closer; its log then
  * fills, and its producer waits for room, like a writer held up by a
  * paused one. Such a wait is bounded: a walk that stands still longer
- * than any writer may hold it ends the run.
+ * than any writer may hold it ends the run. Once the run stops, a
+ * producer waits no more: what its log has no room for stays in the
+ * log's spill, in its hands as it were, and the last pass (fb_feed_stop,
+ * every producer done) walks it after the log.
  *
  * Records of one producer are logged in the order the store accepted them,
  * and a key's versions follow acceptance: so a record held at the head of
@@ -36,6 +39,10 @@ typedef struct fb_feed_log {
 	uint32_t cap;
 	fb_check_rec *ring;
 	fb_feed *feed;
+	/* the run stopped while the log was full: the rest, after it */
+	bool spilling;
+	uint32_t nspill, capspill;
+	fb_check_rec *spill;
 	/* producer to consumer */
 	alignas(FB_PAD_LINE) _Atomic uint64_t published;
 	/* consumer to producer */
@@ -45,6 +52,7 @@ typedef struct fb_feed_log {
 	uint64_t taken;
 	uint64_t held; /* unstick: what was published before it counted */
 	uint32_t cslot;
+	uint32_t spilled;     /* the spill's records taken (the last pass only) */
 	fb_checker_wait wait; /* its head held back by a walk: since when */
 } fb_feed_log;
 
@@ -65,8 +73,11 @@ void fb_feed_destroy(fb_feed *f);
 
 /* The stuck bound: a log whose head waits for a walk that has not moved
  * for max_wait_ns on clk calls stuck(ctx, key, d) once. Producers waiting
- * for room give up once *abort is set. Before fb_feed_start. */
-void fb_feed_bound(fb_feed *f, const _Atomic int *abort, const fb_clock *clk, uint64_t max_wait_ns,
+ * for room give up once *abort is set (the run failed), and spill once
+ * *stop is (the run ends; NULL: never). Whoever sets either calls
+ * fb_feed_wake. Before fb_feed_start. */
+void fb_feed_bound(fb_feed *f, const _Atomic int *abort, const _Atomic int *stop,
+                   const fb_clock *clk, uint64_t max_wait_ns,
                    void (*stuck)(void *ctx, uint32_t key, int d), void *ctx);
 
 fb_feed_log *fb_feed_log_of(fb_feed *f, uint32_t producer);
@@ -81,13 +92,16 @@ void fb_feed_stop(fb_feed *f);
  * was held by another). *n: records taken. */
 bool fb_feed_pass(fb_feed *f, uint64_t *n);
 
-/* Wake every producer waiting for room, to look at the abort flag. */
+/* Wake every producer waiting for room, to look at the abort and stop
+ * flags (set before the call). */
 void fb_feed_wake(fb_feed *f);
 
 /* Room for one record at the head of l, or NULL: the log is full. */
 static inline fb_check_rec *fb_feed_slot(fb_feed_log *l)
 {
 	if (l->head == l->limit) {
+		if (l->spilling)
+			return NULL; /* what comes after a spilled record follows it */
 		/* acquire: the consumer is done with the slots it released */
 		l->limit = atomic_load_explicit(&l->tail, memory_order_acquire) + l->cap;
 		if (l->head == l->limit)
@@ -114,8 +128,14 @@ static inline void fb_feed_publish(fb_feed_log *l)
 /*
  * l is full: publish what was put, help the consumer (a pass, if the lock
  * is free) and, if wait, wait until there is room. True: there is room now. False: still full and
- * !wait, or the wait was given up (*abort). *stalls counts the waits.
+ * !wait, or the wait was given up (*abort) or ended by the run's stop (the
+ * log spills: fb_feed_spill). *stalls counts the waits.
  */
 bool fb_feed_room(fb_feed_log *l, bool wait, uint64_t *stalls);
+
+/* The run stopped while l was full: a slot in its spill for the next
+ * record, already counted (no fb_feed_put). NULL: l does not spill (the
+ * wait was given up), or no memory. */
+fb_check_rec *fb_feed_spill(fb_feed_log *l);
 
 #endif
