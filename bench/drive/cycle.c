@@ -1024,7 +1024,8 @@ static HOT fb_step op_release(fb_worker *w)
 
 bool fb_cycle_commit(fb_env *e, fb_feed_log *log, const fb_check_rec *c, uint64_t *stalls)
 {
-	if (!fb_feed_slot(log) && !fb_feed_room(log, e->blocking, stalls)) {
+	if (!fb_feed_near(log, c, e->blocking, stalls) ||
+	    (!fb_feed_slot(log) && !fb_feed_room(log, e->blocking, stalls))) {
 		/* the run stopped: the last pass takes it from the spill */
 		fb_check_rec *kept = e->blocking ? fb_feed_spill(log) : NULL;
 		if (kept)
@@ -1045,11 +1046,12 @@ static HOT fb_step op_commit(fb_worker *w)
 	fb_env *e = w->env;
 	fb_feed_log *log = w->log;
 	while (w->i < w->ntodo) {
-		fb_check_rec *slot = fb_feed_slot(log);
+		fb_check_rec *slot = NULL;
 		bool kept = false;
+		if (fb_feed_near(log, &w->todo[w->i], e->blocking, &w->stalls) &&
+		    !(slot = fb_feed_slot(log)) && fb_feed_room(log, e->blocking, &w->stalls))
+			continue;
 		if (!slot) {
-			if (fb_feed_room(log, e->blocking, &w->stalls))
-				continue;
 			if (!e->blocking)
 				return (fb_step){FB_YIELD, 0};
 			/* the run stopped: the rest to the spill, for the last pass */
@@ -1180,6 +1182,8 @@ static inline bool thread_went(fb_worker *w, fb_step s)
 void fb_cycle_thread(fb_worker *w)
 {
 	for (;;) {
+		if (w->log) /* thousands of threads: wait while a walk waits */
+			fb_feed_gate(w->log, &w->stalls);
 		if (!thread_went(w, op_begin(w)) || !thread_went(w, op_pick(w)))
 			break;
 		fb_step s;

@@ -196,8 +196,12 @@ static fb_err open_checks(fb_env *e, bool blocking)
 		return FB_ENOMEM;
 	if (!e->checking)
 		return FB_OK;
-	uint32_t cap, ahead;
-	if (fb_feed_plan(cfg->threads + 1, fb_checker_in_flight(cfg->threads), &cap, &ahead))
+	uint32_t cap, ahead, in_flight = fb_checker_in_flight(cfg->threads);
+	/* thousands of threads: logs wider than their share of the window,
+	 * which the producers then share as they use it (threads only: the
+	 * simulator's schedule stays what its seeds replay) */
+	bool wide = blocking && !fb_feed_plan_wide(cfg->threads + 1, in_flight, &cap, &ahead);
+	if (!wide && fb_feed_plan(cfg->threads + 1, in_flight, &cap, &ahead))
 		return FB_ENOMEM;
 	fb_check_watch *watches[] = {&e->watch_first, &e->watch_shaped};
 	for (int i = 0; i < e->nactive; i++) {
@@ -218,6 +222,8 @@ static fb_err open_checks(fb_env *e, bool blocking)
 	}
 	if (fb_feed_create(cfg->threads + 1, cap, e->checker, blocking, &e->feed))
 		return FB_ENOMEM;
+	if (wide)
+		fb_feed_window(e->feed, in_flight);
 	/* longer than any fault can hold a version back */
 	fb_feed_bound(e->feed, &e->failed, &e->stop, e->fast, longest_wait(cfg), walk_stuck, e);
 	e->net_log = fb_feed_log_of(e->feed, cfg->threads);

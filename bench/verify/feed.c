@@ -33,7 +33,12 @@ struct fb_feed {
 	_Atomic uint64_t *kick;  /* a bit a log whose waiting producer has room */
 	fb_checker *checker[4];  /* by discipline; NULL: not checked (and the 4th) */
 	bool signals;
-	_Atomic int busy; /* the consumer's lock */
+	uint32_t limit[FB_DISCIPLINES]; /* wide logs: how far ahead a record may be put */
+	bool wide;
+	/* producers waiting for a walk: the consumer looks for them */
+	alignas(FB_PAD_LINE) _Atomic uint32_t walk_waiters;
+	alignas(FB_PAD_LINE) _Atomic uint32_t gate; /* 1: closed (wide logs) */
+	alignas(FB_PAD_LINE) _Atomic int busy;      /* the consumer's lock */
 	/* the bound */
 	const _Atomic int *abort, *stop_run;
 	const fb_clock *clk;
@@ -64,6 +69,41 @@ fb_err fb_feed_plan(uint32_t producers, uint32_t in_flight, uint32_t *cap, uint3
 	*cap = (uint32_t)c;
 	*ahead = (uint32_t)(c * producers + in_flight);
 	return FB_OK;
+}
+
+/* Wide logs: 16 MiB of records in all, 8 to 64 a log. */
+#define WIDE_RECORDS (UINT32_C(1) << 18)
+#define WIDE_MIN     8
+#define WIDE_MAX     64
+
+fb_err fb_feed_plan_wide(uint32_t producers, uint32_t in_flight, uint32_t *cap, uint32_t *ahead)
+{
+	uint32_t narrow, a;
+	if (fb_feed_plan(producers, in_flight, &narrow, &a))
+		return FB_EINVAL;
+	uint32_t c = WIDE_RECORDS / producers;
+	c = c < WIDE_MIN ? WIDE_MIN : c > WIDE_MAX ? WIDE_MAX : c;
+	/* the window, less the largest ring: what is not in a ring may be
+	 * anywhere, the producers see to it that it stays in the window */
+	uint32_t rest = (1u << 16) - FB_CHECKER_BEHIND - (1u << 14);
+	if (c <= narrow || in_flight + 1 >= rest)
+		return FB_EINVAL;
+	*cap = c;
+	*ahead = rest;
+	return FB_OK;
+}
+
+void fb_feed_window(fb_feed *f, uint32_t in_flight)
+{
+	for (int d = 0; d < FB_DISCIPLINES; d++) {
+		uint32_t w = f->checker[d] ? fb_checker_window(f->checker[d]) : 0;
+		f->limit[d] = w > in_flight ? w - in_flight : 1;
+	}
+	f->wide = true;
+	for (uint32_t i = 0; i < f->n; i++) {
+		f->logs[i].wide = true;
+		f->logs[i].gate = &f->gate;
+	}
 }
 
 fb_err fb_feed_create(uint32_t producers, uint32_t cap, fb_checker *const *checkers, bool signals,
@@ -103,7 +143,10 @@ fb_err fb_feed_create(uint32_t producers, uint32_t cap, fb_checker *const *check
 		atomic_init(&l->tail, 0);
 		atomic_init(&l->waiting, 0);
 		atomic_init(&l->seq, 0);
+		atomic_init(&l->want, 0);
 	}
+	atomic_init(&f->walk_waiters, 0);
+	atomic_init(&f->gate, 0);
 	*out = f;
 	return FB_OK;
 }
@@ -149,9 +192,14 @@ static void futex_wait(_Atomic uint32_t *word, uint32_t seen, uint64_t ns)
 	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
 }
 
+static void futex_wake_n(_Atomic uint32_t *word, int n)
+{
+	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
 static void futex_wake(_Atomic uint32_t *word)
 {
-	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+	futex_wake_n(word, INT_MAX);
 }
 
 static void wake(fb_feed_log *l)
@@ -187,8 +235,9 @@ static uint64_t drain_spill(fb_feed *f, fb_feed_log *l)
 	return l->spilled - s0;
 }
 
-/* Take what one log has published, as far as the walks let it. */
-static uint64_t drain_log(fb_feed *f, fb_feed_log *l)
+/* Take what one log has published, as far as the walks let it. *later:
+ * set when its head is held back. */
+static uint64_t drain_log(fb_feed *f, fb_feed_log *l, bool *later)
 {
 	/* acquire: pairs with the producer's release of the count */
 	uint64_t pub = atomic_load_explicit(&l->published, memory_order_acquire);
@@ -218,6 +267,7 @@ static uint64_t drain_log(fb_feed *f, fb_feed_log *l)
 	}
 	if (!blocked && f->settle_all)
 		n += drain_spill(f, l);
+	*later |= blocked;
 	return n;
 }
 
@@ -273,18 +323,37 @@ static uint64_t unstick(fb_feed *f)
 	return n;
 }
 
+static void near_again(fb_feed *f);
+
+/* Wide logs: close the gate while a head waits for its walk, open it once
+ * none does (and wake who waits there). */
+static void gate(fb_feed *f, bool close)
+{
+	/* relaxed: the gate orders nothing; a waiter's futex looks at it */
+	if (close == (bool)atomic_load_explicit(&f->gate, memory_order_relaxed))
+		return;
+	atomic_store_explicit(&f->gate, close, memory_order_relaxed);
+	/* A few at a time, each passing the wake on as it goes through
+	 * (fb_feed_gate_wait): all at once, thousands of context switches
+	 * would come before the first cycle, and the gate would be closed
+	 * again before most of them began one. */
+	if (!close)
+		futex_wake_n(&f->gate, 2);
+}
+
 /* One pass over every log; the caller holds the lock. *fullest: the most
  * records one log held as the pass began. */
 static uint64_t pass_locked(fb_feed *f, uint64_t *fullest_out)
 {
 	uint64_t n = 0, fullest = 0;
+	bool later = false;
 	for (uint32_t i = 0; i < f->n; i++) {
 		fb_feed_log *l = &f->logs[i];
 		uint64_t before = atomic_load_explicit(&l->published, memory_order_relaxed) -
 		                  l->taken + spill_left(f, l);
 		if (before > fullest)
 			fullest = before;
-		uint64_t m = drain_log(f, l);
+		uint64_t m = drain_log(f, l, &later);
 		if (m)
 			f->moved[f->nmoved++] = i;
 		n += m;
@@ -297,17 +366,23 @@ static uint64_t pass_locked(fb_feed *f, uint64_t *fullest_out)
 	if (!n && fullest)
 		n = unstick(f);
 	n += settled;
+	if (f->wide)
+		gate(f, later || atomic_load_explicit(&f->walk_waiters, memory_order_relaxed));
 	/* Only a log whose tail moved has room its producer may wait for:
 	 * waking every waiter on any progress is, at thousands of them, a
 	 * herd of context switches that each find their log still full. A
 	 * walk freed by settle moves tails on the next pass. The wakes
 	 * themselves come after the lock (kicks): a consumer that wakes
 	 * thousands under it is preempted by them, and the walk waits. */
-	if (!f->nmoved)
+	bool walkers = f->wide && n;
+	if (!f->nmoved && !walkers)
 		return n;
-	/* seq_cst: the tails stored before the waiting flags are read; pairs
-	 * with a waiter's seq_cst flag and its load of the tail */
+	/* seq_cst: the tails and walks stored before the waiting flags are
+	 * read; pairs with a waiter's seq_cst flag and its load of the tail
+	 * or the walk */
 	atomic_thread_fence(memory_order_seq_cst);
+	if (walkers && atomic_load_explicit(&f->walk_waiters, memory_order_relaxed))
+		near_again(f);
 	for (uint32_t j = 0; j < f->nmoved; j++) {
 		uint32_t i = f->moved[j];
 		if (atomic_load_explicit(&f->logs[i].waiting, memory_order_relaxed))
@@ -317,6 +392,52 @@ static uint64_t pass_locked(fb_feed *f, uint64_t *fullest_out)
 	}
 	f->nmoved = 0;
 	return n;
+}
+
+/* want: a record's discipline, key and version, for a walk's waiter */
+static uint64_t want_of(const fb_check_rec *r)
+{
+	return UINT64_C(1) << 63 | (uint64_t)(r->d & 3) << 48 | (uint64_t)r->key << 16 |
+	       (uint16_t)r->version;
+}
+
+static bool wanted_near(const fb_feed *f, uint64_t want, fb_check_rec *r)
+{
+	r->d = (uint8_t)(want >> 48 & 3);
+	r->key = (uint32_t)(want >> 16);
+	r->version = (uint16_t)want;
+	return fb_checker_near(f->checker[r->d], r, f->limit[r->d]);
+}
+
+/* Wide logs, a pass whose walks moved: kick the producers whose record is
+ * near enough now; judge the others' waits by the bound, as held heads. */
+static void near_again(fb_feed *f)
+{
+	for (uint32_t i = 0; i < f->n; i++) {
+		fb_feed_log *l = &f->logs[i];
+		/* acquire: pairs with the waiter's seq_cst flag, stored after want */
+		if (!atomic_load_explicit(&l->waiting, memory_order_acquire))
+			continue;
+		uint64_t want = atomic_load_explicit(&l->want, memory_order_relaxed);
+		fb_check_rec r;
+		if (!want)
+			continue;
+		if (!wanted_near(f, want, &r)) {
+			if (f->clk && !f->stuck_said &&
+			    fb_checker_wait_expired(&l->wwait,
+			                            fb_checker_next(f->checker[r.d], r.key),
+			                            fb_clock_now(f->clk), f->max_wait)) {
+				f->stuck_said = true;
+				if (f->stuck)
+					f->stuck(f->stuck_ctx, r.key, r.d);
+			}
+			continue;
+		}
+		l->wwait.waiting = false;
+		/* relaxed: the bit names a log; wake()'s seq orders the rest */
+		atomic_fetch_or_explicit(&f->kick[i / 64], UINT64_C(1) << (i % 64),
+		                         memory_order_relaxed);
+	}
 }
 
 /* Wake the producers kicked: each bit taken by one waker, after the lock. */
@@ -417,6 +538,65 @@ bool fb_feed_room(fb_feed_log *l, bool wait, uint64_t *stalls)
 	}
 }
 
+bool fb_feed_near_wait(fb_feed_log *l, const fb_check_rec *r, bool wait, uint64_t *stalls)
+{
+	fb_feed *f = l->feed;
+	fb_checker *c = f->checker[r->d & 3];
+	if (!c || fb_checker_near(c, r, f->limit[r->d & 3]))
+		return true;
+	fb_feed_publish(l); /* what was put before it may be what the walk waits for */
+	uint64_t want = want_of(r);
+	bool counted = false, near = false;
+	/* seq_cst: counted before the flag; the consumer reads the count after
+	 * its fence, then the flags */
+	atomic_fetch_add_explicit(&f->walk_waiters, 1, memory_order_seq_cst);
+	for (;;) {
+		help(f);
+		if ((near = fb_checker_near(c, r, f->limit[r->d & 3])))
+			break;
+		if (!wait || flagged(f->abort))
+			break;
+		if (flagged(f->stop_run)) {
+			l->spilling = true; /* the record and those after it spill */
+			break;
+		}
+		if (!counted) {
+			(*stalls)++;
+			counted = true;
+		}
+		uint32_t seen = atomic_load_explicit(&l->seq, memory_order_acquire);
+		atomic_store_explicit(&l->want, want, memory_order_relaxed);
+		/* seq_cst: the flag (after want) before the walk is read again;
+		 * pairs with the consumer's fence between its walks and the flags */
+		atomic_store_explicit(&l->waiting, 1, memory_order_seq_cst);
+		atomic_thread_fence(memory_order_seq_cst);
+		if (!fb_checker_near(c, r, f->limit[r->d & 3]) && !flagged(f->abort) &&
+		    !flagged(f->stop_run))
+			futex_wait(&l->seq, seen, ROOM_NAP);
+		atomic_store_explicit(&l->waiting, 0, memory_order_relaxed);
+		atomic_store_explicit(&l->want, 0, memory_order_relaxed);
+	}
+	atomic_fetch_sub_explicit(&f->walk_waiters, 1, memory_order_relaxed);
+	return near;
+}
+
+void fb_feed_gate_wait(fb_feed_log *l, uint64_t *stalls)
+{
+	fb_feed *f = l->feed;
+	bool counted = false;
+	while (atomic_load_explicit(&f->gate, memory_order_relaxed) && !flagged(f->abort) &&
+	       !flagged(f->stop_run)) {
+		if (!counted) {
+			(*stalls)++;
+			counted = true;
+		}
+		help(f); /* the feed's thread may be off the cores too */
+		futex_wait(&f->gate, 1, ROOM_NAP);
+	}
+	if (counted)
+		futex_wake_n(&f->gate, 1); /* the next one */
+}
+
 fb_check_rec *fb_feed_spill(fb_feed_log *l)
 {
 	if (!l->spilling)
@@ -435,6 +615,7 @@ fb_check_rec *fb_feed_spill(fb_feed_log *l)
 
 void fb_feed_wake(fb_feed *f)
 {
+	futex_wake(&f->gate); /* its waiters look at the flags */
 	/* seq_cst: the caller's flags stored before the waiting flags are
 	 * read; pairs with a waiter's seq_cst flag and its look at the flags */
 	atomic_thread_fence(memory_order_seq_cst);

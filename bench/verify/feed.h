@@ -39,6 +39,8 @@ typedef struct fb_feed_log {
 	uint32_t cap;
 	fb_check_rec *ring;
 	fb_feed *feed;
+	bool wide;                    /* fb_feed_window: records wait for their walk */
+	const _Atomic uint32_t *gate; /* ... and cycles for the walks' holes */
 	/* the run stopped while the log was full: the rest, after it */
 	bool spilling;
 	uint32_t nspill, capspill;
@@ -48,12 +50,14 @@ typedef struct fb_feed_log {
 	/* consumer to producer */
 	alignas(FB_PAD_LINE) _Atomic uint64_t tail;
 	_Atomic uint32_t waiting, seq; /* a producer waiting for room, its futex */
+	_Atomic uint64_t want;         /* ... or for a walk: FB_FEED_WANT, 0: none */
 	/* the consumer's, under the feed's lock */
 	uint64_t taken;
 	uint64_t held; /* unstick: what was published before it counted */
 	uint32_t cslot;
-	uint32_t spilled;     /* the spill's records taken (the last pass only) */
-	fb_checker_wait wait; /* its head held back by a walk: since when */
+	uint32_t spilled;      /* the spill's records taken (the last pass only) */
+	fb_checker_wait wait;  /* its head held back by a walk: since when */
+	fb_checker_wait wwait; /* its producer held back by one (wide logs) */
 } fb_feed_log;
 
 /*
@@ -63,6 +67,46 @@ typedef struct fb_feed_log {
  * *cap: records a log; *ahead: for fb_checker_create. FB_EINVAL: no room.
  */
 fb_err fb_feed_plan(uint32_t producers, uint32_t in_flight, uint32_t *cap, uint32_t *ahead);
+
+/*
+ * Logs wider than the window, for runs of thousands of producers on few
+ * keys, where fb_feed_plan's share of 2^16 is a few records a log and every
+ * few records a producer sleeps and is woken. The window is then shared
+ * as it is used, per key: a record more than window - in_flight ahead of
+ * its walk (fb_feed_window) waits in its producer's hands, before its log,
+ * until the walk comes closer; each producer holds at most in_flight's
+ * share beyond that, so no record is ever further ahead than the window.
+ * FB_EINVAL: fb_feed_plan's logs are as wide already.
+ */
+fb_err fb_feed_plan_wide(uint32_t producers, uint32_t in_flight, uint32_t *cap, uint32_t *ahead);
+
+/* The feed's logs are wide (fb_feed_plan_wide): records wait for their
+ * walk before they are put. After fb_feed_create, before any record. */
+void fb_feed_window(fb_feed *f, uint32_t in_flight);
+
+/* Wide logs: wait (if wait) until r is near enough to its walk to be put in
+ * l. True: it may be put now; false: as fb_feed_room's. Narrow: true. */
+bool fb_feed_near_wait(fb_feed_log *l, const fb_check_rec *r, bool wait, uint64_t *stalls);
+/*
+ * Wide logs: a producer about to begin a cycle (holding no lease, no record)
+ * waits while the gate is closed: a walk waits for a record its writer
+ * holds, preempted, and its ring is full. Thousands of threads contending
+ * for the cores keep that writer off them for as long as they run, while
+ * the records they add can only wait; with them parked, it runs at once.
+ * *stop or *abort (fb_feed_bound's) open it. *stalls counts the waits.
+ */
+void fb_feed_gate_wait(fb_feed_log *l, uint64_t *stalls);
+static inline void fb_feed_gate(fb_feed_log *l, uint64_t *stalls)
+{
+	/* relaxed: a hint; the wait itself is a futex on the word */
+	if (l->gate && atomic_load_explicit(l->gate, memory_order_relaxed))
+		fb_feed_gate_wait(l, stalls);
+}
+
+static inline bool fb_feed_near(fb_feed_log *l, const fb_check_rec *r, bool wait, uint64_t *stalls)
+{
+	return !l->wide || fb_feed_near_wait(l, r, wait, stalls);
+}
 
 /* checkers[d]: the checker of discipline d, NULL for none (its records are
  * dropped). signals: block SIGUSR1 (the pause) while a producer helps, so
