@@ -26,9 +26,7 @@ typedef struct threads {
 	fb_env env;
 	fb_delay_line *delay;
 	/* the start gate: workers wait here until every thread exists */
-	pthread_mutex_t gate_mu;
-	pthread_cond_t gate_cv;
-	int gate; /* 0 closed, 1 go, -1 abort */
+	_Atomic int gate; /* 0 closed, 1 go, -1 abort */
 	uint32_t started;
 } threads;
 
@@ -50,22 +48,22 @@ static void deliver(void *ctx, const fb_delayed_write *dw)
 	fb_counter_add(&e->net_stalls, stalls);
 }
 
+/* A futex, not a condition variable: a broadcast to 16k threads that each
+ * take the mutex again on their way out left hundreds still queued there
+ * seconds later, when the run was already over. */
 static bool wait_gate(threads *t)
 {
-	pthread_mutex_lock(&t->gate_mu);
-	while (t->gate == 0)
-		pthread_cond_wait(&t->gate_cv, &t->gate_mu);
-	int g = t->gate;
-	pthread_mutex_unlock(&t->gate_mu);
-	return g > 0;
+	/* the sleep's acquire load: pairs with open_gate's release */
+	while (fb_sleep_unless(&t->gate, UINT64_C(1000000000)))
+		;
+	return atomic_load_explicit(&t->gate, memory_order_relaxed) > 0;
 }
 
 static void open_gate(threads *t, int value)
 {
-	pthread_mutex_lock(&t->gate_mu);
-	t->gate = value;
-	pthread_cond_broadcast(&t->gate_cv);
-	pthread_mutex_unlock(&t->gate_mu);
+	/* release: the run's setup before the workers read it */
+	atomic_store_explicit(&t->gate, value, memory_order_release);
+	fb_sleep_wake(&t->gate);
 }
 
 static void *worker_main(void *arg)
@@ -241,8 +239,7 @@ fb_err fb_run(const fb_config *cfg, fb_tick_fn tick, void *ctx, fb_results *res)
 	*t = zero;
 	memset(res, 0, sizeof *res);
 	res->cfg = cfg;
-	pthread_mutex_init(&t->gate_mu, NULL);
-	pthread_cond_init(&t->gate_cv, NULL);
+	atomic_init(&t->gate, 0);
 	fb_env_driver drv = {.fast = fb_clock_fast(),
 	                     .wall = fb_clock_realtime(),
 	                     .blocking = true,
@@ -282,8 +279,6 @@ fb_err fb_run(const fb_config *cfg, fb_tick_fn tick, void *ctx, fb_results *res)
 	free(ports);
 	if (t->env.cfg)
 		fb_env_close(&t->env);
-	pthread_mutex_destroy(&t->gate_mu);
-	pthread_cond_destroy(&t->gate_cv);
 	free(t);
 	if (err && err != FB_EENGINE && err != FB_EFENCE)
 		fb_results_free(res);

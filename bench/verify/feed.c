@@ -506,23 +506,35 @@ static bool flagged(const _Atomic int *flag)
 	return flag && atomic_load_explicit(flag, memory_order_relaxed);
 }
 
+/* The run failed (abort) or stopped: a wait for room or for a walk ends;
+ * stopped, l spills what comes next. */
+static bool ended(fb_feed *f, fb_feed_log *l)
+{
+	if (flagged(f->abort))
+		return true;
+	if (!flagged(f->stop_run))
+		return false;
+	l->spilling = true;
+	return true;
+}
+
 bool fb_feed_room(fb_feed_log *l, bool wait, uint64_t *stalls)
 {
 	fb_feed *f = l->feed;
 	bool counted = false;
 	fb_feed_publish(l); /* a record held back could be the one the walk waits for */
 	for (;;) {
+		/* the run is over: no wait for a walk that may need the other
+		 * producers' last records (the last pass takes these), and no
+		 * pass: thousands woken at once, each taking one, would hold
+		 * the end of the run for seconds */
+		if (wait && ended(f, l))
+			return false;
 		help(f);
 		if (fb_feed_slot(l))
 			return true;
-		if (!wait || flagged(f->abort))
+		if (!wait || ended(f, l))
 			return false;
-		if (flagged(f->stop_run)) {
-			/* the run is over: no wait for a walk that may need the
-			 * other producers' last records; the last pass takes these */
-			l->spilling = true;
-			return false;
-		}
 		if (!counted) {
 			(*stalls)++;
 			counted = true;
@@ -551,15 +563,13 @@ bool fb_feed_near_wait(fb_feed_log *l, const fb_check_rec *r, bool wait, uint64_
 	 * its fence, then the flags */
 	atomic_fetch_add_explicit(&f->walk_waiters, 1, memory_order_seq_cst);
 	for (;;) {
+		if (wait && ended(f, l))
+			break; /* the record and those after it spill, as in fb_feed_room */
 		help(f);
 		if ((near = fb_checker_near(c, r, f->limit[r->d & 3])))
 			break;
-		if (!wait || flagged(f->abort))
+		if (!wait || ended(f, l))
 			break;
-		if (flagged(f->stop_run)) {
-			l->spilling = true; /* the record and those after it spill */
-			break;
-		}
 		if (!counted) {
 			(*stalls)++;
 			counted = true;
