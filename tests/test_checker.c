@@ -600,7 +600,8 @@ static void test_a_producer_waiting_for_room_is_woken_and_walked(void **state)
 		fb_feed *f;
 		check_eq(fb_feed_create(2, 2, cs, false, &f), FB_OK, "two logs of 2");
 		_Atomic int never = 0;
-		fb_feed_bound(f, &never, NULL, fb_clock_monotonic(), UINT64_C(60000) * MS, NULL, NULL);
+		fb_feed_bound(f, &never, NULL, fb_clock_monotonic(), UINT64_C(60000) * MS, NULL,
+		              NULL);
 		check_eq(fb_feed_start(f), FB_OK, "its thread");
 		waiter w = {fb_feed_log_of(f, 1), true, 0};
 		pthread_t th;
