@@ -54,6 +54,9 @@ typedef struct fb_engine_config {
 	 * (FB_IO_ERROR): longer than any pause the run injects into the
 	 * service itself. 0: the engine's default of 10 s. */
 	uint64_t timeout_ns;
+	/* An adapter's deadline for its hello and every call, as the user gave
+	 * it (--adapter-timeout): exact, no floor. 0: timeout_ns's rules. */
+	uint64_t adapter_timeout_ns;
 } fb_engine_config;
 
 /* The outcome of one remote (or in-process) call. */
@@ -229,6 +232,10 @@ typedef struct fb_store_ops {
 	fb_io (*history)(void *conn, void (*row)(void *ctx, const fb_history_row *h), void *ctx);
 	/* Optional: what prepare recorded (balance, amount, keys, op). */
 	fb_io (*meta)(void *conn, fb_store_meta *out);
+	/* Optional (NULL: history and meta say it): whether this store, as
+	 * opened, keeps what `fencebench check` reads (meta and history): an
+	 * adapter may offer neither. False: why, for check's usage error. */
+	bool (*keeps_history)(void *eng, char *why, size_t len);
 	/* Optional (NULL: none): the disciplines whose versions are the store's
 	 * own, any strictly increasing number per key (gapped, a global
 	 * revision, a timestamp), not fencebench's 1, 2, 3...: their checker

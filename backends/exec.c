@@ -46,6 +46,9 @@ typedef struct xconn {
 	uint16_t worker;
 	int status; /* how it exited: its status, 128 + a signal, -1 not yet */
 	bool dead, hung;
+	bool broke;        /* it failed by breaking the protocol (fb_exec_last) */
+	uint64_t started;  /* when it was spawned, for a late hello's message */
+	char req[256];     /* the last request line, its newline left out */
 	size_t have, used; /* bytes in `in`; of them, the last reply line's */
 	const char *line;  /* the last reply line (in `in`), for messages */
 	size_t len;
@@ -66,6 +69,7 @@ struct xengine {
 	xconn *admin;        /* open's process, until connect hands it out */
 	xconn **pool;        /* the workers' processes, started together */
 	uint32_t npool, taken;
+	uint32_t hellos; /* ... of them, those that said hello */
 	/* Per key, the highest version a reply has given. A reply to a call
 	 * sent after another call's reply must give a higher one (the store
 	 * committed it later): relaxed loads can only see a lower value, so
@@ -100,6 +104,7 @@ static bool failed(xconn *c, const char *call, const char *fmt, ...)
 /* A reply that broke the protocol: what, and the reply itself. */
 static bool bad_reply(xconn *c, const char *call, const char *why)
 {
+	c->broke = true;
 	char q[4 * QUOTE_MAX + 8];
 	fb_exec_quote(c->line, c->len, QUOTE_MAX, q, sizeof q);
 	return failed(c, call, "%s; the reply: %s", why, q);
@@ -160,6 +165,7 @@ static fb_err spawn(xengine *e, uint16_t worker, xconn *c, char *err, size_t err
 	c->e = e;
 	c->worker = worker;
 	c->fd = c->pidfd = c->status = -1;
+	c->started = now_ns();
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
 		fb_say(err, errlen, "adapter %s: socketpair failed, errno=%d (%s)", e->shown, errno,
 		       strerror(errno));
@@ -247,6 +253,19 @@ static int wait_fd(int fd, short events, uint64_t deadline)
 static bool timed_out(xconn *c, const char *call)
 {
 	c->hung = true;
+	if (!strcmp(call, "hello")) { /* started, but not ready: a slow start or a hang */
+		char others[80] = "";
+		if (c->e->npool)
+			fb_say(others, sizeof others,
+			       " (%u of the workers' %u processes said hello)", c->e->hellos,
+			       c->e->npool);
+		return failed(
+		        c, call,
+		        "no hello %.3g s after it was started%s: it hangs before its loop, or "
+		        "its start is slow on a busy machine: --adapter-timeout D gives it "
+		        "longer",
+		        (double)(now_ns() - c->started) / 1e9, others);
+	}
 	return failed(c, call, "no reply within %.3g s (it hangs, or its store does)",
 	              (double)c->e->timeout_ns / 1e9);
 }
@@ -278,6 +297,7 @@ static bool quiet_before(xconn *c, const char *call)
 		return true;
 	char q[4 * QUOTE_MAX + 8];
 	fb_exec_quote(c->in, c->have - (c->in[c->have - 1] == '\n'), QUOTE_MAX, q, sizeof q);
+	c->broke = true;
 	return failed(c, call,
 	              "it wrote to its standard output unasked (stdout carries one "
 	              "reply line per request, the log goes to stderr): %s",
@@ -321,9 +341,11 @@ static bool recv_line(xconn *c, uint64_t deadline, const char *call)
 			c->used = c->len + 1;
 			return true;
 		}
-		if (c->have == sizeof c->in)
+		if (c->have == sizeof c->in) {
+			c->broke = true;
 			return failed(c, call, "a reply line longer than %d bytes",
 			              FB_EXEC_LINE_MAX);
+		}
 		int r = wait_fd(c->fd, POLLIN, deadline);
 		if (r == 0)
 			return timed_out(c, call);
@@ -370,6 +392,7 @@ static bool call(xconn *c, const char *req, size_t n, const char *what)
 		return false;
 	if (!quiet_before(c, what))
 		return false;
+	fb_say(c->req, sizeof c->req, "%.*s", (int)(n && req[n - 1] == '\n' ? n - 1 : n), req);
 	uint64_t deadline = now_ns() + c->e->timeout_ns;
 	return send_line(c, req, n, deadline, what) && next_reply(c, deadline, what);
 }
@@ -378,6 +401,8 @@ static bool call(xconn *c, const char *req, size_t n, const char *what)
 
 static uint64_t hello_deadline(const xengine *e)
 {
+	if (e->cfg.adapter_timeout_ns) /* the user's, exactly */
+		return now_ns() + e->cfg.adapter_timeout_ns;
 	return now_ns() + (e->timeout_ns > DEFAULT_TIMEOUT_NS ? e->timeout_ns : DEFAULT_TIMEOUT_NS);
 }
 
@@ -509,7 +534,9 @@ static fb_err x_open(const fb_engine_config *cfg, const char *url, void **eng, c
 	for (uint32_t k = 0; k < cfg->keys; k++)
 		atomic_init(&e->top[k], 0);
 	e->cfg = *cfg;
-	e->timeout_ns = cfg->timeout_ns ? cfg->timeout_ns : DEFAULT_TIMEOUT_NS;
+	e->timeout_ns = cfg->adapter_timeout_ns ? cfg->adapter_timeout_ns
+	                : cfg->timeout_ns       ? cfg->timeout_ns
+	                                        : DEFAULT_TIMEOUT_NS;
 	size_t n =
 	        strlen(cmd); /* a long command keeps its head and its tail (the script, the args) */
 	if (n > 90)
@@ -632,11 +659,13 @@ static fb_err warm(xengine *e, uint16_t first, char *err, size_t errlen)
 		}
 	}
 	uint64_t deadline = hello_deadline(e);
-	for (uint32_t i = 0; i < e->npool && rc == FB_OK; i++)
+	for (uint32_t i = 0; i < e->npool && rc == FB_OK; i++) {
 		if (!recv_hello(e->pool[i], deadline)) {
 			fb_say(err, errlen, "%s", e->pool[i]->err);
 			rc = FB_ESYS;
 		}
+		e->hellos += rc == FB_OK;
+	}
 	return rc;
 }
 
@@ -853,12 +882,54 @@ static fb_io x_history(void *conn, void (*row)(void *ctx, const fb_history_row *
 	}
 }
 
+/* `fencebench check` needs meta and history, which an adapter need not
+ * offer: without them it is a usage error, as a run's missing operation. */
+static bool x_keeps_history(void *eng, char *why, size_t len)
+{
+	xengine *e = eng;
+	uint32_t need = 1u << FB_XOP_META | 1u << FB_XOP_HISTORY;
+	if ((e->hello.ops & need) == need)
+		return true;
+	char miss[64], has[128];
+	fb_exec_ops_list(need & ~e->hello.ops, miss, sizeof miss);
+	fb_exec_ops_list(e->hello.ops, has, sizeof has);
+	return fb_say(why, len,
+	              "adapter %s does not implement %s (its hello offers %s): check reads "
+	              "meta and history",
+	              e->shown, miss, has);
+}
+
 /* An adapter's store numbers its writes as it will: any strictly
  * increasing version per key. */
 static uint32_t x_own_versions(void *eng)
 {
 	(void)eng;
 	return 1u << FB_FENCED;
+}
+
+void fb_exec_last(void *conn, fb_exec_exchange *x)
+{
+	xconn *c = conn;
+	fb_exec_quote(c->req, strlen(c->req), sizeof x->request - 32, x->request,
+	              sizeof x->request);
+	x->reply[0] = 0;
+	if (c->line)
+		fb_exec_quote(c->line, c->len, sizeof x->reply - 32, x->reply, sizeof x->reply);
+	x->broke = c->broke;
+}
+
+void fb_exec_setup_last(void *eng, fb_exec_exchange *x)
+{
+	xengine *e = eng;
+	if (e->admin)
+		fb_exec_last(e->admin, x);
+	else
+		*x = (fb_exec_exchange){0};
+}
+
+uint32_t fb_exec_offers(void *eng)
+{
+	return ((xengine *)eng)->hello.ops;
 }
 
 const fb_store_ops fb_exec_store_ops = {
@@ -879,6 +950,7 @@ const fb_store_ops fb_exec_store_ops = {
         .final = x_final,
         .history = x_history,
         .meta = x_meta,
+        .keeps_history = x_keeps_history,
         .own_versions = x_own_versions,
         .column = x_column,
 };

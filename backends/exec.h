@@ -22,4 +22,27 @@
 
 extern const fb_store_ops fb_exec_store_ops;
 
+/* The last exchange on an adapter connection (a conn of fb_exec_store_ops),
+ * for `fencebench adapter-test`, which prints the calls that broke a
+ * contract: the request line and the reply line, each quoted (printable
+ * ASCII, cut with "..." past max bytes; "" when none). broke: the
+ * connection failed because the adapter broke the protocol (a reply of the
+ * wrong shape, a version that went backwards, output nobody asked for), not
+ * because its process exited, hung or answered {"error": ...}. */
+typedef struct fb_exec_exchange {
+	char request[256];
+	char reply[1024];
+	bool broke;
+} fb_exec_exchange;
+
+void fb_exec_last(void *conn, fb_exec_exchange *x);
+
+/* The same for an engine's own process (its hello, its reset) before
+ * connect hands it out; x->request "" once it has. */
+void fb_exec_setup_last(void *eng, fb_exec_exchange *x);
+
+/* The operations the adapter's hello offered: bit (1 << fb_exec_op) each
+ * (exec_proto.h). */
+uint32_t fb_exec_offers(void *eng);
+
 #endif

@@ -36,6 +36,22 @@
  * lock node is recreated, and means nothing beside another node's.
  */
 
+/*
+ * How long the create of a lock request may take, on the caller's clock,
+ * for the lock to count. A lease is dated, for the lease witness, by the
+ * instant its create was sent (witness_slack_ns says it is exact to within
+ * this): the server touches the session when the request enters its
+ * pipeline, after that instant, and expires it no sooner than the session
+ * timeout after its last touch; the next holder's node is created after
+ * the expiry deleted this one, and so before that holder's reply. A lock
+ * whose create took longer is withdrawn and tried again, SLOW_TRIES times
+ * at most, then the key is reported held, as Redlock gives up a slow
+ * round: dated by its send, it could seem to begin before the lease it
+ * followed had ended.
+ */
+#define ACQUIRE_SLACK_NS (UINT64_C(10) * 1000000)
+#define SLOW_TRIES       4
+
 #define URLLEN            512
 #define ERRLEN            640
 #define PATHLEN           512
@@ -750,7 +766,38 @@ static uint64_t on_caller_clock(const zeng *e, int64_t ctime_ms)
 
 /* ---- leases ------------------------------------------------------------- */
 
-typedef enum attempt { TRY_AGAIN, TRY_DONE } attempt;
+/*
+ * A request of this worker's (c<client>.w<worker>-) found by a listing
+ * taken before this session created one: left by a session the worker
+ * closed after a lost connection or a timeout, whose close the server
+ * never saw (zookeeper_close sends nothing while disconnected). It lives
+ * until that session expires, a timeout later, and if it is the lowest
+ * the worker would find its own dead request holding the key. It held no
+ * lock anyone was told of (the acquire that made it never returned it),
+ * so deleting it frees nothing that is in use.
+ */
+static bool left_by_me(const zconn *c, const char *name)
+{
+	char me[32];
+	int n = snprintf(me, sizeof me, "c%" PRIu32 ".w%u-", c->e->cfg.client_id, c->worker);
+	return n > 0 && strncmp(name, me, (size_t)n) == 0;
+}
+
+/* Delete dir/name, a request left_by_me: TRY_AGAIN, or TRY_DONE with
+ * *res an error when the server did not answer. */
+static int clear_left(zconn *c, const char *dir, const char *name, fb_acquire *res,
+                      uint64_t deadline)
+{
+	char path[PATHLEN * 2];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	if (one_op(&c->s, Z_DELETE, path, &c->op[0], deadline, "acquire: clear") == Z_NOANSWER) {
+		*res = FB_ACQ_ERROR;
+		return 1;
+	}
+	return 0;
+}
+
+typedef enum attempt { TRY_AGAIN, TRY_DONE, TRY_SLOW } attempt;
 
 /*
  * One try of the recipe on a live session. First a read: if the key's
@@ -759,7 +806,8 @@ typedef enum attempt { TRY_AGAIN, TRY_DONE } attempt;
  * twice). Then the create and the listing, pipelined (a session's
  * requests are answered in order, so the list includes the new node):
  * the lowest sequence holds. Otherwise the request is deleted: a try-lock
- * does not queue. Any trouble with the session ends it, which deletes a
+ * does not queue. A lock whose create took longer than ACQUIRE_SLACK_NS
+ * is deleted too (TRY_SLOW). Any trouble with the session ends it, which deletes a
  * request it may have left, and the caller tries again on a new one.
  */
 static attempt try_acquire(zconn *c, uint32_t key, fb_lease *out, fb_acquire *res,
@@ -785,6 +833,11 @@ static attempt try_acquire(zconn *c, uint32_t key, fb_lease *out, fb_acquire *re
 		zfail(s, "acquire: list %s: %s", dir, zerror(c->op[0].rc));
 		*res = FB_ACQ_ERROR;
 		return TRY_DONE;
+	}
+	if (c->op[0].children && left_by_me(c, c->op[0].name)) {
+		char name[PATHLEN];
+		snprintf(name, sizeof name, "%s", c->op[0].name);
+		return clear_left(c, dir, name, res, deadline) ? TRY_DONE : TRY_AGAIN;
 	}
 	if (c->op[0].children) {
 		*out = (fb_lease){.owner = owner_of(c->op[0].name)};
@@ -821,13 +874,16 @@ static attempt try_acquire(zconn *c, uint32_t key, fb_lease *out, fb_acquire *re
 	mine = mine ? mine + 1 : made->name;
 	if (strcmp(mine, c->op[1].name) != 0) {
 		uint16_t holder = owner_of(c->op[1].name);
-		char gone[PATHLEN];
+		char gone[PATHLEN], low[PATHLEN];
 		snprintf(gone, sizeof gone, "%s", made->name);
+		snprintf(low, sizeof low, "%s", c->op[1].name);
 		z = one_op(s, Z_DELETE, gone, &c->op[0], deadline, "acquire: withdraw");
 		if (z == Z_NOANSWER) {
 			*res = FB_ACQ_ERROR;
 			return TRY_DONE;
 		}
+		if (left_by_me(c, low))
+			return clear_left(c, dir, low, res, deadline) ? TRY_DONE : TRY_AGAIN;
 		*out = (fb_lease){.owner = holder}; /* Z_GONE: the request went with it */
 		*res = FB_HELD;
 		return TRY_DONE;
@@ -838,12 +894,20 @@ static attempt try_acquire(zconn *c, uint32_t key, fb_lease *out, fb_acquire *re
 		*res = z == Z_NOANSWER ? FB_ACQ_ERROR : FB_EXHAUSTED;
 		return TRY_DONE;
 	}
+	if (now_ns(e) - sent > ACQUIRE_SLACK_NS) {
+		z = one_op(s, Z_DELETE, made->name, &c->op[1], deadline, "acquire: withdraw");
+		*res = FB_ACQ_ERROR;
+		return z == Z_NOANSWER ? TRY_DONE : TRY_SLOW;
+	}
 	/* The session expires no sooner than the TTL after the server last
-	 * heard from it, which is after `sent`. */
+	 * heard from it, which is after `sent`. Not the node's ctime: the
+	 * server stamps it when the create leaves its queue, after it touched
+	 * the session, and under load that is many milliseconds later (seen:
+	 * 10.9 ms, and the session expired 7 ms before ctime + timeout). */
 	*out = (fb_lease){.fence = fence,
 	                  .owner = c->worker,
 	                  .expires_at = sent + e->cfg.ttl_ns,
-	                  .service_at = (uint64_t)made->stat.ctime * 1000000u};
+	                  .service_at = sent};
 	fb_held_put(&c->held, key, fence, 0, made->name);
 	*res = FB_ACQUIRED;
 	return TRY_DONE;
@@ -859,11 +923,16 @@ static fb_acquire lease_acquire(void *conn, uint32_t key, fb_lease *out, fb_leas
 	}
 	uint64_t deadline = now_ns(c->e) + c->e->cfg.timeout_ns;
 	fb_acquire res = FB_ACQ_ERROR;
-	for (;;) {
+	for (int slow = 0;;) {
 		if (!sess_ready(&c->s, deadline))
 			return FB_ACQ_ERROR;
-		if (try_acquire(c, key, out, &res, deadline) == TRY_DONE)
+		attempt a = try_acquire(c, key, out, &res, deadline);
+		if (a == TRY_DONE)
 			return res;
+		if (a == TRY_SLOW && ++slow == SLOW_TRIES) {
+			*out = (fb_lease){0}; /* withdrawn: nobody holds it */
+			return FB_HELD;
+		}
 	}
 }
 
@@ -919,7 +988,8 @@ static fb_io lease_renew(void *conn, uint32_t key, const fb_lease *l, fb_lease *
 }
 
 /* The lowest request under the key's lock node: its owner and czxid, and
- * an expiry at least a TTL after its creation. */
+ * an expiry about a TTL after its creation: for the story only, as the
+ * session can expire before ctime + TTL (see ACQUIRE_SLACK_NS). */
 static fb_io lease_peek(void *conn, uint32_t key, fb_lease *out)
 {
 	zconn *c = conn;
@@ -968,4 +1038,5 @@ const fb_lease_ops fb_zk_lease_ops = {
         .is_held = lease_is_held,
         .renew = lease_renew,
         .peek = lease_peek,
+        .witness_slack_ns = ACQUIRE_SLACK_NS,
 };

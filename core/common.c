@@ -34,6 +34,5 @@ const char *const fb_bug_what[FB_BUGS] = {
         "the fenced store trusts the client's is_held() and checks no fence",
         "the fenced store forgets to register the tokens of reads",
         "each thread takes fences from the global counter in batches of 64",
-        "the fenced store refuses the reads and writes of one token in 64, even its "
-        "rightful holder's",
+        "the fenced store refuses one token in 64, reads and writes, rightful or not",
         "the fenced store applies one write in 8 that it reports refused"};

@@ -11,6 +11,7 @@
 #include <json-c/json.h>
 
 #include "backend.h"
+#include "fbproc.h"
 #include "servers.h"
 
 /* A lease engine's configuration for the tests: 4 keys, ttl, one fence
@@ -56,6 +57,11 @@ void fb_test_shared_run(const char *lease, const char *store, const char *const 
  * takeovers), and the lease witness saw no broken promise.
  */
 void fb_test_fenced_safe_unfenced_corrupted(json_object *doc, const char *out);
+/* fb_test_run_doc(p, args, 0) for a run that must corrupt unfenced: a run
+ * in which no stale write was even attempted (vacuous: on a starved
+ * machine no takeover may land before a paused holder wakes) is run
+ * again, 3 runs at most; any other outcome is the caller's to judge. */
+json_object *fb_test_run_corrupting(fb_test_proc *p, const char *const *args);
 
 /* Start the lease service (kind, into svc) and a redis-server as the store
  * (into store): 1 both running; 0 one is not installed (a SKIPPED line was

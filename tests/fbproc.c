@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,62 @@
 #include <unistd.h>
 
 #include "fbtest.h"
+
+/* A line of a run's output that says its verdict or why it failed. */
+static bool verdict_line(const char *l, size_t n)
+{
+	static const char *const starts[] = {
+	        "lease:", "first",   "fenced:", "write-fenced:", "unfenced:",   "FAIL",
+	        "PASS",   "CHECKER", "checker", "INCOMPLETE",    "fencebench:", "exit "};
+	static const char *const has[] = {"!!!", "VIOLATED", "not judged", "error"};
+	while (n && (*l == ' ' || *l == '\t'))
+		l++, n--;
+	for (size_t i = 0; i < sizeof starts / sizeof *starts; i++)
+		if (n >= strlen(starts[i]) && !strncmp(l, starts[i], strlen(starts[i])))
+			return true;
+	for (size_t i = 0; i < sizeof has / sizeof *has; i++)
+		if (memmem(l, n, has[i], strlen(has[i])))
+			return true;
+	return false;
+}
+
+void fb_test_fail_at(const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		n = 0;
+	char *msg = malloc((size_t)n + 1);
+	if (!msg) {
+		print_error("ERROR: (out of memory formatting the message)\n");
+		_fail(file, line);
+		abort(); /* _fail does not return */
+	}
+	va_start(ap, fmt);
+	vsnprintf(msg, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	if (n < 900) {
+		print_error("ERROR: %s\n", msg);
+	} else {
+		size_t first = strcspn(msg, "\n");
+		fprintf(stderr, "ERROR: %.*s\n", (int)first, msg);
+		fprintf(stderr, "the run's verdict, picked out of the output quoted below:\n");
+		for (const char *l = msg + first; *l;) {
+			l += *l == '\n';
+			size_t len = strcspn(l, "\n");
+			if (verdict_line(l, len))
+				fprintf(stderr, "  | %.*s\n", (int)len, l);
+			l += len;
+		}
+		fprintf(stderr, "the whole message (%d characters):\n%s\n", n, msg);
+		fflush(stderr);
+	}
+	free(msg);
+	_fail(file, line);
+	abort(); /* _fail jumps back into cmocka; it does not return */
+}
 
 const char *fb_test_bin(void)
 {
@@ -232,7 +289,7 @@ void fb_test_release(fb_test_proc *p)
 	memset(p, 0, sizeof *p);
 }
 
-json_object *fb_test_run_doc(fb_test_proc *p, const char *const *extra, int want)
+json_object *fb_test_run_doc_any(fb_test_proc *p, const char *const *extra)
 {
 	char *dir = fb_test_tmpdir(), json[300];
 	snprintf(json, sizeof json, "%s/out.json", dir);
@@ -241,13 +298,19 @@ json_object *fb_test_run_doc(fb_test_proc *p, const char *const *extra, int want
 	for (int i = 0; extra[i] && n < 63; i++)
 		args[n++] = extra[i];
 	args[n] = NULL;
-	int code = fb_test_run(p, args);
-	check(code == want, "exit %d, expected %d\nstdout:\n%s\nstderr:\n%s", code, want, p->out,
-	      p->err);
+	fb_test_run(p, args);
 	json_object *doc = json_object_from_file(json);
-	check(doc, "no JSON document at %s", json);
 	fb_test_rmtree(dir);
 	free(dir);
+	return doc;
+}
+
+json_object *fb_test_run_doc(fb_test_proc *p, const char *const *extra, int want)
+{
+	json_object *doc = fb_test_run_doc_any(p, extra);
+	check(p->code == want, "exit %d, expected %d\nstdout:\n%s\nstderr:\n%s", p->code, want,
+	      p->out, p->err);
+	check(doc, "no JSON document from the run:\nstdout:\n%s\nstderr:\n%s", p->out, p->err);
 	return doc;
 }
 

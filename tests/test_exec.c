@@ -312,8 +312,8 @@ static void test_the_sqlite_adapter_keeps_the_fenced_rules_across_processes(void
 	check(!wr(e.w2, FB_FENCED, 0, 99, 4, &r) && r.stale, "w2 writes with 4: refused, stale");
 	check(wr(e.w1, FB_FENCED, 0, 50, 5, &r), "w1 writes with 5 after its read: accepted");
 	check(r.before == 100 && r.balance == 50 && r.version == 1 && !r.stale,
-	      "replaced 100, left 50, version 1, not stale (before %lld balance %lld version %u)",
-	      (long long)r.before, (long long)r.balance, r.version);
+	      "replaced 100, left 50, version 1, not stale (before %lld balance %lld version %llu)",
+	      (long long)r.before, (long long)r.balance, (unsigned long long)r.version);
 	check(!wr(e.w2, FB_FENCED, 0, 40, 5, &r), "an equal token is stale: refused");
 	check(wr(e.w2, FB_FENCED, 0, 49, 6, &r) && r.version == 2 && r.before == 50,
 	      "6 > 5 from the other process: accepted, version 2");

@@ -357,8 +357,9 @@ static void test_history_records_exactly_the_accepted_writes(void **state)
 			if (rs->r[j].d == accs[i].d && rs->r[j].key == accs[i].key &&
 			    (uint16_t)rs->r[j].version == acc[i].version)
 				h = &rs->r[j];
-		check(h, "accepted write %d (%s key %u version %u) is in the history", i,
-		      fb_discipline_name(accs[i].d), accs[i].key, acc[i].version);
+		check(h, "accepted write %d (%s key %u version %llu) is in the history", i,
+		      fb_discipline_name(accs[i].d), accs[i].key,
+		      (unsigned long long)acc[i].version);
 		check_eq(h->fence, accs[i].token, "the row's fence");
 		check_eq(h->before, acc[i].before, "the row's before");
 		check_eq(h->after, acc[i].balance, "the row's after");

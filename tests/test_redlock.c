@@ -1,6 +1,6 @@
 /*
- * Redlock against three throwaway redis-servers, the third under
- * libfaketime, plus a fourth as the store: the majority and its validity,
+ * Redlock against three throwaway redis-servers, the second and third
+ * under libfaketime, plus a fourth as the store: the majority and its validity,
  * the two ways a fence is bolted on (none, refused by the fenced stores;
  * incr, the two-step trap), Kleppmann's scenario (a node's clock jumps,
  * its key expires early, a second client wins a majority), and the
@@ -21,8 +21,9 @@
 
 static const fb_lease_ops *const L = &fb_redlock_lease_ops;
 static fb_server node[3], store;
-static char nodes[300]; /* host:port,host:port,host:port */
-static char jumpy[700]; /* ...?faketime=3:FILE */
+static char nodes[300];   /* host:port,host:port,host:port */
+static char jumpy[700];   /* ...?faketime=3:FILE */
+static char jumpy2[1100]; /* ...?faketime=2:FILE&faketime=3:FILE: a majority jumps */
 
 #define TTL (200 * MS)
 
@@ -280,7 +281,7 @@ static void test_pauses_past_the_ttl_corrupt_unfenced_only(void **state)
 	        "--store",    store.url, "--mode",       "fenced,write-fenced,unfenced",
 	        NULL};
 	fb_test_proc p;
-	json_object *doc = fb_test_run_doc(&p, args, 0);
+	json_object *doc = fb_test_run_corrupting(&p, args);
 	fb_test_fenced_safe_unfenced_corrupted(doc, p.out);
 	check(strstr(p.out, "lease Redlock 7."), "the report names it:\n%s", p.out);
 	json_object_put(doc);
@@ -328,14 +329,20 @@ static void test_pauses_between_the_two_steps_are_caught_by_the_witness(void **s
 	fb_test_release(&p);
 }
 
-/* Node clock jumps while holders work: a second client wins a majority
- * while the first still holds; the witness sees two live holders. */
+/*
+ * Node clock jumps while holders work: a second client wins a majority
+ * while the first still holds; the witness sees two live holders. Aimed,
+ * not hoped for: two of the three nodes, a majority, jump in turns, each
+ * by twice the TTL (far past the drift allowance: every key on it expires
+ * at once), so a holder whose 20 ms of work spans a jump of each loses
+ * both, and one of the 15 others wins them. At 50 jumps/s that is several
+ * tenures a second. A run that nonetheless saw no overlap (the scheduler
+ * can starve the injector) is run again, 3 runs at most: the test fails
+ * only if none of them shows one.
+ */
 static void test_node_clock_jumps_give_two_holders_and_the_witness_sees_them(void **state)
 {
 	(void)state;
-	/* one key, 16 contenders: the races at each handover leave bare
-	 * majorities for the jumps to catch (a dozen or more overlaps a run
-	 * here, where 8 threads and 20 jumps/s sometimes caught none) */
 	const char *args[] = {"-t",
 	                      "16",
 	                      "-d",
@@ -353,17 +360,30 @@ static void test_node_clock_jumps_give_two_holders_and_the_witness_sees_them(voi
 	                      "--skew",
 	                      "200ms",
 	                      "--lease",
-	                      jumpy,
+	                      jumpy2,
 	                      "--store",
 	                      store.url,
 	                      "--mode",
 	                      "unfenced",
 	                      NULL};
 	fb_test_proc p;
-	json_object *doc = fb_test_run_doc(&p, args, 1);
+	json_object *doc = NULL;
+	int64_t overlaps = 0;
+	for (int run = 1; run <= 3 && !overlaps; run++) {
+		if (doc) {
+			fprintf(stderr, "run %d of 3: no overlap seen, again\n", run - 1);
+			json_object_put(doc);
+			fb_test_release(&p);
+		}
+		doc = fb_test_run_doc_any(&p, args);
+		check(doc && (p.code == 0 || p.code == 1),
+		      "exit %d: a run with a verdict exits 0 or 1\nstdout:\n%s\nstderr:\n%s",
+		      p.code, p.out, p.err);
+		overlaps = fb_test_num(doc, "run.lease_violations.overlapping_leases");
+	}
+	check(overlaps > 0, "two live holders seen in one of 3 runs; the last:\n%s", p.out);
+	check_eq(p.code, 1, "a run with two live holders fails");
 	check(fb_test_num(doc, "run.faults.node_jump.taken") > 0, "jumps taken:\n%s", p.out);
-	check(fb_test_num(doc, "run.lease_violations.overlapping_leases") > 0,
-	      "two live holders seen:\n%s", p.out);
 	check(strstr(p.out, "node-jump"), "the fault table has its row:\n%s", p.out);
 	json_object_put(doc);
 	fb_test_release(&p);
@@ -427,8 +447,8 @@ int main(void)
 	        cmocka_unit_test(test_unreachable_nodes_are_exit_3_with_the_password_hidden),
 	};
 	const size_t n = sizeof tests / sizeof tests[0];
-	fb_server_kind kinds[4] = {FB_SERVER_REDIS, FB_SERVER_REDIS, FB_SERVER_REDIS_FAKETIME,
-	                           FB_SERVER_REDIS};
+	fb_server_kind kinds[4] = {FB_SERVER_REDIS, FB_SERVER_REDIS_FAKETIME,
+	                           FB_SERVER_REDIS_FAKETIME, FB_SERVER_REDIS};
 	fb_server *all[4] = {&node[0], &node[1], &node[2], &store};
 	if (!fb_servers_installed("Redlock engine tests", kinds, 4, n))
 		return 0;
@@ -443,6 +463,8 @@ int main(void)
 	snprintf(nodes, sizeof nodes, "127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", node[0].port,
 	         node[1].port, node[2].port);
 	snprintf(jumpy, sizeof jumpy, "redlock://%s?faketime=3:%s", nodes, node[2].faketime);
+	snprintf(jumpy2, sizeof jumpy2, "redlock://%s?faketime=2:%s&faketime=3:%s", nodes,
+	         node[1].faketime, node[2].faketime);
 	int failed = cmocka_run_group_tests(tests, NULL, NULL);
 	for (int i = 0; i < 4; i++)
 		fb_server_stop(all[i]);

@@ -6,6 +6,7 @@
 #ifndef FB_COMMANDS_H
 #define FB_COMMANDS_H
 
+#include "adapter_test.h"
 #include "check.h"
 #include "compare.h"
 #include "floor.h"
@@ -25,6 +26,8 @@ typedef struct fb_command {
 	        {"compare", fb_compare_main,                                                       \
 	         "two runs or two sweeps side by side with B/A ratios"},                           \
 	        {"check", fb_check_main,                                                           \
-	         "re-verify the history a real store recorded (after shared runs)"},
+	         "re-verify the history a real store recorded (after shared runs)"},               \
+	        {"adapter-test", fb_adapter_test_main,                                             \
+	         "the conformance test of a store adapter (exec:COMMAND)"},
 
 #endif

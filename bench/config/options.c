@@ -107,7 +107,7 @@ static const opt opts[] = {
         {"faults", 0, "LIST", K_BITS, OFF(faults), 0, 0, 0, NAMES(fb_fault_names), "faults", 0,
          true,
          "faults to inject: pause,skew,delay,crash,renew,retry,server-pause,node-jump (default "
-         "pause)",
+         "pause; pause,retry,delay with a --store other than inproc)",
          0, 0},
         {"fault-at", 0, "WHERE", K_ENUM, OFF(fault_at), 0, 0, 0, NAMES(fb_fault_at_names),
          "fault_at", 0, true,
@@ -172,6 +172,11 @@ static const opt opts[] = {
          "that speaks JSON lines on stdin and stdout (the protocol: fencebench(1), ADAPTER "
          "PROTOCOL, or README.md, Bring your own store)",
          0, W_STRESS},
+        {"adapter-timeout", 0, "D", K_DURATION, OFF(adapter_timeout_ns), 0, 0, 0, NULL, 0,
+         "adapter_timeout_s", 1e9, true,
+         "with --store exec:: how long an adapter has to say hello and to answer each call, "
+         "exactly (default 10s, 10s + 2 x the longest pause when pauses are injected)",
+         NEED_SET, W_STRESS},
         {"client-id", 0, "N", K_U32, OFF(client_id), 0, 1, 65535, NULL, 0, "client_id", 0, true,
          "process N of a shared run on real engines: unique owners, the engines are not reset, "
          "and `fencebench check` verifies the global history afterwards",
@@ -739,6 +744,8 @@ static void usage(FILE *out)
 	        "       fencebench floor [OPTION]...    the raw primitives: the machine's limit\n"
 	        "       fencebench plot FILE.json       SVG charts of a run or a sweep\n"
 	        "       fencebench compare A.json B.json  two runs side by side\n"
+	        "       fencebench check --store URL    re-verify the history a store recorded\n"
+	        "       fencebench adapter-test exec:COMMAND  a store adapter's conformance test\n"
 	        "Stress a lease table and three storage disciplines side by side: worker\n"
 	        "threads take leases that mint fencing tokens, debit accounts under them while\n"
 	        "an injector suspends lease holders past the TTL, and an independent checker\n"
@@ -966,6 +973,20 @@ static void settle(fb_config *cfg)
  * at work under its lease: skew alone gives holders 0.05-0.5 x TTL of work,
  * the newer holder sometimes finishing first.
  */
+/* A store that is not fencebench's own is tested where stores break: a
+ * resend of an accepted write (an equal token), a write that lands late, a
+ * holder paused past its lease. Before the options are scoped: their rates
+ * and sizes apply. */
+static void store_faults(fb_config *cfg, const bool *given)
+{
+	if (cfg->store_url && fb_store_engine(cfg->store_url) &&
+	    fb_store_engine(cfg->store_url) != fb_store_engine(NULL) &&
+	    !given_name(given, "faults") && !cfg->plan_path && !cfg->deterministic) {
+		cfg->faults |= 1u << FB_FAULT_RETRY | 1u << FB_FAULT_DELAY;
+		cfg->store_faults = true;
+	}
+}
+
 static void settle_faults(fb_config *cfg, const bool *given)
 {
 	if (!fb_config_fault(cfg, FB_FAULT_SKEW))
@@ -986,6 +1007,25 @@ static void settle_faults(fb_config *cfg, const bool *given)
 /* Combinations no run can honour. 0, or -1 with the line said. */
 static int check_combinations(const fb_config *cfg)
 {
+	if (cfg->adapter_timeout_ns &&
+	    (!cfg->store_url || fb_store_engine(cfg->store_url) != fb_store_engine("exec:x"))) {
+		fprintf(stderr, "fencebench: --adapter-timeout: an adapter's deadline; this run's "
+		                "store is no adapter (--store exec:COMMAND)\n");
+		return -1;
+	}
+	/* a paused worker's call is answered after its pause: a deadline
+	 * shorter than that would call a live adapter hung */
+	if (cfg->adapter_timeout_ns && fb_config_fault(cfg, FB_FAULT_PAUSE) &&
+	    cfg->adapter_timeout_ns < 2 * cfg->pause_max_ns) {
+		char d[32], p[32];
+		fb_format_duration(d, sizeof d, cfg->adapter_timeout_ns);
+		fb_format_duration(p, sizeof p, 2 * cfg->pause_max_ns);
+		fprintf(stderr,
+		        "fencebench: --adapter-timeout: '%s' is shorter than twice the longest "
+		        "--pause (%s): a paused worker's call would read as a hung adapter\n",
+		        d, p);
+		return -1;
+	}
 	bool remote =
 	        fb_lease_engine(cfg->lease_url)->remote || fb_store_engine(cfg->store_url)->remote;
 	if (fb_config_is_sweep(cfg) && cfg->hdr_prefix) {
@@ -1045,6 +1085,7 @@ fb_parse fb_config_parse(fb_config *cfg, int argc, char **argv)
 	fb_parse p = read_args(cfg, argc, argv, given);
 	if (p != FB_PARSE_RUN)
 		return p;
+	store_faults(cfg, given);
 	if (check_scope(cfg, given))
 		return FB_PARSE_USAGE;
 	settle(cfg);

@@ -91,12 +91,16 @@ typedef struct fb_config {
 	/* engines */
 	const char *lease_url, *store_url; /* NULL: the in-process engine */
 	uint32_t client_id;                /* 0: alone; N: process N of a shared run */
+	uint64_t adapter_timeout_ns;       /* --adapter-timeout, 0: the engine's default */
 	bool prepare_only;                 /* reset the engines and exit */
 	/* deterministic mode */
 	bool deterministic;
 	uint64_t seed_lo, seed_hi; /* --seeds A..B (both = seed otherwise) */
 	bool seeds_given;
 	bool sample_given; /* --sample was given (else: 32, or 1 with a remote engine) */
+	/* --faults was not given and the store is not the in-process one: every
+	 * fault that tests a store's check (pause, retry, delay) by default */
+	bool store_faults;
 	uint64_t steps;    /* scheduler steps per seed */
 	const char *history_path;
 	/* profiling */

@@ -88,7 +88,7 @@ void fb_env_failed(fb_env *e, const char *what, const char *why)
 	if (atomic_compare_exchange_strong_explicit(&e->failed, &no, 1, memory_order_relaxed,
 	                                            memory_order_relaxed)) {
 		/* when, on the lease clock the story's times are read on */
-		uint64_t now = fb_clock_now(e->clock), t0 = e->first.t0;
+		uint64_t now = fb_clock_now(e->clock), t0 = e->t0;
 		if (t0 && now >= t0)
 			snprintf(e->failure, sizeof e->failure, "%s, %.3f s into the run: %s", what,
 			         (double)(now - t0) / 1e9, why);
@@ -249,7 +249,7 @@ static HOT fb_step acquired(fb_worker *w)
 		fb_witness_acquired_memo(e->witness, w->key, w->l.fence, w->l.replaced,
 		                         w->l.service_at + cfg->ttl_ns, &w->witness, &w->wmemo);
 		/* a fence handed out twice: an equal fence can be another's
-		 * (relaxed: stored before this holder sends any call with it) */
+		 * (seq_cst: stored before this holder sends any call with it) */
 		if (w->witness.duplicates + w->witness.regressions != twice)
 			atomic_store_explicit(&e->dup_fences, 1, memory_order_seq_cst);
 	}
@@ -913,7 +913,7 @@ static void tell(fb_worker *w, fb_first_corruption *fc)
 	                            .wrote_at = fb_clock_now(e->clock),
 	                            .newer_fence = w->stale_newer,
 	                            .erased = w->erased,
-	                            .t0 = e->first.t0};
+	                            .t0 = e->t0};
 	const uint64_t *highest;
 	memcpy(fc->outcome, told_outcome(w, &highest), sizeof fc->outcome);
 	memcpy(fc->highest, highest, sizeof fc->highest);
@@ -1237,7 +1237,7 @@ static void tell_delivery(fb_env *e, const fb_delayed_write *dw, const fb_store_
 	                            .fault_ns = landed > dw->issued ? landed - dw->issued : 0,
 	                            .newer_fence = res->highest,
 	                            .erased = read - res->before,
-	                            .t0 = e->first.t0};
+	                            .t0 = e->t0};
 	fc->outcome[d] = FB_OUT_STALE;
 	fc->highest[d] = res->highest;
 	fc->order[0] = (uint8_t)d;

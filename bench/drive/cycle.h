@@ -200,6 +200,7 @@ struct fb_env {
 	_Atomic int stop;
 	_Atomic uint32_t done; /* workers through their --cycles */
 	_Atomic int exhausted;
+	uint64_t t0;        /* the run's start on the lease clock: set before any worker */
 	_Atomic int failed; /* an engine stopped answering: set once */
 	char failure[2560]; /* ... written by the thread that set it */
 	/* the deliveries of delayed writes: written by one delivering thread */

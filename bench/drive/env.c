@@ -27,26 +27,27 @@ static uint64_t longest_wait(const fb_config *cfg)
 
 fb_engine_config fb_env_engine_config(const fb_config *cfg, const fb_clock *clock)
 {
-	return (fb_engine_config){.keys = cfg->keys,
-	                          .ttl_ns = cfg->ttl_ns,
-	                          .fence = cfg->fence,
-	                          .first_fence = cfg->first_fence,
-	                          .clock = clock,
-	                          .bug = cfg->bug,
-	                          .between = fb_pause_armed_here,
-	                          .modes = cfg->modes,
-	                          .initial_balance = cfg->initial_balance,
-	                          .amount = cfg->amount,
-	                          .op = (int)cfg->op,
-	                          .client_id = cfg->client_id,
-	                          .threads = cfg->threads,
-	                          /* a pause, of the server or of the caller in the
-	                           * middle of a call, must not read as a dead server */
-	                          .timeout_ns =
-	                                  fb_config_fault(cfg, FB_FAULT_SERVER_PAUSE) ||
-	                                                  fb_config_fault(cfg, FB_FAULT_PAUSE)
-	                                          ? UINT64_C(10000000000) + 2 * cfg->pause_max_ns
-	                                          : 0};
+	fb_engine_config ec = {.keys = cfg->keys,
+	                       .ttl_ns = cfg->ttl_ns,
+	                       .fence = cfg->fence,
+	                       .first_fence = cfg->first_fence,
+	                       .clock = clock,
+	                       .bug = cfg->bug,
+	                       .between = fb_pause_armed_here,
+	                       .modes = cfg->modes,
+	                       .initial_balance = cfg->initial_balance,
+	                       .amount = cfg->amount,
+	                       .op = (int)cfg->op,
+	                       .client_id = cfg->client_id,
+	                       .threads = cfg->threads,
+	                       /* a pause, of the server or of the caller in the
+	                        * middle of a call, must not read as a dead server */
+	                       .timeout_ns = fb_config_fault(cfg, FB_FAULT_SERVER_PAUSE) ||
+	                                                     fb_config_fault(cfg, FB_FAULT_PAUSE)
+	                                             ? UINT64_C(10000000000) + 2 * cfg->pause_max_ns
+	                                             : 0};
+	ec.adapter_timeout_ns = cfg->adapter_timeout_ns;
+	return ec;
 }
 
 void fb_env_close(fb_env *e)

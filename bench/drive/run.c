@@ -160,7 +160,7 @@ static uint64_t supervise(threads *t, fb_tick_fn tick, void *ctx, fb_results *re
 {
 	fb_env *e = &t->env;
 	const fb_config *cfg = e->cfg;
-	e->first.t0 = fb_clock_now(e->clock);
+	e->t0 = e->first.t0 = fb_clock_now(e->clock);
 	open_gate(t, 1);
 	if (cfg->warmup_ns) {
 		int sig = wait_until(t, fb_clock_now(e->fast) + cfg->warmup_ns);

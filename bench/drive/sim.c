@@ -624,7 +624,7 @@ static fb_err setup(sim *s, const fb_config *cfg, fb_results *res)
 	uint64_t gap = fb_fault_gen_gap(&s->gen);
 	s->next_fault = gap == UINT64_MAX ? UINT64_MAX : SIM_T0 + gap;
 	s->next_plan = fb_fault_gen_plan_due(&s->gen);
-	s->env.first.t0 = SIM_T0;
+	s->env.t0 = s->env.first.t0 = SIM_T0;
 	atomic_store_explicit(&s->env.counting, 1, memory_order_relaxed);
 	return FB_OK;
 }

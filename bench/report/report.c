@@ -222,6 +222,9 @@ void fb_report_header(FILE *out, const fb_config *cfg)
 	fprintf(out, "%u %s  ttl %s  ", cfg->keys, PL(cfg->keys, "key", "keys"), D(cfg->ttl_ns));
 	if (!header_faults(out, cfg))
 		fprintf(out, "no faults  ");
+	if (cfg->store_faults)
+		fprintf(out, "(pauses, lost acks and delays: the default against a store not "
+		             "fencebench's own)  ");
 	if (cfg->work_max_ns)
 		fprintf(out, "work %s-%s  ", D(cfg->work_min_ns), D(cfg->work_max_ns));
 	if (cfg->check_lease != FB_CHECK_NONE)

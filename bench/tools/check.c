@@ -500,6 +500,11 @@ int fb_check_store(const fb_store_ops *ops, const fb_check_opts *o)
 		}
 		return runtime(&c, err);
 	}
+	if (c.ops->keeps_history && !c.ops->keeps_history(eng, err, sizeof err)) {
+		fprintf(c.err, "fencebench check: --store '%s': %s\n", c.url, reason(&c, err));
+		c.ops->close(eng);
+		return 2;
+	}
 	for (int d = 0; d < FB_DISCIPLINES; d++)
 		snprintf(c.column[d], sizeof c.column[d], "%s",
 		         fb_store_column(c.ops, eng, (fb_discipline)d));

@@ -31,6 +31,8 @@ def main():
                 hello["protocol"] = 2
             if mode == "no-debit":
                 hello["ops"] = [o for o in OPS if o != "debit"]
+            if mode == "no-meta":
+                hello["ops"] = [o for o in OPS if o not in ("meta", "history")]
             out("hello, fencebench" if mode == "hello-garbage" else json.dumps(hello))
             continue
         reply = getattr(store, op)(**req) if op != "history" else None
