@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "dist.h"
+#include "stop.h"
 
 const char *const fb_pc_names[FB_PCS] = {
         "begin", "pick",  "acquire",     "read", "fault", "renew",   "pause-read", "trap",
@@ -100,7 +101,11 @@ void fb_env_failed(fb_env *e, const char *what, const char *why)
 
 void fb_env_stop(fb_env *e)
 {
-	atomic_store_explicit(&e->stop, 1, memory_order_release);
+	/* release: what the stopper wrote before it (a failure's text) is
+	 * seen by whoever sees the flag. Once: the first stopper wakes every
+	 * wait, and a wait begun after it looks at the flag before it sleeps */
+	if (atomic_exchange_explicit(&e->stop, 1, memory_order_release))
+		return;
 	fb_sleep_wake(&e->stop);
 	/* writers waiting for room in their logs look at the flags now */
 	if (e->feed)
@@ -1135,6 +1140,45 @@ fb_step fb_cycle_step(fb_worker *w)
 }
 
 /*
+ * Threads: the run's end, seen by the workers themselves. With thousands of
+ * runnable workers on a few cores, the main thread that the timer or a stop
+ * signal wakes waits for a core behind them: seconds, at 4,096 threads (a
+ * 3 s run was stopped 4 s late, and began counting 66 s late). A worker
+ * that runs looks at the fast clock every few cycles, or contended
+ * attempts, and stops the run at its end; one of them at a time, at most
+ * every LOOK_NS, looks for a pending stop signal (left pending for the
+ * main thread to take: the workers keep the signals blocked). While no
+ * worker runs the main thread has the cores, and stops the run itself.
+ */
+#define LOOK_EVERY 4
+#define LOOK_NS    (2 * 1000 * 1000)
+
+static void look_out(fb_worker *w)
+{
+	if (w->looks--)
+		return;
+	w->looks = LOOK_EVERY - 1;
+	fb_env *e = w->env;
+	uint64_t now = fb_clock_now(e->fast);
+	/* relaxed: a flag for the cycle's next op_begin, which starts counting */
+	if (now >= e->count_at && !atomic_load_explicit(&e->counting, memory_order_relaxed))
+		atomic_store_explicit(&e->counting, 1, memory_order_relaxed);
+	/* relaxed: set before the gate opened */
+	if (now >= atomic_load_explicit(&e->end_at, memory_order_relaxed)) {
+		fb_env_stop(e);
+		return;
+	}
+	/* relaxed: a rate limit; the signal itself is the kernel's */
+	uint64_t at = atomic_load_explicit(&e->look_at, memory_order_relaxed);
+	if (now < at ||
+	    !atomic_compare_exchange_strong_explicit(&e->look_at, &at, now + LOOK_NS,
+	                                             memory_order_relaxed, memory_order_relaxed))
+		return;
+	if (fb_stop_pending())
+		fb_env_stop(e);
+}
+
+/*
  * Contention, on threads: spin a little, then give the core away, then
  * sleep. On an oversubscribed machine the holder is often not running at
  * all, and a holder that is paused keeps its lease until it expires:
@@ -1145,6 +1189,7 @@ fb_step fb_cycle_step(fb_worker *w)
 static void backoff(fb_worker *w)
 {
 	unsigned fails = w->fails;
+	look_out(w);
 	if (fails < 4) {
 		for (int i = 0; i < 32; i++)
 			fb_cpu_relax();
@@ -1182,6 +1227,7 @@ static inline bool thread_went(fb_worker *w, fb_step s)
 void fb_cycle_thread(fb_worker *w)
 {
 	for (;;) {
+		look_out(w);
 		if (w->log) /* thousands of threads: wait while a walk waits */
 			fb_feed_gate(w->log, &w->stalls);
 		if (!thread_went(w, op_begin(w)) || !thread_went(w, op_pick(w)))

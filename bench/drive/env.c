@@ -319,6 +319,8 @@ fb_err fb_env_open(fb_env *e, const fb_config *cfg, const fb_env_driver *drv, fb
 	                 : e->lops->witness_slack_ns ? e->lops->witness_slack_ns
 	                                             : 2000000;
 	atomic_init(&e->counting, cfg->warmup_ns == 0);
+	atomic_init(&e->end_at, UINT64_MAX); /* the threaded driver's, when its gate opens */
+	atomic_init(&e->look_at, 0);
 	size_t wbytes = (size_t)cfg->threads * sizeof *e->workers;
 	e->workers =
 	        aligned_alloc(FB_PAD_LINE, (wbytes + FB_PAD_LINE - 1) / FB_PAD_LINE * FB_PAD_LINE);

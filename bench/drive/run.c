@@ -28,6 +28,11 @@ typedef struct threads {
 	/* the start gate: workers wait here until every thread exists */
 	_Atomic int gate; /* 0 closed, 1 go, -1 abort */
 	uint32_t started;
+	/* workers out of their cycles, and the last one's word: the main
+	 * thread waits once for them all, not once for each (every wait for
+	 * one is a wait for a core behind thousands) */
+	_Atomic uint32_t out;
+	_Atomic int all_out;
 } threads;
 
 /* A delayed write goes in flight on the delay line. */
@@ -70,8 +75,15 @@ static void *worker_main(void *arg)
 {
 	fb_worker *w = arg;
 	fb_pause_bind(&w->port);
-	if (wait_gate((threads *)w->env)) /* env is a threads' first member */
+	threads *t = (threads *)w->env; /* env is a threads' first member */
+	if (wait_gate(t))
 		fb_cycle_thread(w);
+	/* relaxed: a count; the last one's wake is a futex, and the join
+	 * orders the rest. t->started was set before the gate opened */
+	if (atomic_fetch_add_explicit(&t->out, 1, memory_order_relaxed) + 1 == t->started) {
+		atomic_store_explicit(&t->all_out, 1, memory_order_release);
+		fb_sleep_wake(&t->all_out);
+	}
 	return NULL;
 }
 
@@ -82,7 +94,10 @@ static int wait_until(threads *t, uint64_t deadline)
 	fb_env *e = &t->env;
 	for (;;) {
 		uint64_t now = fb_clock_now(e->fast);
-		if (now >= deadline || atomic_load_explicit(&e->stop, memory_order_relaxed))
+		/* a worker that saw a signal pending stopped the run: take it */
+		if (atomic_load_explicit(&e->stop, memory_order_relaxed))
+			return fb_stop_take();
+		if (now >= deadline)
 			return 0;
 		uint64_t d = deadline - now;
 		if (d > 100000000)
@@ -153,24 +168,38 @@ static fb_err start_injector(threads *t, fb_fault_port **ports, fb_injector **in
 	return FB_OK;
 }
 
-/* The main thread's part of a run: the warm-up, then a sample a second
+/*
+ * The main thread's part of a run: the warm-up, then a sample a second
  * until the end, a signal, or a stop from inside. Returns when counting
- * began. */
+ * began. The run's times are fixed before the gate opens: at thousands of
+ * threads the main thread waits for a core for seconds once it has woken
+ * the workers, and the workers keep the times themselves (look_out in
+ * cycle.c). A count begun late would have made the run look that much
+ * shorter than it was.
+ */
 static uint64_t supervise(threads *t, fb_tick_fn tick, void *ctx, fb_results *res)
 {
 	fb_env *e = &t->env;
 	const fb_config *cfg = e->cfg;
+	uint64_t t0 = fb_clock_now(e->fast) + cfg->warmup_ns;
+	e->count_at = t0;
+	/* relaxed: the gate's release publishes it */
+	atomic_store_explicit(&e->end_at,
+	                      t0 + cfg->duration_ns < t0 ? UINT64_MAX : t0 + cfg->duration_ns,
+	                      memory_order_relaxed);
 	e->t0 = e->first.t0 = fb_clock_now(e->clock);
 	open_gate(t, 1);
 	if (cfg->warmup_ns) {
-		int sig = wait_until(t, fb_clock_now(e->fast) + cfg->warmup_ns);
+		int sig = wait_until(t, t0);
 		if (sig) {
 			res->interrupted = true;
 			res->signal = sig;
+			t0 = fb_clock_now(e->fast); /* nothing was counted */
 		}
 	}
 	atomic_store_explicit(&e->counting, 1, memory_order_relaxed);
-	uint64_t t0 = fb_clock_now(e->fast), end = res->interrupted ? t0 : t0 + cfg->duration_ns;
+	uint64_t end =
+	        res->interrupted ? t0 : atomic_load_explicit(&e->end_at, memory_order_relaxed);
 	for (uint64_t next = t0 + 1000000000u; !res->interrupted; next += 1000000000u) {
 		uint64_t until = next < end ? next : end;
 		int sig = wait_until(t, until);
@@ -199,9 +228,13 @@ static void wind_down(threads *t, fb_injector *inj, fb_results *res, uint64_t t0
 	fb_env_stop(e);
 	fb_injector_stats ist = {0};
 	fb_injector_stop(inj, &ist);
+	while (t->started && fb_sleep_unless(&t->all_out, UINT64_C(1000000000)))
+		;
+	/* the run ends as its last worker leaves its cycles; the joins that
+	 * follow free thousands of stacks (a second at 16k threads) */
+	res->elapsed_s = (double)(fb_clock_now(e->fast) - t0) / 1e9;
 	for (uint32_t i = 0; i < t->started; i++)
 		pthread_join(e->workers[i].port.tid, NULL);
-	res->elapsed_s = (double)(fb_clock_now(e->fast) - t0) / 1e9;
 	fb_delay_stop(t->delay);
 	t->delay = NULL;
 	for (int f = 0; f < FB_FAULTS; f++)
@@ -240,6 +273,8 @@ fb_err fb_run(const fb_config *cfg, fb_tick_fn tick, void *ctx, fb_results *res)
 	memset(res, 0, sizeof *res);
 	res->cfg = cfg;
 	atomic_init(&t->gate, 0);
+	atomic_init(&t->out, 0);
+	atomic_init(&t->all_out, 0);
 	fb_env_driver drv = {.fast = fb_clock_fast(),
 	                     .wall = fb_clock_realtime(),
 	                     .blocking = true,
