@@ -227,6 +227,8 @@ static fb_err open_checks(fb_env *e, bool blocking)
 		fb_feed_window(e->feed, in_flight);
 	/* longer than any fault can hold a version back */
 	fb_feed_bound(e->feed, &e->failed, &e->stop, e->fast, longest_wait(cfg), walk_stuck, e);
+	if (blocking)
+		fb_feed_end(e->feed, &e->end_at);
 	e->net_log = fb_feed_log_of(e->feed, cfg->threads);
 	return FB_OK;
 }

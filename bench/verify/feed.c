@@ -39,8 +39,10 @@ struct fb_feed {
 	alignas(FB_PAD_LINE) _Atomic uint32_t walk_waiters;
 	alignas(FB_PAD_LINE) _Atomic uint32_t gate; /* 1: closed (wide logs) */
 	alignas(FB_PAD_LINE) _Atomic int busy;      /* the consumer's lock */
+	_Atomic uint64_t passes;                    /* passes done, for waiters to see */
 	/* the bound */
 	const _Atomic int *abort, *stop_run;
+	const _Atomic uint64_t *end_at; /* the run's end on clk: a stop no one has said yet */
 	const fb_clock *clk;
 	uint64_t max_wait;
 	void (*stuck)(void *ctx, uint32_t key, int d);
@@ -176,6 +178,11 @@ void fb_feed_bound(fb_feed *f, const _Atomic int *abort, const _Atomic int *stop
 	f->max_wait = max_wait_ns;
 	f->stuck = stuck;
 	f->stuck_ctx = ctx;
+}
+
+void fb_feed_end(fb_feed *f, const _Atomic uint64_t *end_at)
+{
+	f->end_at = end_at;
 }
 
 fb_feed_log *fb_feed_log_of(fb_feed *f, uint32_t producer)
@@ -471,6 +478,8 @@ static bool pass(fb_feed *f, uint64_t *n, uint64_t *fullest)
 	if (!trylock(f))
 		return false;
 	*n = pass_locked(f, fullest);
+	/* relaxed: a hint for waiters whether to help (wait_for) */
+	atomic_fetch_add_explicit(&f->passes, 1, memory_order_relaxed);
 	unlock(f);
 	kicks(f);
 	return true;
@@ -506,31 +515,69 @@ static bool flagged(const _Atomic int *flag)
 	return flag && atomic_load_explicit(flag, memory_order_relaxed);
 }
 
+/* The run's end is past, said or not: the workers that would say it may
+ * all be waiting here. */
+static bool over(const fb_feed *f)
+{
+	if (flagged(f->stop_run))
+		return true;
+	/* relaxed: set before the producers began */
+	return f->end_at && f->clk &&
+	       fb_clock_now(f->clk) >= atomic_load_explicit(f->end_at, memory_order_relaxed);
+}
+
 /* The run failed (abort) or stopped: a wait for room or for a walk ends;
  * stopped, l spills what comes next. */
 static bool ended(fb_feed *f, fb_feed_log *l)
 {
 	if (flagged(f->abort))
 		return true;
-	if (!flagged(f->stop_run))
+	if (!over(f))
 		return false;
 	l->spilling = true;
 	return true;
+}
+
+/*
+ * A waiter's sleep: until woken, ROOM_NAP at most, and never past the run's
+ * end. It helps (a pass) again only if no pass was done while it slept
+ * (*seen: the passes as it began): with thousands waiting, each
+ * looking every ROOM_NAP, every look a pass over thousands of logs
+ * would keep the cores from the writer the walks wait for.
+ */
+static void nap_on(fb_feed *f, _Atomic uint32_t *word, uint32_t val, uint64_t *seen)
+{
+	uint64_t ns = ROOM_NAP;
+	if (f->end_at && f->clk) {
+		uint64_t now = fb_clock_now(f->clk),
+		         end = atomic_load_explicit(f->end_at, memory_order_relaxed);
+		if (end > now && end - now < ns)
+			ns = end - now + 1;
+	}
+	*seen = atomic_load_explicit(&f->passes, memory_order_relaxed);
+	futex_wait(word, val, ns);
+}
+
+static bool helps(const fb_feed *f, uint64_t seen)
+{
+	return atomic_load_explicit(&f->passes, memory_order_relaxed) == seen;
 }
 
 bool fb_feed_room(fb_feed_log *l, bool wait, uint64_t *stalls)
 {
 	fb_feed *f = l->feed;
 	bool counted = false;
+	uint64_t seen = atomic_load_explicit(&f->passes, memory_order_relaxed);
 	fb_feed_publish(l); /* a record held back could be the one the walk waits for */
-	for (;;) {
+	for (bool first = true;; first = false) {
 		/* the run is over: no wait for a walk that may need the other
 		 * producers' last records (the last pass takes these), and no
 		 * pass: thousands woken at once, each taking one, would hold
 		 * the end of the run for seconds */
 		if (wait && ended(f, l))
 			return false;
-		help(f);
+		if (first || helps(f, seen))
+			help(f);
 		if (fb_feed_slot(l))
 			return true;
 		if (!wait || ended(f, l))
@@ -539,13 +586,13 @@ bool fb_feed_room(fb_feed_log *l, bool wait, uint64_t *stalls)
 			(*stalls)++;
 			counted = true;
 		}
-		uint32_t seen = atomic_load_explicit(&l->seq, memory_order_acquire);
+		uint32_t seq = atomic_load_explicit(&l->seq, memory_order_acquire);
 		/* seq_cst: the flag before the tail is read again; pairs with the
 		 * consumer's fence between its tail stores and the flags */
 		atomic_store_explicit(&l->waiting, 1, memory_order_seq_cst);
 		atomic_thread_fence(memory_order_seq_cst);
-		if (!fb_feed_slot(l) && !flagged(f->abort) && !flagged(f->stop_run))
-			futex_wait(&l->seq, seen, ROOM_NAP);
+		if (!fb_feed_slot(l) && !flagged(f->abort) && !over(f))
+			nap_on(f, &l->seq, seq, &seen);
 		atomic_store_explicit(&l->waiting, 0, memory_order_relaxed);
 	}
 }
@@ -557,15 +604,16 @@ bool fb_feed_near_wait(fb_feed_log *l, const fb_check_rec *r, bool wait, uint64_
 	if (!c || fb_checker_near(c, r, f->limit[r->d & 3]))
 		return true;
 	fb_feed_publish(l); /* what was put before it may be what the walk waits for */
-	uint64_t want = want_of(r);
+	uint64_t want = want_of(r), seen = atomic_load_explicit(&f->passes, memory_order_relaxed);
 	bool counted = false, near = false;
 	/* seq_cst: counted before the flag; the consumer reads the count after
 	 * its fence, then the flags */
 	atomic_fetch_add_explicit(&f->walk_waiters, 1, memory_order_seq_cst);
-	for (;;) {
+	for (bool first = true;; first = false) {
 		if (wait && ended(f, l))
 			break; /* the record and those after it spill, as in fb_feed_room */
-		help(f);
+		if (first || helps(f, seen))
+			help(f);
 		if ((near = fb_checker_near(c, r, f->limit[r->d & 3])))
 			break;
 		if (!wait || ended(f, l))
@@ -574,15 +622,14 @@ bool fb_feed_near_wait(fb_feed_log *l, const fb_check_rec *r, bool wait, uint64_
 			(*stalls)++;
 			counted = true;
 		}
-		uint32_t seen = atomic_load_explicit(&l->seq, memory_order_acquire);
+		uint32_t seq = atomic_load_explicit(&l->seq, memory_order_acquire);
 		atomic_store_explicit(&l->want, want, memory_order_relaxed);
 		/* seq_cst: the flag (after want) before the walk is read again;
 		 * pairs with the consumer's fence between its walks and the flags */
 		atomic_store_explicit(&l->waiting, 1, memory_order_seq_cst);
 		atomic_thread_fence(memory_order_seq_cst);
-		if (!fb_checker_near(c, r, f->limit[r->d & 3]) && !flagged(f->abort) &&
-		    !flagged(f->stop_run))
-			futex_wait(&l->seq, seen, ROOM_NAP);
+		if (!fb_checker_near(c, r, f->limit[r->d & 3]) && !flagged(f->abort) && !over(f))
+			nap_on(f, &l->seq, seq, &seen);
 		atomic_store_explicit(&l->waiting, 0, memory_order_relaxed);
 		atomic_store_explicit(&l->want, 0, memory_order_relaxed);
 	}
@@ -594,14 +641,16 @@ void fb_feed_gate_wait(fb_feed_log *l, uint64_t *stalls)
 {
 	fb_feed *f = l->feed;
 	bool counted = false;
+	uint64_t seen = atomic_load_explicit(&f->passes, memory_order_relaxed);
 	while (atomic_load_explicit(&f->gate, memory_order_relaxed) && !flagged(f->abort) &&
-	       !flagged(f->stop_run)) {
+	       !over(f)) {
+		if (!counted || helps(f, seen))
+			help(f); /* the feed's thread may be off the cores too */
 		if (!counted) {
 			(*stalls)++;
 			counted = true;
 		}
-		help(f); /* the feed's thread may be off the cores too */
-		futex_wait(&f->gate, 1, ROOM_NAP);
+		nap_on(f, &f->gate, 1, &seen);
 	}
 	if (counted)
 		futex_wake_n(&f->gate, 1); /* the next one */

@@ -124,6 +124,11 @@ void fb_feed_bound(fb_feed *f, const _Atomic int *abort, const _Atomic int *stop
                    const fb_clock *clk, uint64_t max_wait_ns,
                    void (*stuck)(void *ctx, uint32_t key, int d), void *ctx);
 
+/* The run's end on the bound's clock (NULL: none), set before the
+ * producers begin: a wait ends there as at the stop, said or not (the
+ * producers that would say it may all be waiting). Before fb_feed_start. */
+void fb_feed_end(fb_feed *f, const _Atomic uint64_t *end_at);
+
 fb_feed_log *fb_feed_log_of(fb_feed *f, uint32_t producer);
 
 /* The feed's thread. FB_ESYS: it could not be started. */
