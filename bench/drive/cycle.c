@@ -1043,6 +1043,42 @@ bool fb_cycle_commit(fb_env *e, fb_feed_log *log, const fb_check_rec *c, uint64_
 	return true;
 }
 
+/* The cycle's next record into slot, with what the cycle did at every store. */
+static void fill(fb_worker *w, fb_check_rec *slot)
+{
+	*slot = w->todo[w->i++];
+	/* a resent write's first copy: what that copy did at each store */
+	memcpy(slot->outcome, w->resend && !slot->resent ? w->outcome0 : w->outcome,
+	       sizeof slot->outcome);
+}
+
+/*
+ * Wide logs: the cycle's records that are near their walks go first, none
+ * waiting, the rest keeping their order. A producer that waits for one
+ * walk must not hold a record that another walk waits for: at thousands
+ * of threads a worker preempted for seconds mid-cycle writes its stores
+ * far apart in their walks, and two such producers, each holding what the
+ * other's walk waits for, would wait for each other until the run ends.
+ * A record of one walk never passes an earlier one of the same walk: its
+ * version is higher, so it is near only if that one is.
+ */
+static void put_near(fb_worker *w)
+{
+	fb_feed_log *log = w->log;
+	for (uint8_t j = w->i; j < w->ntodo; j++) {
+		fb_check_rec *slot;
+		if (!fb_feed_near_now(log, &w->todo[j]) || !(slot = fb_feed_slot(log)))
+			continue;
+		if (j != w->i) {
+			fb_check_rec r = w->todo[j];
+			memmove(&w->todo[w->i + 1], &w->todo[w->i], (size_t)(j - w->i) * sizeof r);
+			w->todo[w->i] = r;
+		}
+		fill(w, slot);
+		fb_feed_put(log);
+	}
+}
+
 /* The cycle's accepted writes to its log, with what the cycle did at every
  * store; published together. A full log waits for room (threads: held by
  * a walk, bounded) or yields (the simulator tries again later). */
@@ -1053,6 +1089,11 @@ static HOT fb_step op_commit(fb_worker *w)
 	while (w->i < w->ntodo) {
 		fb_check_rec *slot = NULL;
 		bool kept = false;
+		if (log->wide && e->blocking) {
+			put_near(w);
+			if (w->i == w->ntodo)
+				break;
+		}
 		if (fb_feed_near(log, &w->todo[w->i], e->blocking, &w->stalls) &&
 		    !(slot = fb_feed_slot(log)) && fb_feed_room(log, e->blocking, &w->stalls))
 			continue;
@@ -1064,10 +1105,7 @@ static HOT fb_step op_commit(fb_worker *w)
 				break; /* the wait was given up: the run has failed */
 			kept = true;
 		}
-		*slot = w->todo[w->i++];
-		/* a resent write's first copy: what that copy did at each store */
-		memcpy(slot->outcome, w->resend && !slot->resent ? w->outcome0 : w->outcome,
-		       sizeof slot->outcome);
+		fill(w, slot);
 		if (!kept)
 			fb_feed_put(log);
 	}

@@ -597,6 +597,13 @@ bool fb_feed_room(fb_feed_log *l, bool wait, uint64_t *stalls)
 	}
 }
 
+bool fb_feed_near_now(const fb_feed_log *l, const fb_check_rec *r)
+{
+	const fb_feed *f = l->feed;
+	const fb_checker *c = f->checker[r->d & 3];
+	return !l->wide || !c || fb_checker_near(c, r, f->limit[r->d & 3]);
+}
+
 bool fb_feed_near_wait(fb_feed_log *l, const fb_check_rec *r, bool wait, uint64_t *stalls)
 {
 	fb_feed *f = l->feed;

@@ -84,6 +84,10 @@ fb_err fb_feed_plan_wide(uint32_t producers, uint32_t in_flight, uint32_t *cap, 
  * walk before they are put. After fb_feed_create, before any record. */
 void fb_feed_window(fb_feed *f, uint32_t in_flight);
 
+/* r may be put in l now (wide logs: it is near enough to its walk). No
+ * wait, no pass. */
+bool fb_feed_near_now(const fb_feed_log *l, const fb_check_rec *r);
+
 /* Wide logs: wait (if wait) until r is near enough to its walk to be put in
  * l. True: it may be put now; false: as fb_feed_room's. Narrow: true. */
 bool fb_feed_near_wait(fb_feed_log *l, const fb_check_rec *r, bool wait, uint64_t *stalls);
