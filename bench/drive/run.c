@@ -208,13 +208,16 @@ static uint64_t supervise(threads *t, fb_tick_fn tick, void *ctx, fb_results *re
 			res->signal = sig;
 			break;
 		}
-		if (atomic_load_explicit(&e->stop, memory_order_relaxed))
+		/* stopped from inside before its time (a worker that saw the
+		 * end stops it as the end's own sample is due: taken) */
+		bool stopped = atomic_load_explicit(&e->stop, memory_order_relaxed);
+		if (stopped && fb_clock_now(e->fast) < end)
 			break;
 		fb_sample s;
 		fb_env_sample(e, t0, &s);
 		if (tick)
 			tick(ctx, &s);
-		if (until >= end)
+		if (until >= end || stopped)
 			break;
 	}
 	return t0;
