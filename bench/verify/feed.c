@@ -25,6 +25,12 @@
  * a pass and a context switch. */
 #define ROOM_NAP (100 * 1000 * 1000)
 
+/* A cycle parked at the closed gate is woken as it opens, a few at a time
+ * (gate()); it looks by itself this seldom: thousands of parked threads
+ * looking every ROOM_NAP were 20k futex calls a second on one word, its
+ * hash bucket's lock the busiest lock of the run. */
+#define GATE_NAP (1000 * 1000 * 1000)
+
 struct fb_feed {
 	fb_feed_log *logs;
 	fb_check_rec *rings;
@@ -545,9 +551,8 @@ static bool ended(fb_feed *f, fb_feed_log *l)
  * looking every ROOM_NAP, every look a pass over thousands of logs
  * would keep the cores from the writer the walks wait for.
  */
-static void nap_on(fb_feed *f, _Atomic uint32_t *word, uint32_t val, uint64_t *seen)
+static void nap_on(fb_feed *f, _Atomic uint32_t *word, uint32_t val, uint64_t ns, uint64_t *seen)
 {
-	uint64_t ns = ROOM_NAP;
 	if (f->end_at && f->clk) {
 		uint64_t now = fb_clock_now(f->clk),
 		         end = atomic_load_explicit(f->end_at, memory_order_relaxed);
@@ -592,7 +597,7 @@ bool fb_feed_room(fb_feed_log *l, bool wait, uint64_t *stalls)
 		atomic_store_explicit(&l->waiting, 1, memory_order_seq_cst);
 		atomic_thread_fence(memory_order_seq_cst);
 		if (!fb_feed_slot(l) && !flagged(f->abort) && !over(f))
-			nap_on(f, &l->seq, seq, &seen);
+			nap_on(f, &l->seq, seq, ROOM_NAP, &seen);
 		atomic_store_explicit(&l->waiting, 0, memory_order_relaxed);
 	}
 }
@@ -636,7 +641,7 @@ bool fb_feed_near_wait(fb_feed_log *l, const fb_check_rec *r, bool wait, uint64_
 		atomic_store_explicit(&l->waiting, 1, memory_order_seq_cst);
 		atomic_thread_fence(memory_order_seq_cst);
 		if (!fb_checker_near(c, r, f->limit[r->d & 3]) && !flagged(f->abort) && !over(f))
-			nap_on(f, &l->seq, seq, &seen);
+			nap_on(f, &l->seq, seq, ROOM_NAP, &seen);
 		atomic_store_explicit(&l->waiting, 0, memory_order_relaxed);
 		atomic_store_explicit(&l->want, 0, memory_order_relaxed);
 	}
@@ -657,7 +662,7 @@ void fb_feed_gate_wait(fb_feed_log *l, uint64_t *stalls)
 			(*stalls)++;
 			counted = true;
 		}
-		nap_on(f, &f->gate, 1, &seen);
+		nap_on(f, &f->gate, 1, GATE_NAP, &seen);
 	}
 	if (counted)
 		futex_wake_n(&f->gate, 1); /* the next one */
