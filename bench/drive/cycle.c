@@ -1182,13 +1182,13 @@ fb_step fb_cycle_step(fb_worker *w)
  * runnable workers on a few cores, the main thread that the timer or a stop
  * signal wakes waits for a core behind them: seconds, at 4,096 threads (a
  * 3 s run was stopped 4 s late, and began counting 66 s late). A worker
- * that runs looks at the fast clock every few cycles, or contended
+ * that runs looks at the fast clock every 16 cycles, or contended
  * attempts, and stops the run at its end; one of them at a time, at most
  * every LOOK_NS, looks for a pending stop signal (left pending for the
  * main thread to take: the workers keep the signals blocked). While no
  * worker runs the main thread has the cores, and stops the run itself.
  */
-#define LOOK_EVERY 4
+#define LOOK_EVERY 16
 #define LOOK_NS    (2 * 1000 * 1000)
 
 static void look_out(fb_worker *w)
