@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,6 +35,7 @@
 struct fb_feed {
 	fb_feed_log *logs;
 	fb_check_rec *rings;
+	fb_check_rec *spills; /* SPILL_0 records a log, touched only when used */
 	uint32_t n, cap;
 	uint32_t *moved, nmoved; /* a pass's logs whose tails moved: the consumer's */
 	_Atomic uint64_t *kick;  /* a bit a log whose waiting producer has room */
@@ -78,6 +80,11 @@ fb_err fb_feed_plan(uint32_t producers, uint32_t in_flight, uint32_t *cap, uint3
 	*ahead = (uint32_t)(c * producers + in_flight);
 	return FB_OK;
 }
+
+/* A log's spill to begin with: a cycle's records, without a malloc. At
+ * 16k threads the stop's spills were as many first mallocs, each setting
+ * up its thread's cache, just as the threads were to exit. */
+#define SPILL_0 8
 
 /* Wide logs: 16 MiB of records in all, 8 to 64 a log. */
 #define WIDE_RECORDS (UINT32_C(1) << 18)
@@ -127,7 +134,8 @@ fb_err fb_feed_create(uint32_t producers, uint32_t cap, fb_checker *const *check
 	/* a log moves at most twice a pass: drained, then unstuck */
 	f->moved = malloc((size_t)producers * 2 * sizeof *f->moved);
 	f->kick = calloc((producers + 63) / 64, sizeof *f->kick);
-	if (!f->logs || !f->rings || !f->moved || !f->kick) {
+	f->spills = malloc((size_t)producers * SPILL_0 * sizeof *f->spills);
+	if (!f->logs || !f->rings || !f->moved || !f->kick || !f->spills) {
 		fb_feed_destroy(f);
 		return FB_ENOMEM;
 	}
@@ -145,8 +153,12 @@ fb_err fb_feed_create(uint32_t producers, uint32_t cap, fb_checker *const *check
 	atomic_init(&f->stop, 0);
 	for (uint32_t i = 0; i < producers; i++) {
 		fb_feed_log *l = &f->logs[i];
-		*l = (fb_feed_log){
-		        .limit = cap, .cap = cap, .ring = &f->rings[(size_t)i * cap], .feed = f};
+		*l = (fb_feed_log){.limit = cap,
+		                   .cap = cap,
+		                   .ring = &f->rings[(size_t)i * cap],
+		                   .feed = f,
+		                   .capspill = SPILL_0,
+		                   .spill = &f->spills[(size_t)i * SPILL_0]};
 		atomic_init(&l->published, 0);
 		atomic_init(&l->tail, 0);
 		atomic_init(&l->waiting, 0);
@@ -166,7 +178,9 @@ void fb_feed_destroy(fb_feed *f)
 	fb_feed_stop(f);
 	if (f->logs)
 		for (uint32_t i = 0; i < f->n; i++)
-			free(f->logs[i].spill);
+			if (f->logs[i].spill_own)
+				free(f->logs[i].spill);
+	free(f->spills);
 	free(f->moved);
 	free(f->kick);
 	free(f->logs);
@@ -673,13 +687,16 @@ fb_check_rec *fb_feed_spill(fb_feed_log *l)
 	if (!l->spilling)
 		return NULL;
 	if (l->nspill == l->capspill) {
-		uint32_t cap = l->capspill ? 2 * l->capspill : 8;
-		fb_check_rec *m =
-		        cap > l->capspill ? realloc(l->spill, (size_t)cap * sizeof *m) : NULL;
+		uint32_t cap = 2 * l->capspill;
+		fb_check_rec *m = cap > l->capspill ? malloc((size_t)cap * sizeof *m) : NULL;
 		if (!m)
 			return NULL;
+		memcpy(m, l->spill, (size_t)l->nspill * sizeof *m);
+		if (l->spill_own)
+			free(l->spill);
 		l->spill = m;
 		l->capspill = cap;
+		l->spill_own = true;
 	}
 	return &l->spill[l->nspill++];
 }
@@ -701,6 +718,13 @@ static void *feed_main(void *arg)
 {
 	fb_feed *f = arg;
 	while (!atomic_load_explicit(&f->stop, memory_order_acquire)) {
+		/* The run is over: its producers wait no more, and the last
+		 * pass (fb_feed_stop) walks the rest. A pass over 16k logs now
+		 * would only keep a core from the workers on their way out. */
+		if (over(f)) {
+			fb_sleep_unless(&f->stop, NAP_MAX);
+			continue;
+		}
 		uint64_t n, fullest;
 		if (pass(f, &n, &fullest)) {
 			/* keep the fullest log near a quarter full at each pass */

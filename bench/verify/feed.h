@@ -43,6 +43,7 @@ typedef struct fb_feed_log {
 	const _Atomic uint32_t *gate; /* ... and cycles for the walks' holes */
 	/* the run stopped while the log was full: the rest, after it */
 	bool spilling;
+	bool spill_own; /* spill is the log's own malloc (it outgrew its first) */
 	uint32_t nspill, capspill;
 	fb_check_rec *spill;
 	/* producer to consumer */
