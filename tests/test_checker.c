@@ -594,6 +594,8 @@ static void test_a_full_log_spills_at_the_runs_end_said_or_due(void **state)
 			v++;
 		}
 		check(stalls == 0, "%s: not one wait", how);
+		check(fb_feed_spilling(log), "%s: its producer is told to begin no cycle", how);
+		check(!fb_feed_spilling(late), "%s: a producer that never waited goes on", how);
 		*fb_feed_slot(late) = rec(7, 1, 1, 100, 100, 100);
 		fb_feed_put(late);
 		fb_feed_publish(late);

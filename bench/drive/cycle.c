@@ -1266,8 +1266,14 @@ void fb_cycle_thread(fb_worker *w)
 {
 	for (;;) {
 		look_out(w);
-		if (w->log) /* thousands of threads: wait while a walk waits */
+		if (w->log) { /* thousands of threads: wait while a walk waits */
 			fb_feed_gate(w->log, &w->stalls);
+			/* a wait of its ended at the run's end: said now, if the
+			 * end was only due, so that no worker begins a cycle
+			 * whose records could lie beyond the window */
+			if (fb_feed_spilling(w->log))
+				fb_env_stop(w->env);
+		}
 		if (!thread_went(w, op_begin(w)) || !thread_went(w, op_pick(w)))
 			break;
 		fb_step s;

@@ -678,6 +678,8 @@ void fb_feed_gate_wait(fb_feed_log *l, uint64_t *stalls)
 		}
 		nap_on(f, &f->gate, 1, GATE_NAP, &seen);
 	}
+	if (over(f))
+		l->spilling = true; /* no cycle after the end (fb_feed_spilling) */
 	if (counted)
 		futex_wake_n(&f->gate, 1); /* the next one */
 }

@@ -187,6 +187,17 @@ static inline void fb_feed_publish(fb_feed_log *l)
  */
 bool fb_feed_room(fb_feed_log *l, bool wait, uint64_t *stalls);
 
+/*
+ * l's wait for room, for a walk or at the gate ended at the run's end
+ * (said or only due): its producer must begin no cycle after it. Waits
+ * keep every record within the window; past the end they end, and a
+ * producer cycling on would spill records as far ahead as it went.
+ */
+static inline bool fb_feed_spilling(const fb_feed_log *l)
+{
+	return l->spilling;
+}
+
 /* The run stopped while l was full: a slot in its spill for the next
  * record, already counted (no fb_feed_put). NULL: l does not spill (the
  * wait was given up), or no memory. */
