@@ -500,7 +500,7 @@ static void test_a_log_held_by_a_missing_version_is_bounded(void **state)
 	check_eq(fb_feed_create(1, 4, cs, false, &f), FB_OK, "a feed of one 4-record log");
 	ticking clk = {{"ticking", tick_now}, 0};
 	stuck_seen seen = {0};
-	fb_feed_bound(f, &seen.abort, &clk.base, 5 * MS, on_stuck, &seen);
+	fb_feed_bound(f, &seen.abort, NULL, &clk.base, 5 * MS, on_stuck, &seen);
 	fb_feed_log *log = fb_feed_log_of(f, 0);
 	uint64_t stalls = 0;
 	uint16_t v = 2; /* version 1 never arrives */
@@ -535,6 +535,79 @@ static void test_a_log_held_by_a_missing_version_is_bounded(void **state)
 	check_eq(k.duplicates, 0, "and a version still to come is no duplicate");
 	fb_feed_destroy(f);
 	fb_checker_destroy(c);
+}
+
+/*
+ * The run's end, said (the stop flag) or only due (its time passed while
+ * the producers that would say it waited): a producer whose log is full
+ * waits no more, not once; what it has no room for spills, and the last
+ * pass walks it after the log. Nothing is dropped, nothing waits.
+ */
+static void test_a_full_log_spills_at_the_runs_end_said_or_due(void **state)
+{
+	(void)state;
+	for (int said = 0; said < 2; said++) {
+		const char *how = said ? "said" : "due";
+		fb_checker *c; /* 2^16 keys: a ring of 4 */
+		check_eq(fb_checker_create(1u << 16, 16, 100, &c), FB_OK, "checker");
+		fb_checker *cs[FB_DISCIPLINES] = {[FB_FENCED] = c};
+		fb_feed *f;
+		check_eq(fb_feed_create(2, 4, cs, false, &f), FB_OK, "two 4-record logs");
+		fb_clock_manual clk;
+		fb_clock_manual_init(&clk, 1000 * MS);
+		_Atomic int abort, stop;
+		_Atomic uint64_t end;
+		atomic_init(&abort, 0);
+		atomic_init(&stop, 0);
+		atomic_init(&end, UINT64_MAX);
+		fb_feed_bound(f, &abort, &stop, &clk.base, UINT64_C(60000) * MS, NULL, NULL);
+		fb_feed_end(f, &end);
+		fb_feed_log *log = fb_feed_log_of(f, 0), *late = fb_feed_log_of(f, 1);
+		uint64_t stalls = 0;
+		uint16_t v = 2; /* version 1 comes last, from the other producer */
+		for (;;) {
+			fb_check_rec *slot = fb_feed_slot(log);
+			if (!slot) {
+				if (!fb_feed_room(log, false, &stalls))
+					break;
+				continue;
+			}
+			*slot = rec(7, v, v, 100, 100, 100);
+			v++;
+			fb_feed_put(log);
+			fb_feed_publish(log);
+		}
+		check(v == 2 + 3 + 4, "%s: the ring took three early versions, the log four more",
+		      how);
+		if (said) {
+			atomic_store(&stop, 1);
+		} else {
+			atomic_store(&end, 1500 * MS);
+			fb_clock_manual_set(&clk, 2000 * MS);
+		}
+		for (int i = 0; i < 100; i++) {
+			check(!fb_feed_room(log, true, &stalls), "%s: no room, and no wait for it",
+			      how);
+			fb_check_rec *kept = fb_feed_spill(log);
+			check(kept != NULL, "%s: the spill takes record %d", how, i);
+			*kept = rec(7, v, v, 100, 100, 100);
+			v++;
+		}
+		check(stalls == 0, "%s: not one wait", how);
+		check(fb_feed_spilling(log), "%s: its producer is told to begin no cycle", how);
+		check(!fb_feed_spilling(late), "%s: a producer that never waited goes on", how);
+		*fb_feed_slot(late) = rec(7, 1, 1, 100, 100, 100);
+		fb_feed_put(late);
+		fb_feed_publish(late);
+		fb_feed_stop(f); /* every producer done: the last pass */
+		fb_check_key k;
+		fb_checker_key(c, 7, &k);
+		check(k.checked == v - 1u, "%s: every version walked, the spilled ones too", how);
+		check(k.duplicates == 0, "%s: none twice", how);
+		check(k.chain_breaks == 0, "%s: in order", how);
+		fb_feed_destroy(f);
+		fb_checker_destroy(c);
+	}
 }
 
 /* The bound's rule on an injected clock: it counts from the walk's last
@@ -600,7 +673,8 @@ static void test_a_producer_waiting_for_room_is_woken_and_walked(void **state)
 		fb_feed *f;
 		check_eq(fb_feed_create(2, 2, cs, false, &f), FB_OK, "two logs of 2");
 		_Atomic int never = 0;
-		fb_feed_bound(f, &never, fb_clock_monotonic(), UINT64_C(60000) * MS, NULL, NULL);
+		fb_feed_bound(f, &never, NULL, fb_clock_monotonic(), UINT64_C(60000) * MS, NULL,
+		              NULL);
 		check_eq(fb_feed_start(f), FB_OK, "its thread");
 		waiter w = {fb_feed_log_of(f, 1), true, 0};
 		pthread_t th;
@@ -775,6 +849,7 @@ int main(void)
 	        cmocka_unit_test(test_a_duplicate_from_far_behind_is_counted_not_waited_for),
 	        cmocka_unit_test(test_threads_sharing_versions_count_every_duplicate_once),
 	        cmocka_unit_test(test_a_log_held_by_a_missing_version_is_bounded),
+	        cmocka_unit_test(test_a_full_log_spills_at_the_runs_end_said_or_due),
 	        cmocka_unit_test(test_the_wait_bound_counts_from_the_walks_last_move),
 	        cmocka_unit_test(test_a_producer_waiting_for_room_is_woken_and_walked),
 	        cmocka_unit_test(test_records_of_an_unchecked_store_never_hold_a_log),

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "dist.h"
+#include "stop.h"
 
 const char *const fb_pc_names[FB_PCS] = {
         "begin", "pick",  "acquire",     "read", "fault", "renew",   "pause-read", "trap",
@@ -96,15 +97,19 @@ void fb_env_failed(fb_env *e, const char *what, const char *why)
 			snprintf(e->failure, sizeof e->failure, "%s: %s", what, why);
 	}
 	fb_env_stop(e);
-	/* writers waiting for room in their logs look at the flag now */
-	if (e->feed)
-		fb_feed_wake(e->feed);
 }
 
 void fb_env_stop(fb_env *e)
 {
-	atomic_store_explicit(&e->stop, 1, memory_order_release);
+	/* release: what the stopper wrote before it (a failure's text) is
+	 * seen by whoever sees the flag. Once: the first stopper wakes every
+	 * wait, and a wait begun after it looks at the flag before it sleeps */
+	if (atomic_exchange_explicit(&e->stop, 1, memory_order_release))
+		return;
 	fb_sleep_wake(&e->stop);
+	/* writers waiting for room in their logs look at the flags now */
+	if (e->feed)
+		fb_feed_wake(e->feed);
 }
 
 void fb_worker_init(fb_worker *w, fb_env *e, uint16_t id)
@@ -1024,12 +1029,54 @@ static HOT fb_step op_release(fb_worker *w)
 
 bool fb_cycle_commit(fb_env *e, fb_feed_log *log, const fb_check_rec *c, uint64_t *stalls)
 {
-	if (!fb_feed_slot(log) && !fb_feed_room(log, e->blocking, stalls))
-		return false; /* the simulator tries later; a wait given up: the run failed */
+	if (!fb_feed_near(log, c, e->blocking, stalls) ||
+	    (!fb_feed_slot(log) && !fb_feed_room(log, e->blocking, stalls))) {
+		/* the run stopped: the last pass takes it from the spill */
+		fb_check_rec *kept = e->blocking ? fb_feed_spill(log) : NULL;
+		if (kept)
+			*kept = *c;
+		return kept; /* the simulator tries later; a wait given up: the run failed */
+	}
 	*fb_feed_slot(log) = *c;
 	fb_feed_put(log);
 	fb_feed_publish(log);
 	return true;
+}
+
+/* The cycle's next record into slot, with what the cycle did at every store. */
+static void fill(fb_worker *w, fb_check_rec *slot)
+{
+	*slot = w->todo[w->i++];
+	/* a resent write's first copy: what that copy did at each store */
+	memcpy(slot->outcome, w->resend && !slot->resent ? w->outcome0 : w->outcome,
+	       sizeof slot->outcome);
+}
+
+/*
+ * Wide logs: the cycle's records that are near their walks go first, none
+ * waiting, the rest keeping their order. A producer that waits for one
+ * walk must not hold a record that another walk waits for: at thousands
+ * of threads a worker preempted for seconds mid-cycle writes its stores
+ * far apart in their walks, and two such producers, each holding what the
+ * other's walk waits for, would wait for each other until the run ends.
+ * A record of one walk never passes an earlier one of the same walk: its
+ * version is higher, so it is near only if that one is.
+ */
+static void put_near(fb_worker *w)
+{
+	fb_feed_log *log = w->log;
+	for (uint8_t j = w->i; j < w->ntodo; j++) {
+		fb_check_rec *slot;
+		if (!fb_feed_near_now(log, &w->todo[j]) || !(slot = fb_feed_slot(log)))
+			continue;
+		if (j != w->i) {
+			fb_check_rec r = w->todo[j];
+			memmove(&w->todo[w->i + 1], &w->todo[w->i], (size_t)(j - w->i) * sizeof r);
+			w->todo[w->i] = r;
+		}
+		fill(w, slot);
+		fb_feed_put(log);
+	}
 }
 
 /* The cycle's accepted writes to its log, with what the cycle did at every
@@ -1040,19 +1087,27 @@ static HOT fb_step op_commit(fb_worker *w)
 	fb_env *e = w->env;
 	fb_feed_log *log = w->log;
 	while (w->i < w->ntodo) {
-		fb_check_rec *slot = fb_feed_slot(log);
+		fb_check_rec *slot = NULL;
+		bool kept = false;
+		if (log->wide && e->blocking) {
+			put_near(w);
+			if (w->i == w->ntodo)
+				break;
+		}
+		if (fb_feed_near(log, &w->todo[w->i], e->blocking, &w->stalls) &&
+		    !(slot = fb_feed_slot(log)) && fb_feed_room(log, e->blocking, &w->stalls))
+			continue;
 		if (!slot) {
-			if (fb_feed_room(log, e->blocking, &w->stalls))
-				continue;
 			if (!e->blocking)
 				return (fb_step){FB_YIELD, 0};
-			break; /* the wait was given up: the run has failed */
+			/* the run stopped: the rest to the spill, for the last pass */
+			if (!(slot = fb_feed_spill(log)))
+				break; /* the wait was given up: the run has failed */
+			kept = true;
 		}
-		*slot = w->todo[w->i++];
-		/* a resent write's first copy: what that copy did at each store */
-		memcpy(slot->outcome, w->resend && !slot->resent ? w->outcome0 : w->outcome,
-		       sizeof slot->outcome);
-		fb_feed_put(log);
+		fill(w, slot);
+		if (!kept)
+			fb_feed_put(log);
 	}
 	if (w->ntodo)
 		fb_feed_publish(log);
@@ -1123,6 +1178,45 @@ fb_step fb_cycle_step(fb_worker *w)
 }
 
 /*
+ * Threads: the run's end, seen by the workers themselves. With thousands of
+ * runnable workers on a few cores, the main thread that the timer or a stop
+ * signal wakes waits for a core behind them: seconds, at 4,096 threads (a
+ * 3 s run was stopped 4 s late, and began counting 66 s late). A worker
+ * that runs looks at the fast clock every 16 cycles, or contended
+ * attempts, and stops the run at its end; one of them at a time, at most
+ * every LOOK_NS, looks for a pending stop signal (left pending for the
+ * main thread to take: the workers keep the signals blocked). While no
+ * worker runs the main thread has the cores, and stops the run itself.
+ */
+#define LOOK_EVERY 16
+#define LOOK_NS    (2 * 1000 * 1000)
+
+static void look_out(fb_worker *w)
+{
+	if (w->looks--)
+		return;
+	w->looks = LOOK_EVERY - 1;
+	fb_env *e = w->env;
+	uint64_t now = fb_clock_now(e->fast);
+	/* relaxed: a flag for the cycle's next op_begin, which starts counting */
+	if (now >= e->count_at && !atomic_load_explicit(&e->counting, memory_order_relaxed))
+		atomic_store_explicit(&e->counting, 1, memory_order_relaxed);
+	/* relaxed: set before the gate opened */
+	if (now >= atomic_load_explicit(&e->end_at, memory_order_relaxed)) {
+		fb_env_stop(e);
+		return;
+	}
+	/* relaxed: a rate limit; the signal itself is the kernel's */
+	uint64_t at = atomic_load_explicit(&e->look_at, memory_order_relaxed);
+	if (now < at ||
+	    !atomic_compare_exchange_strong_explicit(&e->look_at, &at, now + LOOK_NS,
+	                                             memory_order_relaxed, memory_order_relaxed))
+		return;
+	if (fb_stop_pending())
+		fb_env_stop(e);
+}
+
+/*
  * Contention, on threads: spin a little, then give the core away, then
  * sleep. On an oversubscribed machine the holder is often not running at
  * all, and a holder that is paused keeps its lease until it expires:
@@ -1133,6 +1227,7 @@ fb_step fb_cycle_step(fb_worker *w)
 static void backoff(fb_worker *w)
 {
 	unsigned fails = w->fails;
+	look_out(w);
 	if (fails < 4) {
 		for (int i = 0; i < 32; i++)
 			fb_cpu_relax();
@@ -1170,6 +1265,15 @@ static inline bool thread_went(fb_worker *w, fb_step s)
 void fb_cycle_thread(fb_worker *w)
 {
 	for (;;) {
+		look_out(w);
+		if (w->log) { /* thousands of threads: wait while a walk waits */
+			fb_feed_gate(w->log, &w->stalls);
+			/* a wait of its ended at the run's end: said now, if the
+			 * end was only due, so that no worker begins a cycle
+			 * whose records could lie beyond the window */
+			if (fb_feed_spilling(w->log))
+				fb_env_stop(w->env);
+		}
 		if (!thread_went(w, op_begin(w)) || !thread_went(w, op_pick(w)))
 			break;
 		fb_step s;

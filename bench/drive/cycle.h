@@ -115,6 +115,7 @@ typedef struct fb_worker {
 	uint32_t key;
 	uint32_t tick, rot;      /* n % sample and n % nactive, by counting */
 	unsigned fails;          /* contended attempts in a row */
+	unsigned looks;          /* threads: countdown to a look at the clock (look_out) */
 	uint64_t n;              /* cycles begun */
 	uint64_t t0, t1, tw, t2; /* a timed cycle's start, acquired, first write, written */
 	uint64_t local_deadline, steps, spauses, jumps, delay;
@@ -200,7 +201,12 @@ struct fb_env {
 	_Atomic int stop;
 	_Atomic uint32_t done; /* workers through their --cycles */
 	_Atomic int exhausted;
-	uint64_t t0;        /* the run's start on the lease clock: set before any worker */
+	uint64_t t0; /* the run's start on the lease clock: set before any worker */
+	/* Threads: the warm-up's end and the run's on the fast clock, set
+	 * before any worker, for the workers to see for themselves; and when
+	 * one of them next looks for a stop signal (fb_cycle_thread). */
+	uint64_t count_at;
+	_Atomic uint64_t end_at, look_at;
 	_Atomic int failed; /* an engine stopped answering: set once */
 	char failure[2560]; /* ... written by the thread that set it */
 	/* the deliveries of delayed writes: written by one delivering thread */

@@ -197,8 +197,12 @@ static fb_err open_checks(fb_env *e, bool blocking)
 		return FB_ENOMEM;
 	if (!e->checking)
 		return FB_OK;
-	uint32_t cap, ahead;
-	if (fb_feed_plan(cfg->threads + 1, fb_checker_in_flight(cfg->threads), &cap, &ahead))
+	uint32_t cap, ahead, in_flight = fb_checker_in_flight(cfg->threads);
+	/* thousands of threads: logs wider than their share of the window,
+	 * which the producers then share as they use it (threads only: the
+	 * simulator's schedule stays what its seeds replay) */
+	bool wide = blocking && !fb_feed_plan_wide(cfg->threads + 1, in_flight, &cap, &ahead);
+	if (!wide && fb_feed_plan(cfg->threads + 1, in_flight, &cap, &ahead))
 		return FB_ENOMEM;
 	fb_check_watch *watches[] = {&e->watch_first, &e->watch_shaped};
 	for (int i = 0; i < e->nactive; i++) {
@@ -219,8 +223,12 @@ static fb_err open_checks(fb_env *e, bool blocking)
 	}
 	if (fb_feed_create(cfg->threads + 1, cap, e->checker, blocking, &e->feed))
 		return FB_ENOMEM;
+	if (wide)
+		fb_feed_window(e->feed, in_flight);
 	/* longer than any fault can hold a version back */
-	fb_feed_bound(e->feed, &e->failed, e->fast, longest_wait(cfg), walk_stuck, e);
+	fb_feed_bound(e->feed, &e->failed, &e->stop, e->fast, longest_wait(cfg), walk_stuck, e);
+	if (blocking)
+		fb_feed_end(e->feed, &e->end_at);
 	e->net_log = fb_feed_log_of(e->feed, cfg->threads);
 	return FB_OK;
 }
@@ -313,6 +321,8 @@ fb_err fb_env_open(fb_env *e, const fb_config *cfg, const fb_env_driver *drv, fb
 	                 : e->lops->witness_slack_ns ? e->lops->witness_slack_ns
 	                                             : 2000000;
 	atomic_init(&e->counting, cfg->warmup_ns == 0);
+	atomic_init(&e->end_at, UINT64_MAX); /* the threaded driver's, when its gate opens */
+	atomic_init(&e->look_at, 0);
 	size_t wbytes = (size_t)cfg->threads * sizeof *e->workers;
 	e->workers =
 	        aligned_alloc(FB_PAD_LINE, (wbytes + FB_PAD_LINE - 1) / FB_PAD_LINE * FB_PAD_LINE);

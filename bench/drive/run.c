@@ -26,11 +26,14 @@ typedef struct threads {
 	fb_env env;
 	fb_delay_line *delay;
 	/* the start gate: workers wait here until every thread exists */
-	pthread_mutex_t gate_mu;
-	pthread_cond_t gate_cv;
-	int gate; /* 0 closed, 1 go, -1 abort */
+	_Atomic int gate; /* 0 closed, 1 go, -1 abort */
 	uint32_t started;
 	uint64_t began; /* fb_run's start, on the fast clock: the start-up's */
+	/* workers out of their cycles, and the last one's word: the main
+	 * thread waits once for them all, not once for each (every wait for
+	 * one is a wait for a core behind thousands) */
+	_Atomic uint32_t out;
+	_Atomic int all_out;
 } threads;
 
 /* A delayed write goes in flight on the delay line. */
@@ -51,30 +54,37 @@ static void deliver(void *ctx, const fb_delayed_write *dw)
 	fb_counter_add(&e->net_stalls, stalls);
 }
 
+/* A futex, not a condition variable: a broadcast to 16k threads that each
+ * take the mutex again on their way out left hundreds still queued there
+ * seconds later, when the run was already over. */
 static bool wait_gate(threads *t)
 {
-	pthread_mutex_lock(&t->gate_mu);
-	while (t->gate == 0)
-		pthread_cond_wait(&t->gate_cv, &t->gate_mu);
-	int g = t->gate;
-	pthread_mutex_unlock(&t->gate_mu);
-	return g > 0;
+	/* the sleep's acquire load: pairs with open_gate's release */
+	while (fb_sleep_unless(&t->gate, UINT64_C(1000000000)))
+		;
+	return atomic_load_explicit(&t->gate, memory_order_relaxed) > 0;
 }
 
 static void open_gate(threads *t, int value)
 {
-	pthread_mutex_lock(&t->gate_mu);
-	t->gate = value;
-	pthread_cond_broadcast(&t->gate_cv);
-	pthread_mutex_unlock(&t->gate_mu);
+	/* release: the run's setup before the workers read it */
+	atomic_store_explicit(&t->gate, value, memory_order_release);
+	fb_sleep_wake(&t->gate);
 }
 
 static void *worker_main(void *arg)
 {
 	fb_worker *w = arg;
 	fb_pause_bind(&w->port);
-	if (wait_gate((threads *)w->env)) /* env is a threads' first member */
+	threads *t = (threads *)w->env; /* env is a threads' first member */
+	if (wait_gate(t))
 		fb_cycle_thread(w);
+	/* relaxed: a count; the last one's wake is a futex, and the join
+	 * orders the rest. t->started was set before the gate opened */
+	if (atomic_fetch_add_explicit(&t->out, 1, memory_order_relaxed) + 1 == t->started) {
+		atomic_store_explicit(&t->all_out, 1, memory_order_release);
+		fb_sleep_wake(&t->all_out);
+	}
 	return NULL;
 }
 
@@ -85,7 +95,10 @@ static int wait_until(threads *t, uint64_t deadline)
 	fb_env *e = &t->env;
 	for (;;) {
 		uint64_t now = fb_clock_now(e->fast);
-		if (now >= deadline || atomic_load_explicit(&e->stop, memory_order_relaxed))
+		/* a worker that saw a signal pending stopped the run: take it */
+		if (atomic_load_explicit(&e->stop, memory_order_relaxed))
+			return fb_stop_take();
+		if (now >= deadline)
 			return 0;
 		uint64_t d = deadline - now;
 		if (d > 100000000)
@@ -156,19 +169,30 @@ static fb_err start_injector(threads *t, fb_fault_port **ports, fb_injector **in
 	return FB_OK;
 }
 
-/* The main thread's part of a run: the warm-up, then a sample a second
+/*
+ * The main thread's part of a run: the warm-up, then a sample a second
  * until the end, a signal, or a stop from inside. Returns when counting
- * began. */
+ * began. The run's times are fixed before the gate opens: at thousands of
+ * threads the main thread waits for a core for seconds once it has woken
+ * the workers, and the workers keep the times themselves (look_out in
+ * cycle.c). A count begun late would have made the run look that much
+ * shorter than it was.
+ */
 static uint64_t supervise(threads *t, fb_tick_fn tick, void *ctx, fb_results *res)
 {
 	fb_env *e = &t->env;
 	const fb_config *cfg = e->cfg;
+	uint64_t w0 = fb_clock_now(e->fast), t0 = w0 + cfg->warmup_ns;
+	res->startup_s = (double)(w0 - t->began) / 1e9;
+	e->count_at = t0;
+	/* relaxed: the gate's release publishes it */
+	atomic_store_explicit(&e->end_at,
+	                      t0 + cfg->duration_ns < t0 ? UINT64_MAX : t0 + cfg->duration_ns,
+	                      memory_order_relaxed);
 	e->t0 = e->first.t0 = fb_clock_now(e->clock);
 	open_gate(t, 1);
-	uint64_t w0 = fb_clock_now(e->fast);
-	res->startup_s = (double)(w0 - t->began) / 1e9;
 	if (cfg->warmup_ns) {
-		int sig = wait_until(t, w0 + cfg->warmup_ns);
+		int sig = wait_until(t, t0);
 		res->warmed_s = (double)(fb_clock_now(e->fast) - w0) / 1e9;
 		if (sig) {
 			/* no window was measured: counting never starts, so
@@ -179,7 +203,8 @@ static uint64_t supervise(threads *t, fb_tick_fn tick, void *ctx, fb_results *re
 		}
 	}
 	atomic_store_explicit(&e->counting, 1, memory_order_relaxed);
-	uint64_t t0 = fb_clock_now(e->fast), end = res->interrupted ? t0 : t0 + cfg->duration_ns;
+	uint64_t end =
+	        res->interrupted ? t0 : atomic_load_explicit(&e->end_at, memory_order_relaxed);
 	for (uint64_t next = t0 + 1000000000u; !res->interrupted; next += 1000000000u) {
 		uint64_t until = next < end ? next : end;
 		int sig = wait_until(t, until);
@@ -188,13 +213,16 @@ static uint64_t supervise(threads *t, fb_tick_fn tick, void *ctx, fb_results *re
 			res->signal = sig;
 			break;
 		}
-		if (atomic_load_explicit(&e->stop, memory_order_relaxed))
+		/* stopped from inside before its time (a worker that saw the
+		 * end stops it as the end's own sample is due: taken) */
+		bool stopped = atomic_load_explicit(&e->stop, memory_order_relaxed);
+		if (stopped && fb_clock_now(e->fast) < end)
 			break;
 		fb_sample s;
 		fb_env_sample(e, t0, &s);
 		if (tick)
 			tick(ctx, &s);
-		if (until >= end)
+		if (until >= end || stopped)
 			break;
 	}
 	return t0;
@@ -205,15 +233,23 @@ static uint64_t supervise(threads *t, fb_tick_fn tick, void *ctx, fb_results *re
 static void wind_down(threads *t, fb_injector *inj, fb_results *res, uint64_t t0)
 {
 	fb_env *e = &t->env;
-	uint64_t stop_at = fb_clock_now(e->fast);
+	/* the stop: the run's end, or earlier what stopped it (a signal, a
+	 * failure); the workers may have stopped themselves at the end */
+	uint64_t stop_at = fb_clock_now(e->fast),
+	         end = atomic_load_explicit(&e->end_at, memory_order_relaxed);
+	if (end < stop_at)
+		stop_at = end;
 	fb_env_stop(e);
 	fb_injector_stats ist = {0};
 	fb_injector_stop(inj, &ist);
+	while (t->started && fb_sleep_unless(&t->all_out, UINT64_C(1000000000)))
+		;
+	/* the run ends as its last worker leaves its cycles; the joins that
+	 * follow free thousands of stacks (a second at 16k threads) */
+	res->elapsed_s = res->unmeasured ? 0 : (double)(fb_clock_now(e->fast) - t0) / 1e9;
 	for (uint32_t i = 0; i < t->started; i++)
 		pthread_join(e->workers[i].port.tid, NULL);
-	uint64_t joined = fb_clock_now(e->fast);
-	res->elapsed_s = res->unmeasured ? 0 : (double)(joined - t0) / 1e9;
-	res->stopping_s = (double)(joined - stop_at) / 1e9;
+	res->stopping_s = (double)(fb_clock_now(e->fast) - stop_at) / 1e9;
 	fb_delay_stop(t->delay);
 	t->delay = NULL;
 	for (int f = 0; f < FB_FAULTS; f++)
@@ -252,8 +288,9 @@ fb_err fb_run(const fb_config *cfg, fb_tick_fn tick, void *ctx, fb_results *res)
 	t->began = fb_clock_now(fb_clock_fast());
 	memset(res, 0, sizeof *res);
 	res->cfg = cfg;
-	pthread_mutex_init(&t->gate_mu, NULL);
-	pthread_cond_init(&t->gate_cv, NULL);
+	atomic_init(&t->gate, 0);
+	atomic_init(&t->out, 0);
+	atomic_init(&t->all_out, 0);
 	fb_env_driver drv = {.fast = fb_clock_fast(),
 	                     .wall = fb_clock_realtime(),
 	                     .blocking = true,
@@ -293,8 +330,6 @@ fb_err fb_run(const fb_config *cfg, fb_tick_fn tick, void *ctx, fb_results *res)
 	free(ports);
 	if (t->env.cfg)
 		fb_env_close(&t->env);
-	pthread_mutex_destroy(&t->gate_mu);
-	pthread_cond_destroy(&t->gate_cv);
 	free(t);
 	if (err && err != FB_EENGINE && err != FB_EFENCE)
 		fb_results_free(res);

@@ -50,6 +50,9 @@ struct fb_checker {
 	const _Atomic uint64_t *calls;
 	uint32_t *dirty, ndirty;
 	uint64_t staged_total;
+	/* the walks' positions (dense), for producers that must not run
+	 * further ahead than the window: the consumer's, read by anyone */
+	_Atomic uint32_t *walk_at;
 	/* written by the consumer only, read by the time series */
 	_Atomic uint64_t stale_total;
 	_Atomic int64_t lost_total;
@@ -115,9 +118,16 @@ fb_err fb_checker_create(uint32_t keys, uint32_t ahead, int64_t initial_balance,
 	if ((uint64_t)ring + ahead + FB_CHECKER_BEHIND > (1u << 16))
 		return FB_EINVAL;
 	fb_err r = alloc_checker(keys, ring, initial_balance, out);
-	if (!r)
-		(*out)->window = ring + ahead;
-	return r;
+	if (r)
+		return r;
+	(*out)->window = ring + ahead;
+	if (!((*out)->walk_at = malloc((size_t)keys * sizeof *(*out)->walk_at))) {
+		fb_checker_destroy(*out);
+		return FB_ENOMEM;
+	}
+	for (uint32_t i = 0; i < keys; i++)
+		atomic_init(&(*out)->walk_at[i], 1);
+	return FB_OK;
 }
 
 fb_err fb_checker_create_ordered(uint32_t keys, int64_t initial_balance,
@@ -144,6 +154,7 @@ void fb_checker_destroy(fb_checker *c)
 		for (uint32_t i = 0; i < c->keys; i++)
 			free(c->k[i].staged);
 	free(c->dirty);
+	free(c->walk_at);
 	free(c->k);
 	free(c->rings);
 	free(c->tags);
@@ -202,6 +213,8 @@ static inline __attribute__((always_inline)) void walk(fb_checker *c, ckey *k,
 	k->balance = r->written;
 	k->walked++;
 	k->next++;
+	if (c->walk_at) /* relaxed: a producer reading it late only waits longer */
+		atomic_store_explicit(&c->walk_at[r->key], k->next, memory_order_relaxed);
 }
 
 /* Two writes with one version: count it, name the run's first. */
@@ -343,6 +356,23 @@ uint64_t fb_checker_settle(fb_checker *c, bool all)
 	return n;
 }
 
+uint32_t fb_checker_window(const fb_checker *c)
+{
+	return c->calls ? 0 : c->window;
+}
+
+bool fb_checker_near(const fb_checker *c, const fb_check_rec *r, uint32_t limit)
+{
+	if (!c->walk_at)
+		return true;
+	uint16_t ahead =
+	        (uint16_t)((uint16_t)r->version -
+	                   atomic_load_explicit(&c->walk_at[r->key], memory_order_relaxed));
+	/* at or beyond the window: behind the walk, a duplicate for the walk
+	 * to count, not to wait for */
+	return ahead < limit || ahead >= c->window;
+}
+
 uint16_t fb_checker_next(const fb_checker *c, uint32_t key)
 {
 	return c->calls ? (uint16_t)c->k[key].walked : c->k[key].next;
@@ -446,5 +476,4 @@ void fb_checker_verdict(const fb_checker *c, bool fenced, const int64_t *balance
 	if (v->stale_accepted != store_stale)
 		disagree(v, "the checker found %llu stale writes accepted, the store %llu",
 		         (unsigned long long)v->stale_accepted, (unsigned long long)store_stale);
-
 }

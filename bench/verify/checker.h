@@ -147,6 +147,15 @@ fb_check_place fb_checker_place(fb_checker *c, const fb_check_rec *r);
  */
 bool fb_checker_take_behind(fb_checker *c, const fb_check_rec *r, uint64_t elsewhere);
 
+/* The window: no legitimate record is this far ahead of its walk (mod
+ * 2^16); 0 for an ordered checker, which has none. */
+uint32_t fb_checker_window(const fb_checker *c);
+
+/* Any thread: r is less than limit ahead of its key's walk as last seen,
+ * or so far that it is behind it (a duplicate). An ordered checker: true.
+ * The walk seen may be late: never later than the walk. */
+bool fb_checker_near(const fb_checker *c, const fb_check_rec *r, uint32_t limit);
+
 /* The version key's walk waits for. */
 uint16_t fb_checker_next(const fb_checker *c, uint32_t key);
 

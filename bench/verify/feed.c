@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,18 +20,37 @@
 #define NAP_MAX (2 * 1000 * 1000)
 #define NAP_0   (200 * 1000)
 
-/* A producer waiting for room looks at the abort flag at least this often. */
-#define ROOM_NAP (10 * 1000 * 1000)
+/* A producer waiting for room is woken when its log gets some, or when
+ * the run fails or stops (fb_feed_wake); it looks again this often all
+ * the same. Not much more often: at thousands of waiters, every look is
+ * a pass and a context switch. */
+#define ROOM_NAP (100 * 1000 * 1000)
+
+/* A cycle parked at the closed gate is woken as it opens, a few at a time
+ * (gate()); it looks by itself this seldom: thousands of parked threads
+ * looking every ROOM_NAP were 20k futex calls a second on one word, its
+ * hash bucket's lock the busiest lock of the run. */
+#define GATE_NAP (1000 * 1000 * 1000)
 
 struct fb_feed {
 	fb_feed_log *logs;
 	fb_check_rec *rings;
+	fb_check_rec *spills; /* SPILL_0 records a log, touched only when used */
 	uint32_t n, cap;
-	fb_checker *checker[4]; /* by discipline; NULL: not checked (and the 4th) */
+	uint32_t *moved, nmoved; /* a pass's logs whose tails moved: the consumer's */
+	_Atomic uint64_t *kick;  /* a bit a log whose waiting producer has room */
+	fb_checker *checker[4];  /* by discipline; NULL: not checked (and the 4th) */
 	bool signals;
-	_Atomic int busy; /* the consumer's lock */
+	uint32_t limit[FB_DISCIPLINES]; /* wide logs: how far ahead a record may be put */
+	bool wide;
+	/* producers waiting for a walk: the consumer looks for them */
+	alignas(FB_PAD_LINE) _Atomic uint32_t walk_waiters;
+	alignas(FB_PAD_LINE) _Atomic uint32_t gate; /* 1: closed (wide logs) */
+	alignas(FB_PAD_LINE) _Atomic int busy;      /* the consumer's lock */
+	_Atomic uint64_t passes;                    /* passes done, for waiters to see */
 	/* the bound */
-	const _Atomic int *abort;
+	const _Atomic int *abort, *stop_run;
+	const _Atomic uint64_t *end_at; /* the run's end on clk: a stop no one has said yet */
 	const fb_clock *clk;
 	uint64_t max_wait;
 	void (*stuck)(void *ctx, uint32_t key, int d);
@@ -61,6 +81,46 @@ fb_err fb_feed_plan(uint32_t producers, uint32_t in_flight, uint32_t *cap, uint3
 	return FB_OK;
 }
 
+/* A log's spill to begin with: a cycle's records, without a malloc. At
+ * 16k threads the stop's spills were as many first mallocs, each setting
+ * up its thread's cache, just as the threads were to exit. */
+#define SPILL_0 8
+
+/* Wide logs: 16 MiB of records in all, 8 to 64 a log. */
+#define WIDE_RECORDS (UINT32_C(1) << 18)
+#define WIDE_MIN     8
+#define WIDE_MAX     64
+
+fb_err fb_feed_plan_wide(uint32_t producers, uint32_t in_flight, uint32_t *cap, uint32_t *ahead)
+{
+	uint32_t narrow, a;
+	if (fb_feed_plan(producers, in_flight, &narrow, &a))
+		return FB_EINVAL;
+	uint32_t c = WIDE_RECORDS / producers;
+	c = c < WIDE_MIN ? WIDE_MIN : c > WIDE_MAX ? WIDE_MAX : c;
+	/* the window, less the largest ring: what is not in a ring may be
+	 * anywhere, the producers see to it that it stays in the window */
+	uint32_t rest = (1u << 16) - FB_CHECKER_BEHIND - (1u << 14);
+	if (c <= narrow || in_flight + 1 >= rest)
+		return FB_EINVAL;
+	*cap = c;
+	*ahead = rest;
+	return FB_OK;
+}
+
+void fb_feed_window(fb_feed *f, uint32_t in_flight)
+{
+	for (int d = 0; d < FB_DISCIPLINES; d++) {
+		uint32_t w = f->checker[d] ? fb_checker_window(f->checker[d]) : 0;
+		f->limit[d] = w > in_flight ? w - in_flight : 1;
+	}
+	f->wide = true;
+	for (uint32_t i = 0; i < f->n; i++) {
+		f->logs[i].wide = true;
+		f->logs[i].gate = &f->gate;
+	}
+}
+
 fb_err fb_feed_create(uint32_t producers, uint32_t cap, fb_checker *const *checkers, bool signals,
                       fb_feed **out)
 {
@@ -71,7 +131,11 @@ fb_err fb_feed_create(uint32_t producers, uint32_t cap, fb_checker *const *check
 		return FB_ENOMEM;
 	f->logs = aligned_alloc(FB_PAD_LINE, (size_t)producers * sizeof *f->logs);
 	f->rings = aligned_alloc(FB_CACHE_LINE, (size_t)producers * cap * sizeof *f->rings);
-	if (!f->logs || !f->rings) {
+	/* a log moves at most twice a pass: drained, then unstuck */
+	f->moved = malloc((size_t)producers * 2 * sizeof *f->moved);
+	f->kick = calloc((producers + 63) / 64, sizeof *f->kick);
+	f->spills = malloc((size_t)producers * SPILL_0 * sizeof *f->spills);
+	if (!f->logs || !f->rings || !f->moved || !f->kick || !f->spills) {
 		fb_feed_destroy(f);
 		return FB_ENOMEM;
 	}
@@ -89,13 +153,20 @@ fb_err fb_feed_create(uint32_t producers, uint32_t cap, fb_checker *const *check
 	atomic_init(&f->stop, 0);
 	for (uint32_t i = 0; i < producers; i++) {
 		fb_feed_log *l = &f->logs[i];
-		*l = (fb_feed_log){
-		        .limit = cap, .cap = cap, .ring = &f->rings[(size_t)i * cap], .feed = f};
+		*l = (fb_feed_log){.limit = cap,
+		                   .cap = cap,
+		                   .ring = &f->rings[(size_t)i * cap],
+		                   .feed = f,
+		                   .capspill = SPILL_0,
+		                   .spill = &f->spills[(size_t)i * SPILL_0]};
 		atomic_init(&l->published, 0);
 		atomic_init(&l->tail, 0);
 		atomic_init(&l->waiting, 0);
 		atomic_init(&l->seq, 0);
+		atomic_init(&l->want, 0);
 	}
+	atomic_init(&f->walk_waiters, 0);
+	atomic_init(&f->gate, 0);
 	*out = f;
 	return FB_OK;
 }
@@ -105,19 +176,33 @@ void fb_feed_destroy(fb_feed *f)
 	if (!f)
 		return;
 	fb_feed_stop(f);
+	if (f->logs)
+		for (uint32_t i = 0; i < f->n; i++)
+			if (f->logs[i].spill_own)
+				free(f->logs[i].spill);
+	free(f->spills);
+	free(f->moved);
+	free(f->kick);
 	free(f->logs);
 	free(f->rings);
 	free(f);
 }
 
-void fb_feed_bound(fb_feed *f, const _Atomic int *abort, const fb_clock *clk, uint64_t max_wait_ns,
+void fb_feed_bound(fb_feed *f, const _Atomic int *abort, const _Atomic int *stop,
+                   const fb_clock *clk, uint64_t max_wait_ns,
                    void (*stuck)(void *ctx, uint32_t key, int d), void *ctx)
 {
 	f->abort = abort;
+	f->stop_run = stop;
 	f->clk = clk;
 	f->max_wait = max_wait_ns;
 	f->stuck = stuck;
 	f->stuck_ctx = ctx;
+}
+
+void fb_feed_end(fb_feed *f, const _Atomic uint64_t *end_at)
+{
+	f->end_at = end_at;
 }
 
 fb_feed_log *fb_feed_log_of(fb_feed *f, uint32_t producer)
@@ -134,9 +219,14 @@ static void futex_wait(_Atomic uint32_t *word, uint32_t seen, uint64_t ns)
 	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
 }
 
+static void futex_wake_n(_Atomic uint32_t *word, int n)
+{
+	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
 static void futex_wake(_Atomic uint32_t *word)
 {
-	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+	futex_wake_n(word, INT_MAX);
 }
 
 static void wake(fb_feed_log *l)
@@ -158,8 +248,23 @@ static void held(fb_feed *f, fb_feed_log *l, const fb_check_rec *r)
 		f->stuck(f->stuck_ctx, r->key, r->d);
 }
 
-/* Take what one log has published, as far as the walks let it. */
-static uint64_t drain_log(fb_feed *f, fb_feed_log *l)
+/* The last pass (every producer done): what a log spilled follows it. */
+static uint64_t drain_spill(fb_feed *f, fb_feed_log *l)
+{
+	uint32_t s0 = l->spilled;
+	while (l->spilled < l->nspill) {
+		const fb_check_rec *r = &l->spill[l->spilled];
+		fb_checker *c = f->checker[r->d & 3];
+		if (c && fb_checker_place(c, r) == FB_CHECK_LATER)
+			break;
+		l->spilled++;
+	}
+	return l->spilled - s0;
+}
+
+/* Take what one log has published, as far as the walks let it. *later:
+ * set when its head is held back. */
+static uint64_t drain_log(fb_feed *f, fb_feed_log *l, bool *later)
 {
 	/* acquire: pairs with the producer's release of the count */
 	uint64_t pub = atomic_load_explicit(&l->published, memory_order_acquire);
@@ -187,7 +292,16 @@ static uint64_t drain_log(fb_feed *f, fb_feed_log *l)
 		/* release: the slots are read; the producer may fill them */
 		atomic_store_explicit(&l->tail, t, memory_order_release);
 	}
+	if (!blocked && f->settle_all)
+		n += drain_spill(f, l);
+	*later |= blocked;
 	return n;
+}
+
+/* What the last pass has still to take from l's spill (0 before it). */
+static uint32_t spill_left(const fb_feed *f, const fb_feed_log *l)
+{
+	return f->settle_all ? l->nspill - l->spilled : 0;
 }
 
 /*
@@ -210,24 +324,48 @@ static uint64_t unstick(fb_feed *f)
 	uint64_t elsewhere = (uint64_t)f->n * (2 * FB_DISCIPLINES) + fb_checker_in_flight(f->n);
 	for (uint32_t i = 0; i < f->n; i++)
 		elsewhere += atomic_load_explicit(&f->logs[i].published, memory_order_acquire) -
-		             f->logs[i].taken;
+		             f->logs[i].taken + spill_left(f, &f->logs[i]);
 	uint64_t n = 0;
 	for (uint32_t i = 0; i < f->n; i++) {
 		fb_feed_log *l = &f->logs[i];
-		if (l->taken == l->held)
+		bool spilled = l->taken == l->held;
+		if (spilled && !spill_left(f, l))
 			continue;
-		const fb_check_rec *r = &l->ring[l->cslot];
+		const fb_check_rec *r = spilled ? &l->spill[l->spilled] : &l->ring[l->cslot];
 		fb_checker *c = f->checker[r->d & 3];
 		if (!c || !fb_checker_take_behind(c, r, elsewhere))
 			continue;
+		n++;
+		if (spilled) {
+			l->spilled++;
+			continue;
+		}
 		if (++l->cslot == f->cap)
 			l->cslot = 0;
 		l->taken++;
 		/* release: the slot is read; the producer may fill it */
 		atomic_store_explicit(&l->tail, l->taken, memory_order_release);
-		n++;
+		f->moved[f->nmoved++] = i;
 	}
 	return n;
+}
+
+static void near_again(fb_feed *f);
+
+/* Wide logs: close the gate while a head waits for its walk, open it once
+ * none does (and wake who waits there). */
+static void gate(fb_feed *f, bool close)
+{
+	/* relaxed: the gate orders nothing; a waiter's futex looks at it */
+	if (close == (bool)atomic_load_explicit(&f->gate, memory_order_relaxed))
+		return;
+	atomic_store_explicit(&f->gate, close, memory_order_relaxed);
+	/* A few at a time, each passing the wake on as it goes through
+	 * (fb_feed_gate_wait): all at once, thousands of context switches
+	 * would come before the first cycle, and the gate would be closed
+	 * again before most of them began one. */
+	if (!close)
+		futex_wake_n(&f->gate, 2);
 }
 
 /* One pass over every log; the caller holds the lock. *fullest: the most
@@ -235,13 +373,17 @@ static uint64_t unstick(fb_feed *f)
 static uint64_t pass_locked(fb_feed *f, uint64_t *fullest_out)
 {
 	uint64_t n = 0, fullest = 0;
+	bool later = false;
 	for (uint32_t i = 0; i < f->n; i++) {
 		fb_feed_log *l = &f->logs[i];
-		uint64_t before =
-		        atomic_load_explicit(&l->published, memory_order_relaxed) - l->taken;
+		uint64_t before = atomic_load_explicit(&l->published, memory_order_relaxed) -
+		                  l->taken + spill_left(f, l);
 		if (before > fullest)
 			fullest = before;
-		n += drain_log(f, l);
+		uint64_t m = drain_log(f, l, &later);
+		if (m)
+			f->moved[f->nmoved++] = i;
+		n += m;
 	}
 	*fullest_out = fullest;
 	/* an ordered checker walks what it holds once its writes are in hand */
@@ -251,15 +393,92 @@ static uint64_t pass_locked(fb_feed *f, uint64_t *fullest_out)
 	if (!n && fullest)
 		n = unstick(f);
 	n += settled;
-	if (!n)
-		return 0;
-	/* seq_cst: the tails stored before the waiting flags are read; pairs
-	 * with a waiter's seq_cst flag and its load of the tail */
+	if (f->wide)
+		gate(f, later || atomic_load_explicit(&f->walk_waiters, memory_order_relaxed));
+	/* Only a log whose tail moved has room its producer may wait for:
+	 * waking every waiter on any progress is, at thousands of them, a
+	 * herd of context switches that each find their log still full. A
+	 * walk freed by settle moves tails on the next pass. The wakes
+	 * themselves come after the lock (kicks): a consumer that wakes
+	 * thousands under it is preempted by them, and the walk waits. */
+	bool walkers = f->wide && n;
+	if (!f->nmoved && !walkers)
+		return n;
+	/* seq_cst: the tails and walks stored before the waiting flags are
+	 * read; pairs with a waiter's seq_cst flag and its load of the tail
+	 * or the walk */
 	atomic_thread_fence(memory_order_seq_cst);
-	for (uint32_t i = 0; i < f->n; i++)
+	if (walkers && atomic_load_explicit(&f->walk_waiters, memory_order_relaxed))
+		near_again(f);
+	for (uint32_t j = 0; j < f->nmoved; j++) {
+		uint32_t i = f->moved[j];
 		if (atomic_load_explicit(&f->logs[i].waiting, memory_order_relaxed))
-			wake(&f->logs[i]);
+			/* relaxed: the bit names a log; wake()'s seq orders the rest */
+			atomic_fetch_or_explicit(&f->kick[i / 64], UINT64_C(1) << (i % 64),
+			                         memory_order_relaxed);
+	}
+	f->nmoved = 0;
 	return n;
+}
+
+/* want: a record's discipline, key and version, for a walk's waiter */
+static uint64_t want_of(const fb_check_rec *r)
+{
+	return UINT64_C(1) << 63 | (uint64_t)(r->d & 3) << 48 | (uint64_t)r->key << 16 |
+	       (uint16_t)r->version;
+}
+
+static bool wanted_near(const fb_feed *f, uint64_t want, fb_check_rec *r)
+{
+	r->d = (uint8_t)(want >> 48 & 3);
+	r->key = (uint32_t)(want >> 16);
+	r->version = (uint16_t)want;
+	return fb_checker_near(f->checker[r->d], r, f->limit[r->d]);
+}
+
+/* Wide logs, a pass whose walks moved: kick the producers whose record is
+ * near enough now; judge the others' waits by the bound, as held heads. */
+static void near_again(fb_feed *f)
+{
+	for (uint32_t i = 0; i < f->n; i++) {
+		fb_feed_log *l = &f->logs[i];
+		/* acquire: pairs with the waiter's seq_cst flag, stored after want */
+		if (!atomic_load_explicit(&l->waiting, memory_order_acquire))
+			continue;
+		uint64_t want = atomic_load_explicit(&l->want, memory_order_relaxed);
+		fb_check_rec r;
+		if (!want)
+			continue;
+		if (!wanted_near(f, want, &r)) {
+			if (f->clk && !f->stuck_said &&
+			    fb_checker_wait_expired(&l->wwait,
+			                            fb_checker_next(f->checker[r.d], r.key),
+			                            fb_clock_now(f->clk), f->max_wait)) {
+				f->stuck_said = true;
+				if (f->stuck)
+					f->stuck(f->stuck_ctx, r.key, r.d);
+			}
+			continue;
+		}
+		l->wwait.waiting = false;
+		/* relaxed: the bit names a log; wake()'s seq orders the rest */
+		atomic_fetch_or_explicit(&f->kick[i / 64], UINT64_C(1) << (i % 64),
+		                         memory_order_relaxed);
+	}
+}
+
+/* Wake the producers kicked: each bit taken by one waker, after the lock. */
+static void kicks(fb_feed *f)
+{
+	for (uint32_t w = 0; w < (f->n + 63) / 64; w++) {
+		if (!atomic_load_explicit(&f->kick[w], memory_order_relaxed))
+			continue;
+		uint64_t bits = atomic_exchange_explicit(&f->kick[w], 0, memory_order_relaxed);
+		while (bits) {
+			wake(&f->logs[w * 64 + (uint32_t)__builtin_ctzll(bits)]);
+			bits &= bits - 1;
+		}
+	}
 }
 
 static bool trylock(fb_feed *f)
@@ -279,7 +498,10 @@ static bool pass(fb_feed *f, uint64_t *n, uint64_t *fullest)
 	if (!trylock(f))
 		return false;
 	*n = pass_locked(f, fullest);
+	/* relaxed: a hint for waiters whether to help (wait_for) */
+	atomic_fetch_add_explicit(&f->passes, 1, memory_order_relaxed);
 	unlock(f);
+	kicks(f);
 	return true;
 }
 
@@ -306,36 +528,190 @@ static void help(fb_feed *f)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+static bool flagged(const _Atomic int *flag)
+{
+	/* relaxed: a flag to look at; fb_feed_wake's fence orders it against
+	 * the waiting flag */
+	return flag && atomic_load_explicit(flag, memory_order_relaxed);
+}
+
+/* The run's end is past, said or not: the workers that would say it may
+ * all be waiting here. */
+static bool over(const fb_feed *f)
+{
+	if (flagged(f->stop_run))
+		return true;
+	/* relaxed: set before the producers began */
+	return f->end_at && f->clk &&
+	       fb_clock_now(f->clk) >= atomic_load_explicit(f->end_at, memory_order_relaxed);
+}
+
+/* The run failed (abort) or stopped: a wait for room or for a walk ends;
+ * stopped, l spills what comes next. */
+static bool ended(fb_feed *f, fb_feed_log *l)
+{
+	if (flagged(f->abort))
+		return true;
+	if (!over(f))
+		return false;
+	l->spilling = true;
+	return true;
+}
+
+/*
+ * A waiter's sleep: until woken, ROOM_NAP at most, and never past the run's
+ * end. It helps (a pass) again only if no pass was done while it slept
+ * (*seen: the passes as it began): with thousands waiting, each
+ * looking every ROOM_NAP, every look a pass over thousands of logs
+ * would keep the cores from the writer the walks wait for.
+ */
+static void nap_on(fb_feed *f, _Atomic uint32_t *word, uint32_t val, uint64_t ns, uint64_t *seen)
+{
+	if (f->end_at && f->clk) {
+		uint64_t now = fb_clock_now(f->clk),
+		         end = atomic_load_explicit(f->end_at, memory_order_relaxed);
+		if (end > now && end - now < ns)
+			ns = end - now + 1;
+	}
+	*seen = atomic_load_explicit(&f->passes, memory_order_relaxed);
+	futex_wait(word, val, ns);
+}
+
+static bool helps(const fb_feed *f, uint64_t seen)
+{
+	return atomic_load_explicit(&f->passes, memory_order_relaxed) == seen;
+}
+
 bool fb_feed_room(fb_feed_log *l, bool wait, uint64_t *stalls)
 {
 	fb_feed *f = l->feed;
 	bool counted = false;
+	uint64_t seen = atomic_load_explicit(&f->passes, memory_order_relaxed);
 	fb_feed_publish(l); /* a record held back could be the one the walk waits for */
-	for (;;) {
-		help(f);
+	for (bool first = true;; first = false) {
+		/* the run is over: no wait for a walk that may need the other
+		 * producers' last records (the last pass takes these), and no
+		 * pass: thousands woken at once, each taking one, would hold
+		 * the end of the run for seconds */
+		if (wait && ended(f, l))
+			return false;
+		if (first || helps(f, seen))
+			help(f);
 		if (fb_feed_slot(l))
 			return true;
-		if (!wait || (f->abort && atomic_load_explicit(f->abort, memory_order_relaxed)))
+		if (!wait || ended(f, l))
 			return false;
 		if (!counted) {
 			(*stalls)++;
 			counted = true;
 		}
-		uint32_t seen = atomic_load_explicit(&l->seq, memory_order_acquire);
+		uint32_t seq = atomic_load_explicit(&l->seq, memory_order_acquire);
 		/* seq_cst: the flag before the tail is read again; pairs with the
 		 * consumer's fence between its tail stores and the flags */
 		atomic_store_explicit(&l->waiting, 1, memory_order_seq_cst);
 		atomic_thread_fence(memory_order_seq_cst);
-		if (!fb_feed_slot(l))
-			futex_wait(&l->seq, seen, ROOM_NAP);
+		if (!fb_feed_slot(l) && !flagged(f->abort) && !over(f))
+			nap_on(f, &l->seq, seq, ROOM_NAP, &seen);
 		atomic_store_explicit(&l->waiting, 0, memory_order_relaxed);
 	}
 }
 
+bool fb_feed_near_now(const fb_feed_log *l, const fb_check_rec *r)
+{
+	const fb_feed *f = l->feed;
+	const fb_checker *c = f->checker[r->d & 3];
+	return !l->wide || !c || fb_checker_near(c, r, f->limit[r->d & 3]);
+}
+
+bool fb_feed_near_wait(fb_feed_log *l, const fb_check_rec *r, bool wait, uint64_t *stalls)
+{
+	fb_feed *f = l->feed;
+	fb_checker *c = f->checker[r->d & 3];
+	if (!c || fb_checker_near(c, r, f->limit[r->d & 3]))
+		return true;
+	fb_feed_publish(l); /* what was put before it may be what the walk waits for */
+	uint64_t want = want_of(r), seen = atomic_load_explicit(&f->passes, memory_order_relaxed);
+	bool counted = false, near = false;
+	/* seq_cst: counted before the flag; the consumer reads the count after
+	 * its fence, then the flags */
+	atomic_fetch_add_explicit(&f->walk_waiters, 1, memory_order_seq_cst);
+	for (bool first = true;; first = false) {
+		if (wait && ended(f, l))
+			break; /* the record and those after it spill, as in fb_feed_room */
+		if (first || helps(f, seen))
+			help(f);
+		if ((near = fb_checker_near(c, r, f->limit[r->d & 3])))
+			break;
+		if (!wait || ended(f, l))
+			break;
+		if (!counted) {
+			(*stalls)++;
+			counted = true;
+		}
+		uint32_t seq = atomic_load_explicit(&l->seq, memory_order_acquire);
+		atomic_store_explicit(&l->want, want, memory_order_relaxed);
+		/* seq_cst: the flag (after want) before the walk is read again;
+		 * pairs with the consumer's fence between its walks and the flags */
+		atomic_store_explicit(&l->waiting, 1, memory_order_seq_cst);
+		atomic_thread_fence(memory_order_seq_cst);
+		if (!fb_checker_near(c, r, f->limit[r->d & 3]) && !flagged(f->abort) && !over(f))
+			nap_on(f, &l->seq, seq, ROOM_NAP, &seen);
+		atomic_store_explicit(&l->waiting, 0, memory_order_relaxed);
+		atomic_store_explicit(&l->want, 0, memory_order_relaxed);
+	}
+	atomic_fetch_sub_explicit(&f->walk_waiters, 1, memory_order_relaxed);
+	return near;
+}
+
+void fb_feed_gate_wait(fb_feed_log *l, uint64_t *stalls)
+{
+	fb_feed *f = l->feed;
+	bool counted = false;
+	uint64_t seen = atomic_load_explicit(&f->passes, memory_order_relaxed);
+	while (atomic_load_explicit(&f->gate, memory_order_relaxed) && !flagged(f->abort) &&
+	       !over(f)) {
+		if (!counted || helps(f, seen))
+			help(f); /* the feed's thread may be off the cores too */
+		if (!counted) {
+			(*stalls)++;
+			counted = true;
+		}
+		nap_on(f, &f->gate, 1, GATE_NAP, &seen);
+	}
+	if (over(f))
+		l->spilling = true; /* no cycle after the end (fb_feed_spilling) */
+	if (counted)
+		futex_wake_n(&f->gate, 1); /* the next one */
+}
+
+fb_check_rec *fb_feed_spill(fb_feed_log *l)
+{
+	if (!l->spilling)
+		return NULL;
+	if (l->nspill == l->capspill) {
+		uint32_t cap = 2 * l->capspill;
+		fb_check_rec *m = cap > l->capspill ? malloc((size_t)cap * sizeof *m) : NULL;
+		if (!m)
+			return NULL;
+		memcpy(m, l->spill, (size_t)l->nspill * sizeof *m);
+		if (l->spill_own)
+			free(l->spill);
+		l->spill = m;
+		l->capspill = cap;
+		l->spill_own = true;
+	}
+	return &l->spill[l->nspill++];
+}
+
 void fb_feed_wake(fb_feed *f)
 {
+	futex_wake(&f->gate); /* its waiters look at the flags */
+	/* seq_cst: the caller's flags stored before the waiting flags are
+	 * read; pairs with a waiter's seq_cst flag and its look at the flags */
+	atomic_thread_fence(memory_order_seq_cst);
 	for (uint32_t i = 0; i < f->n; i++)
-		wake(&f->logs[i]);
+		if (atomic_load_explicit(&f->logs[i].waiting, memory_order_relaxed))
+			wake(&f->logs[i]);
 }
 
 /* ---- the thread ---- */
@@ -344,6 +720,13 @@ static void *feed_main(void *arg)
 {
 	fb_feed *f = arg;
 	while (!atomic_load_explicit(&f->stop, memory_order_acquire)) {
+		/* The run is over: its producers wait no more, and the last
+		 * pass (fb_feed_stop) walks the rest. A pass over 16k logs now
+		 * would only keep a core from the workers on their way out. */
+		if (over(f)) {
+			fb_sleep_unless(&f->stop, NAP_MAX);
+			continue;
+		}
 		uint64_t n, fullest;
 		if (pass(f, &n, &fullest)) {
 			/* keep the fullest log near a quarter full at each pass */
@@ -388,6 +771,7 @@ void fb_feed_stop(fb_feed *f)
 	while (trylock(f)) {
 		uint64_t fullest, n = pass_locked(f, &fullest);
 		unlock(f);
+		kicks(f);
 		if (!n)
 			break;
 	}
