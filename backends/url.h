@@ -59,6 +59,10 @@ bool fb_url_decode(const char *s, const char *e, char *out, size_t len);
 bool fb_url_option(const char **at, const char **name, size_t *name_len, const char **value,
                    size_t *value_len);
 
+/* Does the URL ask to be relayed through fencebench's own TCP proxy
+ * (issue 24: proxy=1 among its query options)? */
+bool fb_url_proxied(const char *url);
+
 /* Does [s, s + n) spell word exactly? */
 bool fb_url_is(const char *s, size_t n, const char *word);
 

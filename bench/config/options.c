@@ -11,6 +11,7 @@
 
 #include "backend.h"
 #include "common.h"
+#include "url.h"
 
 typedef enum kind {
 	K_U32,
@@ -106,7 +107,8 @@ static const opt opts[] = {
          "seed of every random choice (default 1; always printed)", 0, 0},
         {"faults", 0, "LIST", K_BITS, OFF(faults), 0, 0, 0, NAMES(fb_fault_names), "faults", 0,
          true,
-         "faults to inject: pause,skew,delay,crash,renew,retry,server-pause,node-jump (default "
+         "faults to inject: pause,skew,delay,crash,renew,retry,server-pause,node-jump,partition,"
+         "wire-delay (default "
          "pause; pause,retry,delay with a --store other than inproc)",
          0, 0},
         {"fault-at", 0, "WHERE", K_ENUM, OFF(fault_at), 0, 0, 0, NAMES(fb_fault_at_names),
@@ -152,6 +154,22 @@ static const opt opts[] = {
          "node clock jumps per second, each --skew forward (a Redlock node under libfaketime; "
          "default 2)",
          NEED_FAULT(FB_FAULT_NODE_JUMP), W_STRESS},
+        {"partition-rate", 0, "R", K_RATE, OFF(partition_rate), 0, 0, 1000000, NULL, 0,
+         "partition_rate", 0, true,
+         "partitions per second: one proxied connection (?proxy=1) carries nothing one way or "
+         "both for --partition (default 5)",
+         NEED_FAULT(FB_FAULT_PARTITION), W_STRESS},
+        {"partition", 0, "D[-D]", K_RANGE, OFF(partition_min_ns), OFF(partition_max_ns), 0, 0, NULL,
+         0, "partition", 1e6, true, "how long a partition lasts (default 2-3 x TTL)",
+         NEED_FAULT(FB_FAULT_PARTITION), W_STRESS},
+        {"wire-delay-rate", 0, "R", K_RATE, OFF(wire_delay_rate), 0, 0, 1000000, NULL, 0,
+         "wire_delay_rate", 0, true,
+         "slow wires per second: for --wire-delay, every byte one proxied connection carries "
+         "one way or both arrives that late (default 5)",
+         NEED_FAULT(FB_FAULT_WIRE_DELAY), W_STRESS},
+        {"wire-delay", 0, "D[-D]", K_RANGE, OFF(wire_delay_min_ns), OFF(wire_delay_max_ns), 0, 0,
+         NULL, 0, "wire_delay", 1e6, true, "how late a slow wire's bytes arrive (default 2 x TTL)",
+         NEED_FAULT(FB_FAULT_WIRE_DELAY), W_STRESS},
         {"bug", 0, "NAME", K_ENUM, OFF(bug), 0, 0, 0, NAMES(fb_bug_names), "bug", 0, true,
          "plant a bug to prove the checkers catch it: ge-store, two-step, ignore-expiry, "
          "blind-release, trust-client, unregistered-reads, batch-fences, refuse-holder, "
@@ -273,6 +291,8 @@ void fb_config_defaults(fb_config *cfg)
 	        .retry_rate = 20,
 	        .server_pause_rate = 2,
 	        .node_jump_rate = 2, /* issue 14 */
+	        .partition_rate = 5, /* issue 24 */
+	        .wire_delay_rate = 5,
 	        .bug = FB_BUG_NONE,
 	        .check_lease = FB_CHECK_NONE,
 	        .lease_clock = FB_LEASE_CLOCK_MONOTONIC,
@@ -952,6 +972,12 @@ static void settle(fb_config *cfg)
 	}
 	if (!cfg->skew_ns)
 		cfg->skew_ns = cfg->ttl_ns * 2;
+	if (!cfg->partition_max_ns) { /* issue 24 */
+		cfg->partition_min_ns = cfg->ttl_ns * 2;
+		cfg->partition_max_ns = cfg->ttl_ns * 3;
+	}
+	if (!cfg->wire_delay_max_ns)
+		cfg->wire_delay_min_ns = cfg->wire_delay_max_ns = cfg->ttl_ns * 2;
 	if (!cfg->seeds_given)
 		cfg->seed_lo = cfg->seed_hi = cfg->seed;
 	/* as the run decides it: an engine whose calls are round trips */
@@ -1057,6 +1083,18 @@ static int check_combinations(const fb_config *cfg)
 		                "independent nodes: --lease redlock://...\n");
 		return -1;
 	}
+	uint32_t wire = (1u << FB_FAULT_PARTITION) | (1u << FB_FAULT_WIRE_DELAY); /* issue 24 */
+	if ((cfg->faults & wire) && (cfg->deterministic || !(fb_url_proxied(cfg->lease_url) ||
+	                                                     fb_url_proxied(cfg->store_url)))) {
+		fprintf(stderr,
+		        "fencebench: --faults: '%s' strikes the wire through fencebench's "
+		        "proxy: add proxy=1 to a --lease or --store URL "
+		        "(redis://127.0.0.1:6379/0?proxy=1)\n",
+		        fb_fault_names[(cfg->faults & (1u << FB_FAULT_PARTITION))
+		                               ? FB_FAULT_PARTITION
+		                               : FB_FAULT_WIRE_DELAY]);
+		return -1;
+	}
 	if (cfg->lease_url && cfg->lease_clock == FB_LEASE_CLOCK_REALTIME) {
 		fprintf(stderr, "fencebench: --lease-clock: 'realtime' is the in-process lease "
 		                "service's clock; a remote lease service keeps its own\n");
@@ -1112,6 +1150,10 @@ double fb_config_rate(const fb_config *cfg, fb_fault f)
 		return cfg->server_pause_rate;
 	case FB_FAULT_NODE_JUMP: /* issue 14 */
 		return cfg->node_jump_rate;
+	case FB_FAULT_PARTITION: /* issue 24 */
+		return cfg->partition_rate;
+	case FB_FAULT_WIRE_DELAY:
+		return cfg->wire_delay_rate;
 	default:
 		return 0;
 	}

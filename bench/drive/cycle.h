@@ -31,6 +31,7 @@
 #include "options.h"
 #include "prng.h"
 #include "run.h"
+#include "wire.h"
 #include "witness.h"
 
 /* What the driver does after an operation. */
@@ -118,6 +119,7 @@ typedef struct fb_worker {
 	uint64_t n;              /* cycles begun */
 	uint64_t t0, t1, tw, t2; /* a timed cycle's start, acquired, first write, written */
 	uint64_t local_deadline, steps, spauses, jumps, delay;
+	uint64_t wires[2];    /* issue 24: wire faults so far, at the acquire */
 	uint64_t stale_newer; /* the fence a stale write went behind */
 	int64_t erased;       /* ... and the debits it erased */
 	fb_lease l;
@@ -158,8 +160,16 @@ struct fb_env {
 	void *net_lconn, *net_sconn; /* the deliveries' contexts, and the report's */
 	void *pause_lconn;           /* the injector's, for server pauses and node jumps */
 	_Atomic uint64_t server_pauses;
-	_Atomic uint64_t node_jumps; /* a node's clock jumped (Redlock under libfaketime) */
-	bool remote;                 /* round trips: every engine call is timed */
+	_Atomic uint64_t node_jumps;     /* a node's clock jumped (Redlock under libfaketime) */
+	_Atomic uint64_t wire_faults[2]; /* issue 24: partitions, slow wires so far */
+	fb_wire wire;                    /* issue 24: the proxies of ?proxy=1 URLs */
+	char *lease_url, *store_url;     /* the URLs the engines open: the proxies' */
+	bool wiring;                     /* a wire fault can strike */
+	/* the last wire fault, for the story: when (lease clock), how long,
+	 * dir | 1 << 8 when it struck the store's wire */
+	_Atomic uint64_t wire_last_at, wire_last_ns;
+	_Atomic uint32_t wire_last_what;
+	bool remote;           /* round trips: every engine call is timed */
 	bool batched;          /* the store takes a phase's reads (writes) in one round trip */
 	bool checking;         /* the history checker sees every write */
 	bool witnessing;       /* the lease witness hears every acquire */
