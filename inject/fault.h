@@ -30,6 +30,9 @@ typedef enum fb_fault {
 	 * both, carries nothing for a while; or its bytes arrive late */
 	FB_FAULT_PARTITION,
 	FB_FAULT_WIRE_DELAY,
+	/* issue 24: a user's own command starts a fault and heals it
+	 * (--nemesis exec:COMMAND): any cluster, faulted the same way */
+	FB_FAULT_NEMESIS,
 	FB_FAULTS
 } fb_fault;
 

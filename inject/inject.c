@@ -270,6 +270,13 @@ bool fb_fault_gen_next(fb_fault_gen *g, fb_fault_decision *d)
 		g->st.sent[f]++;
 		return c->wire != NULL;
 	}
+	if (f == FB_FAULT_NEMESIS) { /* issue 24: the user's command, not a worker */
+		d->arg_ns = draw(g, c->nemesis_min_ns, c->nemesis_max_ns);
+		d->at = (fb_fault_at)fb_prng_below(&g->rng,
+		                                   c->nemesis_names ? c->nemesis_names : 1);
+		g->st.sent[f]++;
+		return c->nemesis != NULL;
+	}
 	if (f == FB_FAULT_CRASH && g->crashes + 1 >= g->n)
 		return false; /* someone must live to take the leases over */
 	bool holder = false;
@@ -388,6 +395,13 @@ static void deliver(fb_injector *inj, const fb_fault_decision *d)
 	}
 	if (!d->port && (d->fault == FB_FAULT_PARTITION || d->fault == FB_FAULT_WIRE_DELAY)) {
 		strike_wire(g, d->fault, d->at, d->arg_ns, d->extra_ns, false, 0);
+		return;
+	}
+	if (!d->port && d->fault == FB_FAULT_NEMESIS) {
+		if (c->nemesis(c->server_ctx, d->at, d->arg_ns) != 0)
+			return; /* one under way: this one is sent, not taken */
+		g->st.nemesis_taken++;
+		g->st.nemesis_over_ttl += d->arg_ns > c->ttl_ns;
 		return;
 	}
 	if (!d->port) { /* the lease service pauses */

@@ -133,6 +133,8 @@ static const char *cannot_replay(int fault, int at, unsigned long long worker, u
 	if (fault == FB_FAULT_SERVER_PAUSE)
 		return "server-pause is the lease service's fault, not a worker's: a plan cannot "
 		       "replay it";
+	if (fault == FB_FAULT_NEMESIS) /* issue 24 */
+		return "nemesis is the user's command's fault: a plan cannot replay it";
 	if (fault == FB_FAULT_SKEW && at == FB_SKEW_SERVICE && !(flags & FB_PLAN_SERVICE_CLOCK))
 		return "a step of the lease service's clock needs --lease-clock realtime";
 	bool wire = fault == FB_FAULT_PARTITION || fault == FB_FAULT_WIRE_DELAY; /* issue 24 */

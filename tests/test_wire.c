@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -381,6 +382,109 @@ static void test_a_wire_fault_without_a_proxied_url_is_a_usage_error(void **stat
 	fb_test_release(&p);
 }
 
+/* ---- --nemesis exec:COMMAND ---- */
+
+/* A script that SIGSTOPs the test's redis-server on start and SIGCONTs it
+ * on heal, logging each call: a user's own cluster, faulted by the user. */
+static void test_nemesis_runs_the_users_command_to_start_and_heal(void **state)
+{
+	(void)state;
+	if (!have_redis)
+		skip();
+	char *dir = fb_test_tmpdir();
+	char script[300], log[300], cmd[400];
+	snprintf(script, sizeof script, "%s/nemesis.sh", dir);
+	snprintf(log, sizeof log, "%s/calls", dir);
+	FILE *f = fopen(script, "w");
+	check(f, "write %s", script);
+	fprintf(f,
+	        "#!/bin/sh\necho \"$1 $2\" >> %s\n"
+	        "case \"$1\" in start) kill -STOP %d;; heal) kill -CONT %d;; *) exit 9;; esac\n",
+	        log, (int)redis.pid, (int)redis.pid);
+	fclose(f);
+	check(chmod(script, 0755) == 0, "chmod %s", script);
+	snprintf(cmd, sizeof cmd, "exec:%s", script);
+	const char *args[] = {"-t",
+	                      "4",
+	                      "-k",
+	                      "1",
+	                      "-d",
+	                      "2s",
+	                      "--ttl",
+	                      "100ms",
+	                      "--faults",
+	                      "nemesis",
+	                      "--nemesis",
+	                      cmd,
+	                      "--nemesis-rate",
+	                      "5",
+	                      "--nemesis-names",
+	                      "stop-redis",
+	                      "--nemesis-length",
+	                      "200ms",
+	                      "--lease",
+	                      redis.url,
+	                      "--store",
+	                      redis.url,
+	                      NULL};
+	fb_test_proc p;
+	json_object *doc = fb_test_run_doc(&p, args, 0);
+	int64_t taken = fb_test_num(doc, "run.faults.nemesis.taken");
+	check(taken > 0, "the nemesis struck:\n%s", p.out);
+	check_eq(fb_test_num(doc, "modes.fenced.stale_accepted"), 0, "fenced stale accepted");
+	check_eq(fb_test_num(doc, "modes.fenced.false_rejections"), 0, "fenced false rejections");
+	check(strstr(p.out, "\nnemesis ") && strstr(p.out, "(stop-redis)"),
+	      "the fault table's row and the header:\n%s", p.out);
+	char calls[4096] = "";
+	f = fopen(log, "r");
+	check(f, "the script was called (%s)", log);
+	size_t n = fread(calls, 1, sizeof calls - 1, f);
+	fclose(f);
+	calls[n] = 0;
+	int starts = 0, heals = 0;
+	for (const char *l = calls; (l = strstr(l, "start stop-redis\n")); l++)
+		starts++;
+	for (const char *l = calls; (l = strstr(l, "heal stop-redis\n")); l++)
+		heals++;
+	check_eq(starts, taken, "'start stop-redis' calls");
+	check_eq(heals, taken, "'heal stop-redis' calls: every fault healed, the server whole");
+	json_object_put(doc);
+	fb_test_release(&p);
+	fb_test_rmtree(dir);
+	free(dir);
+}
+
+/* A command that fails, or outlives its deadline: exit 3, named. */
+static void test_a_nemesis_that_fails_or_hangs_is_exit_3_naming_it(void **state)
+{
+	(void)state;
+	const char *cmds[][2] = {
+	        {"exec:echo no such cluster >&2; exit 4;", "exited 4: no such cluster"},
+	        {"exec:f() { sleep 60; }; f", "did not finish within its deadline"}};
+	for (int i = 0; i < 2; i++) {
+		const char *args[] = {"-t",
+		                      "2",
+		                      "-d",
+		                      "5s",
+		                      "--faults",
+		                      "nemesis",
+		                      "--nemesis",
+		                      cmds[i][0],
+		                      "--nemesis-rate",
+		                      "50",
+		                      "--nemesis-timeout",
+		                      "300ms",
+		                      "-q",
+		                      NULL};
+		fb_test_proc p;
+		check_eq(fb_test_run(&p, args), 3, cmds[i][0]);
+		check(strstr(p.err, "--nemesis: '") && strstr(p.err, " start nemesis' ") &&
+		              strstr(p.err, cmds[i][1]),
+		      "the error names the command, the verb, the fault and why:\n%s", p.err);
+		fb_test_release(&p);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -393,10 +497,12 @@ int main(void)
 	        cmocka_unit_test(test_a_wire_fault_without_a_proxied_url_is_a_usage_error),
 	        cmocka_unit_test(test_the_wire_alone_corrupts_unfenced_and_fenced_stays_safe),
 	        cmocka_unit_test(test_wire_faults_replay_from_their_plan),
+	        cmocka_unit_test(test_nemesis_runs_the_users_command_to_start_and_heal),
+	        cmocka_unit_test(test_a_nemesis_that_fails_or_hangs_is_exit_3_naming_it),
 	};
 	echo_start();
 	have_redis = fb_servers_installed("wire tests through Redis",
-	                                  (fb_server_kind[]){FB_SERVER_REDIS}, 1, 2);
+	                                  (fb_server_kind[]){FB_SERVER_REDIS}, 1, 3);
 	if (have_redis && fb_server_start(FB_SERVER_REDIS, &redis) != 1) {
 		fprintf(stderr, "cannot start redis-server: %s\n", redis.why);
 		echo_stop();

@@ -88,6 +88,10 @@ typedef struct fb_config {
 	uint64_t partition_min_ns, partition_max_ns;
 	double wire_delay_rate;
 	uint64_t wire_delay_min_ns, wire_delay_max_ns;
+	const char *nemesis;       /* issue 24: "exec:COMMAND" */
+	const char *nemesis_names; /* NAME[,NAME...] the command is given */
+	double nemesis_rate;
+	uint64_t nemesis_min_ns, nemesis_max_ns, nemesis_timeout_ns;
 	fb_bug bug; /* a planted bug (tests of the checkers), or FB_BUG_NONE */
 	fb_check_lease check_lease;
 	fb_lease_clock_kind lease_clock;

@@ -292,7 +292,7 @@ static HOT fb_step op_acquire(fb_worker *w)
 {
 	fb_env *e = w->env;
 	/* issue 24: from before the call: a wire fault can hold its reply */
-	for (int i = 0; e->wiring && i < 2; i++)
+	for (int i = 0; e->wiring && i < 3; i++)
 		w->wires[i] = atomic_load_explicit(&e->wire_faults[i], memory_order_relaxed);
 	uint64_t e0 = eop_start(e, e->remote);
 	fb_acquire a = e->lops->acquire(w->lconn, w->key, &w->l, &w->ls);
@@ -928,7 +928,7 @@ static void tell(fb_worker *w, fb_first_corruption *fc)
 			fc->fault = f;
 			break;
 		}
-	for (int i = 0; fc->fault < 0 && e->wiring && i < 2; i++) /* issue 24: the wire */
+	for (int i = 0; fc->fault < 0 && e->wiring && i < 3; i++) /* issue 24: the wire */
 		if (atomic_load_explicit(&e->wire_faults[i], memory_order_relaxed) != w->wires[i]) {
 			fc->fault = FB_FAULT_PARTITION + i;
 			fc->fault_at = atomic_load_explicit(&e->wire_last_at, memory_order_relaxed);
@@ -1024,7 +1024,7 @@ static HOT fb_step op_release(fb_worker *w)
 	if (e->jumping && atomic_load_explicit(&e->node_jumps, memory_order_relaxed) != w->jumps)
 		atomic_fetch_or_explicit(&p->faulted, 1u << FB_FAULT_NODE_JUMP,
 		                         memory_order_relaxed);
-	for (int i = 0; e->wiring && i < 2; i++) /* issue 24: the wire, likewise */
+	for (int i = 0; e->wiring && i < 3; i++) /* issue 24: the wire, likewise */
 		if (atomic_load_explicit(&e->wire_faults[i], memory_order_relaxed) != w->wires[i])
 			atomic_fetch_or_explicit(&p->faulted, 1u << (FB_FAULT_PARTITION + i),
 			                         memory_order_relaxed);

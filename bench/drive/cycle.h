@@ -28,6 +28,7 @@
 #include "feed.h"
 #include "hist.h"
 #include "inject.h"
+#include "nemesis.h"
 #include "options.h"
 #include "prng.h"
 #include "run.h"
@@ -119,7 +120,7 @@ typedef struct fb_worker {
 	uint64_t n;              /* cycles begun */
 	uint64_t t0, t1, tw, t2; /* a timed cycle's start, acquired, first write, written */
 	uint64_t local_deadline, steps, spauses, jumps, delay;
-	uint64_t wires[2];    /* issue 24: wire faults so far, at the acquire */
+	uint64_t wires[3];    /* issue 24: wire and nemesis faults so far, at the acquire */
 	uint64_t stale_newer; /* the fence a stale write went behind */
 	int64_t erased;       /* ... and the debits it erased */
 	fb_lease l;
@@ -160,11 +161,17 @@ struct fb_env {
 	void *net_lconn, *net_sconn; /* the deliveries' contexts, and the report's */
 	void *pause_lconn;           /* the injector's, for server pauses and node jumps */
 	_Atomic uint64_t server_pauses;
-	_Atomic uint64_t node_jumps;     /* a node's clock jumped (Redlock under libfaketime) */
-	_Atomic uint64_t wire_faults[2]; /* issue 24: partitions, slow wires so far */
-	fb_wire wire;                    /* issue 24: the proxies of ?proxy=1 URLs */
-	char *lease_url, *store_url;     /* the URLs the engines open: the proxies' */
-	bool wiring;                     /* a wire fault can strike */
+	_Atomic uint64_t node_jumps; /* a node's clock jumped (Redlock under libfaketime) */
+	/* issue 24: partitions, slow wires, nemesis faults so far */
+	_Atomic uint64_t wire_faults[3];
+	fb_wire wire;                /* issue 24: the proxies of ?proxy=1 URLs */
+	char *lease_url, *store_url; /* the URLs the engines open: the proxies' */
+	bool wiring;                 /* a wire fault, or a nemesis fault, can strike */
+	fb_nemesis *nemesis;         /* issue 24: --nemesis exec:COMMAND */
+	const char *nemesis_name[32];
+	char nemesis_names[1024];
+	unsigned n_nemesis_names;
+	uint64_t nemesis_started; /* faults its command started, once it is healed */
 	/* the last wire fault, for the story: when (lease clock), how long,
 	 * dir | 1 << 8 when it struck the store's wire */
 	_Atomic uint64_t wire_last_at, wire_last_ns;
@@ -289,6 +296,8 @@ bool fb_cycle_commit(fb_env *env, fb_feed_log *log, const fb_check_rec *c, uint6
  * rates and sizes, the service clock to step, the plan; `clock` is the
  * driver's time. */
 fb_injector_config fb_env_injector_config(fb_env *e, const fb_clock *clock);
+/* Issue 24: heal the nemesis fault under way, if any, and stop it. */
+void fb_env_heal(fb_env *e);
 
 /* --plan-out: the faults taken, written as a plan (a failure said on stderr:
  * the run's own numbers stand). */

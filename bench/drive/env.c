@@ -25,7 +25,12 @@ static uint64_t wire_hold(const fb_config *cfg)
 {
 	uint64_t p = fb_config_fault(cfg, FB_FAULT_PARTITION) ? cfg->partition_max_ns : 0;
 	uint64_t d = fb_config_fault(cfg, FB_FAULT_WIRE_DELAY) ? 2 * cfg->wire_delay_max_ns : 0;
-	return p > d ? p : d;
+	/* a nemesis fault lasts its length and its heal command */
+	uint64_t n = fb_config_fault(cfg, FB_FAULT_NEMESIS)
+	                     ? cfg->nemesis_max_ns + cfg->nemesis_timeout_ns
+	                     : 0;
+	p = p > d ? p : d;
+	return p > n ? p : n;
 }
 
 static uint64_t longest_wait(const fb_config *cfg)
@@ -86,6 +91,7 @@ void fb_env_close(fb_env *e)
 		e->lops->close(e->leng);
 	if (e->seng)
 		e->sops->close(e->seng);
+	fb_env_heal(e);
 	fb_wire_close(&e->wire, e->cfg->ttl_ns); /* issue 24: after every connection through it */
 	free(e->lease_url);
 	free(e->store_url);
@@ -139,6 +145,55 @@ static fb_err open_wire(fb_env *e, char *err, size_t errlen, const char **opt)
 	e->wiring = e->wire.n > 0 && (fb_config_fault(cfg, FB_FAULT_PARTITION) ||
 	                              fb_config_fault(cfg, FB_FAULT_WIRE_DELAY));
 	return r;
+}
+
+/* A nemesis command that failed or hung ends the run: exit 3, named. */
+static void nemesis_failed(void *ctx, const char *why)
+{
+	fb_env_failed(ctx, "nemesis", why);
+}
+
+/* Issue 24: --nemesis exec:COMMAND, its names split, its thread started. */
+static fb_err open_nemesis(fb_env *e)
+{
+	const fb_config *cfg = e->cfg;
+	if (!fb_config_fault(cfg, FB_FAULT_NEMESIS))
+		return FB_OK;
+	snprintf(e->nemesis_names, sizeof e->nemesis_names, "%s", cfg->nemesis_names);
+	for (char *save = NULL, *t = strtok_r(e->nemesis_names, ",", &save);
+	     t && e->n_nemesis_names < 32; t = strtok_r(NULL, ",", &save))
+		e->nemesis_name[e->n_nemesis_names++] = t;
+	if (fb_nemesis_start(cfg->nemesis + 5, cfg->nemesis_timeout_ns, nemesis_failed, e,
+	                     &e->nemesis) != FB_OK) {
+		fprintf(stderr, "fencebench: --nemesis: cannot start its thread: %s\n",
+		        strerror(errno));
+		return FB_ESYS;
+	}
+	e->wiring = true;
+	return FB_OK;
+}
+
+void fb_env_heal(fb_env *e)
+{
+	if (!e->nemesis)
+		return;
+	uint64_t healed;
+	fb_nemesis_stop(e->nemesis, &e->nemesis_started, &healed);
+	e->nemesis = NULL;
+}
+
+/* The injector's nemesis fault: the user's command starts fault `name`. */
+static int nemesis_fault(void *ctx, unsigned name, uint64_t ns)
+{
+	fb_env *e = ctx;
+	if (name >= e->n_nemesis_names || !fb_nemesis_strike(e->nemesis, e->nemesis_name[name], ns))
+		return -1;
+	/* relaxed: as the wire's */
+	atomic_store_explicit(&e->wire_last_at, fb_clock_now(e->clock), memory_order_relaxed);
+	atomic_store_explicit(&e->wire_last_ns, ns, memory_order_relaxed);
+	atomic_store_explicit(&e->wire_last_what, name, memory_order_relaxed);
+	atomic_fetch_add_explicit(&e->wire_faults[2], 1, memory_order_relaxed);
+	return 0;
 }
 
 /*
@@ -385,6 +440,8 @@ fb_err fb_env_open(fb_env *e, const fb_config *cfg, const fb_env_driver *drv, fb
 	fb_err r = open_engines(e, drv, res);
 	if (!r) /* after the store: its versions say which checker walks it */
 		r = open_checks(e, drv->blocking);
+	if (!r)
+		r = open_nemesis(e);
 	if (!r)
 		r = open_plans(e);
 	if (r == FB_ENOMEM)
@@ -727,7 +784,11 @@ fb_injector_config fb_env_injector_config(fb_env *e, const fb_clock *clock)
 	        .node_jumps = &e->node_jumps,
 	        .wire_min_ns = {cfg->partition_min_ns, cfg->wire_delay_min_ns},
 	        .wire_max_ns = {cfg->partition_max_ns, cfg->wire_delay_max_ns},
-	        .wire = e->wiring ? wire_fault : NULL, /* issue 24 */
+	        .wire = e->wire.n ? wire_fault : NULL, /* issue 24 */
+	        .nemesis = e->nemesis ? nemesis_fault : NULL,
+	        .nemesis_names = e->n_nemesis_names,
+	        .nemesis_min_ns = cfg->nemesis_min_ns,
+	        .nemesis_max_ns = cfg->nemesis_max_ns,
 	        .clock = clock,
 	};
 	for (int f = 0; f < FB_FAULTS; f++)

@@ -201,6 +201,7 @@ static void wind_down(threads *t, fb_injector *inj, fb_results *res, uint64_t t0
 	fb_env_stop(e);
 	fb_injector_stats ist = {0};
 	fb_injector_stop(inj, &ist);
+	fb_env_heal(e); /* issue 24: the user's cluster whole before the last reads */
 	for (uint32_t i = 0; i < t->started; i++)
 		pthread_join(e->workers[i].port.tid, NULL);
 	res->elapsed_s = (double)(fb_clock_now(e->fast) - t0) / 1e9;
@@ -219,6 +220,10 @@ static void wind_down(threads *t, fb_injector *inj, fb_results *res, uint64_t t0
 		res->fault[FB_FAULT_PARTITION + i].taken = ist.wire_taken[i];
 		res->fault[FB_FAULT_PARTITION + i].over_ttl = ist.wire_over_ttl[i];
 	}
+	/* taken: what the user's command started, not what was asked of it */
+	res->fault[FB_FAULT_NEMESIS].taken =
+	        e->nemesis_started < ist.nemesis_taken ? e->nemesis_started : ist.nemesis_taken;
+	res->fault[FB_FAULT_NEMESIS].over_ttl = ist.nemesis_over_ttl;
 }
 
 /* The run's end: the failure or the exhausted fence space, said once. */
