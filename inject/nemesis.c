@@ -27,7 +27,7 @@ struct fb_nemesis {
 	uint64_t deadline_ns;
 	fb_nemesis_fail_fn fail;
 	void *ctx;
-	bool stop, busy, failed;
+	bool stop, busy, failed, go;
 	char name[NAMELEN]; /* the fault asked for, while busy */
 	uint64_t heal_at;
 	uint64_t started, healed;
@@ -222,10 +222,17 @@ fb_err fb_nemesis_start(const char *cmd, uint64_t deadline_ns, fb_nemesis_fail_f
 	return FB_OK;
 }
 
+void fb_nemesis_go(fb_nemesis *n)
+{
+	pthread_mutex_lock(&n->mu); /* what was written before is seen by its calls */
+	n->go = true;
+	pthread_mutex_unlock(&n->mu);
+}
+
 bool fb_nemesis_strike(fb_nemesis *n, const char *name, uint64_t ns)
 {
 	pthread_mutex_lock(&n->mu);
-	bool go = !n->busy && !n->failed && !n->stop;
+	bool go = n->go && !n->busy && !n->failed && !n->stop;
 	if (go) {
 		snprintf(n->name, sizeof n->name, "%s", name);
 		n->heal_at = now_ns() + ns;

@@ -30,8 +30,12 @@ typedef void (*fb_nemesis_fail_fn)(void *ctx, const char *why);
 fb_err fb_nemesis_start(const char *cmd, uint64_t deadline_ns, fb_nemesis_fail_fn fail, void *ctx,
                         fb_nemesis **out);
 
+/* Take faults from now on (until then every strike is refused): called
+ * once the run's start is written, so a failure can date itself. */
+void fb_nemesis_go(fb_nemesis *n);
+
 /* Start fault NAME now, heal it ns later. False: one is under way (or the
- * nemesis failed): nothing was started. */
+ * nemesis failed, or is not going yet): nothing was started. */
 bool fb_nemesis_strike(fb_nemesis *n, const char *name, uint64_t ns);
 
 /* Heal what is under way (at once, not at its length), stop, free; the

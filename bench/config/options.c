@@ -110,8 +110,9 @@ static const opt opts[] = {
         {"faults", 0, "LIST", K_BITS, OFF(faults), 0, 0, 0, NAMES(fb_fault_names), "faults", 0,
          true,
          "faults to inject: pause,skew,delay,crash,renew,retry,server-pause,node-jump,partition,"
-         "wire-delay (default "
-         "pause; pause,retry,delay with a --store other than inproc)",
+         "wire-delay,nemesis (default pause; pause,retry,delay with a --store other than "
+         "inproc). partition and wire-delay strike the wire through fencebench's own TCP "
+         "proxy: add proxy=1 to any TCP engine's --lease or --store URL",
          0, 0},
         {"fault-at", 0, "WHERE", K_ENUM, OFF(fault_at), 0, 0, 0, NAMES(fb_fault_at_names),
          "fault_at", 0, true,
@@ -169,6 +170,9 @@ static const opt opts[] = {
          "slow wires per second: for --wire-delay, every byte one proxied connection carries "
          "one way or both arrives that late (default 5)",
          NEED_FAULT(FB_FAULT_WIRE_DELAY), W_STRESS},
+        {"wire-delay", 0, "D[-D]", K_RANGE, OFF(wire_delay_min_ns), OFF(wire_delay_max_ns), 0, 0,
+         NULL, 0, "wire_delay", 1e6, true, "how late a slow wire's bytes arrive (default 2 x TTL)",
+         NEED_FAULT(FB_FAULT_WIRE_DELAY), W_STRESS},
         {"nemesis", 0, "exec:CMD", K_STRING, OFF(nemesis), 0, 0, 0, NULL, 0, "nemesis", 0, true,
          "the nemesis fault runs 'CMD start NAME' when it strikes and 'CMD heal NAME' its "
          "length later: a user's own cluster, faulted by the user's own command",
@@ -190,9 +194,6 @@ static const opt opts[] = {
          "how long each start or heal command may run before the run fails, exit 3 "
          "(default 10s)",
          NEED_FAULT(FB_FAULT_NEMESIS), W_STRESS},
-        {"wire-delay", 0, "D[-D]", K_RANGE, OFF(wire_delay_min_ns), OFF(wire_delay_max_ns), 0, 0,
-         NULL, 0, "wire_delay", 1e6, true, "how late a slow wire's bytes arrive (default 2 x TTL)",
-         NEED_FAULT(FB_FAULT_WIRE_DELAY), W_STRESS},
         {"bug", 0, "NAME", K_ENUM, OFF(bug), 0, 0, 0, NAMES(fb_bug_names), "bug", 0, true,
          "plant a bug to prove the checkers catch it: ge-store, two-step, ignore-expiry, "
          "blind-release, trust-client, unregistered-reads, batch-fences, refuse-holder, "

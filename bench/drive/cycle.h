@@ -296,6 +296,8 @@ bool fb_cycle_commit(fb_env *env, fb_feed_log *log, const fb_check_rec *c, uint6
  * rates and sizes, the service clock to step, the plan; `clock` is the
  * driver's time. */
 fb_injector_config fb_env_injector_config(fb_env *e, const fb_clock *clock);
+/* Issue 24: the run's start (t0) is written: the nemesis may strike. */
+void fb_env_started(fb_env *e);
 /* Issue 24: heal the nemesis fault under way, if any, and stop it. */
 void fb_env_heal(fb_env *e);
 

@@ -173,6 +173,12 @@ static fb_err open_nemesis(fb_env *e)
 	return FB_OK;
 }
 
+void fb_env_started(fb_env *e)
+{
+	if (e->nemesis)
+		fb_nemesis_go(e->nemesis);
+}
+
 void fb_env_heal(fb_env *e)
 {
 	if (!e->nemesis)

@@ -164,6 +164,7 @@ static uint64_t supervise(threads *t, fb_tick_fn tick, void *ctx, fb_results *re
 	const fb_config *cfg = e->cfg;
 	e->t0 = e->first.t0 = fb_clock_now(e->clock);
 	open_gate(t, 1);
+	fb_env_started(e); /* issue 24: after t0, which a nemesis failure reads */
 	if (cfg->warmup_ns) {
 		int sig = wait_until(t, fb_clock_now(e->fast) + cfg->warmup_ns);
 		if (sig) {
