@@ -294,6 +294,8 @@ static HOT fb_step op_acquire(fb_worker *w)
 	/* issue 24: from before the call: a wire fault can hold its reply */
 	for (int i = 0; e->wiring && i < 3; i++)
 		w->wires[i] = atomic_load_explicit(&e->wire_faults[i], memory_order_relaxed);
+	if (e->wiring)
+		w->outside0 = atomic_load_explicit(&e->outside_seq, memory_order_relaxed);
 	uint64_t e0 = eop_start(e, e->remote);
 	fb_acquire a = e->lops->acquire(w->lconn, w->key, &w->l, &w->ls);
 	eop_end(e, w, FB_EOP_ACQUIRE, e0);
@@ -900,6 +902,33 @@ static const uint8_t *told_outcome(const fb_worker *w, const uint64_t **highest)
 	return w->outcome;
 }
 
+/* Issue 24: the first outside fault (the wire's, the nemesis's) logged
+ * since this cycle's acquire began, if the log still holds it: the first
+ * that can have held this writer back. A slot rewritten while it is read
+ * (its seq changed) is not told. */
+static void tell_outside(fb_worker *w, fb_first_corruption *fc)
+{
+	fb_env *e = w->env;
+	uint64_t last = atomic_load_explicit(&e->outside_seq, memory_order_acquire);
+	uint64_t s = w->outside0 + 1;
+	if (last < s || last - s >= FB_OUTSIDE_LOG)
+		return;
+	fb_outside_fault *o = &e->outside[s % FB_OUTSIDE_LOG];
+	if (atomic_load_explicit(&o->seq, memory_order_acquire) != s)
+		return;
+	uint32_t f = atomic_load_explicit(&o->fault, memory_order_relaxed);
+	uint64_t at = atomic_load_explicit(&o->at, memory_order_relaxed);
+	uint64_t ns = atomic_load_explicit(&o->ns, memory_order_relaxed);
+	uint32_t what = atomic_load_explicit(&o->what, memory_order_relaxed);
+	atomic_thread_fence(memory_order_acquire);
+	if (atomic_load_explicit(&o->seq, memory_order_relaxed) != s)
+		return;
+	fc->fault = (int)f;
+	fc->fault_at = at;
+	fc->fault_ns = ns;
+	fc->fault_where = what;
+}
+
 /* This cycle as the story's stale write: who, what, the fault, what each
  * store did. */
 static void tell(fb_worker *w, fb_first_corruption *fc)
@@ -928,14 +957,8 @@ static void tell(fb_worker *w, fb_first_corruption *fc)
 			fc->fault = f;
 			break;
 		}
-	for (int i = 0; fc->fault < 0 && e->wiring && i < 3; i++) /* issue 24: the wire */
-		if (atomic_load_explicit(&e->wire_faults[i], memory_order_relaxed) != w->wires[i]) {
-			fc->fault = FB_FAULT_PARTITION + i;
-			fc->fault_at = atomic_load_explicit(&e->wire_last_at, memory_order_relaxed);
-			fc->fault_ns = atomic_load_explicit(&e->wire_last_ns, memory_order_relaxed);
-			fc->fault_where =
-			        atomic_load_explicit(&e->wire_last_what, memory_order_relaxed);
-		}
+	if (fc->fault < 0 && e->wiring) /* issue 24 */
+		tell_outside(w, fc);
 	if (fc->fault == FB_FAULT_PAUSE) {
 		fc->fault_at = atomic_load_explicit(&p->last_at, memory_order_relaxed);
 		fc->fault_ns = atomic_load_explicit(&p->last_ns, memory_order_relaxed);

@@ -121,6 +121,7 @@ typedef struct fb_worker {
 	uint64_t t0, t1, tw, t2; /* a timed cycle's start, acquired, first write, written */
 	uint64_t local_deadline, steps, spauses, jumps, delay;
 	uint64_t wires[3];    /* issue 24: wire and nemesis faults so far, at the acquire */
+	uint64_t outside0;    /* ... and the outside faults' log, then */
 	uint64_t stale_newer; /* the fence a stale write went behind */
 	int64_t erased;       /* ... and the debits it erased */
 	fb_lease l;
@@ -142,6 +143,15 @@ typedef struct fb_worker {
 	const fb_plan_entry *plan; /* its faults still to come, when replaying */
 	size_t planned;
 } fb_worker;
+
+/* Issue 24: one outside fault as the story tells it, written by the
+ * injector's thread alone: fields first, then seq (release). */
+#define FB_OUTSIDE_LOG 64
+typedef struct fb_outside_fault {
+	_Atomic uint64_t seq; /* its number, from 1; 0: unused */
+	_Atomic uint64_t at, ns;
+	_Atomic uint32_t fault, what; /* fb_fault; dir | 1 << 8 on the store's wire, or a name */
+} fb_outside_fault;
 
 /* How a driver holds a delayed write in flight: the threaded one on its
  * delay line's thread, the simulator in its event queue. FB_ENOMEM: it
@@ -172,11 +182,11 @@ struct fb_env {
 	char nemesis_names[1024];
 	unsigned n_nemesis_names;
 	uint64_t nemesis_started; /* faults its command started, once it is healed */
-	/* the last wire fault, for the story: when (lease clock), how long,
-	 * dir | 1 << 8 when it struck the store's wire */
-	_Atomic uint64_t wire_last_at, wire_last_ns;
-	_Atomic uint32_t wire_last_what;
-	bool remote;           /* round trips: every engine call is timed */
+	/* the last FB_OUTSIDE_LOG outside faults (wire, nemesis), for the
+	 * story: the first to strike a stale writer's cycle is its cause */
+	fb_outside_fault outside[FB_OUTSIDE_LOG];
+	_Atomic uint64_t outside_seq; /* faults logged so far */
+	bool remote;                  /* round trips: every engine call is timed */
 	bool batched;          /* the store takes a phase's reads (writes) in one round trip */
 	bool checking;         /* the history checker sees every write */
 	bool witnessing;       /* the lease witness hears every acquire */

@@ -147,6 +147,25 @@ static fb_err open_wire(fb_env *e, char *err, size_t errlen, const char **opt)
 	return r;
 }
 
+/* An outside fault struck (from the injector's thread only): counted for
+ * the cycles that span it, logged for the story. */
+static void log_outside(fb_env *e, fb_fault f, uint64_t ns, uint32_t what)
+{
+	uint64_t seq = atomic_load_explicit(&e->outside_seq, memory_order_relaxed) + 1;
+	fb_outside_fault *o = &e->outside[seq % FB_OUTSIDE_LOG];
+	atomic_store_explicit(&o->seq, 0, memory_order_relaxed); /* being rewritten */
+	atomic_thread_fence(memory_order_release);
+	atomic_store_explicit(&o->at, fb_clock_now(e->clock), memory_order_relaxed);
+	atomic_store_explicit(&o->ns, ns, memory_order_relaxed);
+	atomic_store_explicit(&o->fault, f, memory_order_relaxed);
+	atomic_store_explicit(&o->what, what, memory_order_relaxed);
+	/* release: a reader that sees seq sees the fields it numbers */
+	atomic_store_explicit(&o->seq, seq, memory_order_release);
+	atomic_store_explicit(&e->outside_seq, seq, memory_order_release);
+	/* relaxed: workers only compare them across a cycle */
+	atomic_fetch_add_explicit(&e->wire_faults[f - FB_FAULT_PARTITION], 1, memory_order_relaxed);
+}
+
 /* A nemesis command that failed or hung ends the run: exit 3, named. */
 static void nemesis_failed(void *ctx, const char *why)
 {
@@ -194,11 +213,7 @@ static int nemesis_fault(void *ctx, unsigned name, uint64_t ns)
 	fb_env *e = ctx;
 	if (name >= e->n_nemesis_names || !fb_nemesis_strike(e->nemesis, e->nemesis_name[name], ns))
 		return -1;
-	/* relaxed: as the wire's */
-	atomic_store_explicit(&e->wire_last_at, fb_clock_now(e->clock), memory_order_relaxed);
-	atomic_store_explicit(&e->wire_last_ns, ns, memory_order_relaxed);
-	atomic_store_explicit(&e->wire_last_what, name, memory_order_relaxed);
-	atomic_fetch_add_explicit(&e->wire_faults[2], 1, memory_order_relaxed);
+	log_outside(e, FB_FAULT_NEMESIS, ns, name);
 	return 0;
 }
 
@@ -754,15 +769,7 @@ static int64_t wire_fault(void *ctx, fb_fault f, unsigned dir, uint64_t ns, uint
 	                              dirs, ns, pick, exact, target & ((UINT64_C(1) << 48) - 1));
 	if (seq < 0)
 		return -1;
-	/* relaxed: workers only compare them across a cycle, and the story's
-	 * fields are an illustration, read after the struck cycle's end */
-	atomic_store_explicit(&e->wire_last_at, fb_clock_now(e->clock), memory_order_relaxed);
-	atomic_store_explicit(&e->wire_last_ns, ns, memory_order_relaxed);
-	atomic_store_explicit(&e->wire_last_what,
-	                      dir | (uint32_t)!strcmp(e->wire.side[i], "--store") << 8,
-	                      memory_order_relaxed);
-	atomic_fetch_add_explicit(&e->wire_faults[f == FB_FAULT_WIRE_DELAY], 1,
-	                          memory_order_relaxed);
+	log_outside(e, f, ns, dir | (uint32_t)!strcmp(e->wire.side[i], "--store") << 8);
 	return (int64_t)(i << 48 | (uint64_t)seq);
 }
 
