@@ -176,7 +176,9 @@ static void nemesis_failed(void *ctx, const char *why)
 static fb_err open_nemesis(fb_env *e)
 {
 	const fb_config *cfg = e->cfg;
-	if (!fb_config_fault(cfg, FB_FAULT_NEMESIS))
+	/* the option parser gives the fault its command; a config built
+	 * otherwise (a test's, the simulator's) without one has no nemesis */
+	if (!fb_config_fault(cfg, FB_FAULT_NEMESIS) || !cfg->nemesis || !cfg->nemesis_names)
 		return FB_OK;
 	snprintf(e->nemesis_names, sizeof e->nemesis_names, "%s", cfg->nemesis_names);
 	for (char *save = NULL, *t = strtok_r(e->nemesis_names, ",", &save);
