@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -381,6 +382,21 @@ fb_err fb_proxy_start(const char *host, int upstream_port, size_t cap, fb_proxy 
 	memcpy(&p->up, ai->ai_addr, ai->ai_addrlen);
 	p->uplen = ai->ai_addrlen;
 	freeaddrinfo(ai);
+	/* reach it once now: a server that is not there is named as itself,
+	 * not as a proxy that resets every connection */
+	int probe = socket(p->up.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct timeval tv = {2, 0};
+	if (probe >= 0)
+		setsockopt(probe, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+	if (probe < 0 || connect(probe, (struct sockaddr *)&p->up, p->uplen) != 0) {
+		snprintf(err, errlen, "proxy: cannot reach %s:%d: connect failed, errno=%d (%s)",
+		         host, upstream_port, errno, strerror(errno));
+		if (probe >= 0)
+			close(probe);
+		free(p);
+		return FB_ESYS;
+	}
+	close(probe);
 	const char *call = "socket";
 	p->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};

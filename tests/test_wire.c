@@ -236,9 +236,11 @@ static void test_a_proxied_url_points_at_the_proxies_and_keeps_the_rest(void **s
 	                  sizeof err) == FB_OK &&
 	              strcmp(out, "redis://127.0.0.1:6379/0") == 0 && w.n == 0,
 	      "a URL without proxy=1 is left alone: %s", out);
-	check(fb_wire_url(&w, "--lease",
-	                  "redlock://:p%40ss@127.0.0.1:1,127.0.0.1:2/3?fence=incr&proxy=1&x=y", out,
-	                  sizeof out, err, sizeof err) == FB_OK,
+	char url[200]; /* two hosts (both the echo server: a proxy reaches its host at start) */
+	snprintf(url, sizeof url,
+	         "redlock://:p%%40ss@127.0.0.1:%d,127.0.0.1:%d/3?fence=incr&proxy=1&x=y", echo_port,
+	         echo_port);
+	check(fb_wire_url(&w, "--lease", url, out, sizeof out, err, sizeof err) == FB_OK,
 	      "a proxied URL: %s", err);
 	check_eq(w.n, 2, "one proxy per host");
 	char want[300];
@@ -370,6 +372,18 @@ static void test_wire_faults_replay_from_their_plan(void **state)
 	free(dir);
 }
 
+/* A proxied engine that is not there is named as itself: exit 3. */
+static void test_an_unreachable_proxied_engine_is_named_exit_3(void **state)
+{
+	(void)state;
+	const char *args[] = {"-d", "1s", "-q", "--store", "redis://127.0.0.1:1/0?proxy=1", NULL};
+	fb_test_proc p;
+	check_eq(fb_test_run(&p, args), 3, "exit code");
+	check(strstr(p.err, "--store") && strstr(p.err, "127.0.0.1:1:"),
+	      "the error names the option and the server, not the proxy:\n%s", p.err);
+	fb_test_release(&p);
+}
+
 static void test_a_wire_fault_without_a_proxied_url_is_a_usage_error(void **state)
 {
 	(void)state;
@@ -495,6 +509,7 @@ int main(void)
 	        cmocka_unit_test(test_a_held_direction_buffers_at_most_its_cap),
 	        cmocka_unit_test(test_a_proxied_url_points_at_the_proxies_and_keeps_the_rest),
 	        cmocka_unit_test(test_a_wire_fault_without_a_proxied_url_is_a_usage_error),
+	        cmocka_unit_test(test_an_unreachable_proxied_engine_is_named_exit_3),
 	        cmocka_unit_test(test_the_wire_alone_corrupts_unfenced_and_fenced_stays_safe),
 	        cmocka_unit_test(test_wire_faults_replay_from_their_plan),
 	        cmocka_unit_test(test_nemesis_runs_the_users_command_to_start_and_heal),

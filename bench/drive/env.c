@@ -235,8 +235,10 @@ static fb_err open_engines(fb_env *e, const fb_env_driver *drv, fb_results *res)
 	const char *opt = "--lease";
 	bool fresh = !cfg->client_id;
 	fb_err r = open_wire(e, err, sizeof err, &opt);
-	if (!r)
+	if (!r) {
+		opt = "--lease";
 		r = e->lops->open(&ec, e->lease_url, &e->leng, err, sizeof err);
+	}
 	if (!r)
 		r = e->lops->prepare(e->leng, fresh, err, sizeof err);
 	if (!r) {
