@@ -904,29 +904,20 @@ static const uint8_t *told_outcome(const fb_worker *w, const uint64_t **highest)
 
 /* Issue 24: the first outside fault (the wire's, the nemesis's) logged
  * since this cycle's acquire began, if the log still holds it: the first
- * that can have held this writer back. A slot rewritten while it is read
- * (its seq changed) is not told. */
+ * that can have held this writer back. */
 static void tell_outside(fb_worker *w, fb_first_corruption *fc)
 {
 	fb_env *e = w->env;
-	uint64_t last = atomic_load_explicit(&e->outside_seq, memory_order_acquire);
+	pthread_mutex_lock(&e->outside_mu);
 	uint64_t s = w->outside0 + 1;
-	if (last < s || last - s >= FB_OUTSIDE_LOG)
-		return;
-	fb_outside_fault *o = &e->outside[s % FB_OUTSIDE_LOG];
-	if (atomic_load_explicit(&o->seq, memory_order_acquire) != s)
-		return;
-	uint32_t f = atomic_load_explicit(&o->fault, memory_order_relaxed);
-	uint64_t at = atomic_load_explicit(&o->at, memory_order_relaxed);
-	uint64_t ns = atomic_load_explicit(&o->ns, memory_order_relaxed);
-	uint32_t what = atomic_load_explicit(&o->what, memory_order_relaxed);
-	atomic_thread_fence(memory_order_acquire);
-	if (atomic_load_explicit(&o->seq, memory_order_relaxed) != s)
-		return;
-	fc->fault = (int)f;
-	fc->fault_at = at;
-	fc->fault_ns = ns;
-	fc->fault_where = what;
+	const fb_outside_fault *o = &e->outside[s % FB_OUTSIDE_LOG];
+	if (o->seq == s) { /* logged, and not yet written over */
+		fc->fault = (int)o->fault;
+		fc->fault_at = o->at;
+		fc->fault_ns = o->ns;
+		fc->fault_where = o->what;
+	}
+	pthread_mutex_unlock(&e->outside_mu);
 }
 
 /* This cycle as the story's stale write: who, what, the fault, what each

@@ -144,13 +144,13 @@ typedef struct fb_worker {
 	size_t planned;
 } fb_worker;
 
-/* Issue 24: one outside fault as the story tells it, written by the
- * injector's thread alone: fields first, then seq (release). */
+/* Issue 24: one outside fault as the story tells it (under the env's
+ * outside_mu: written by the injector, read by a stale writer's story). */
 #define FB_OUTSIDE_LOG 64
 typedef struct fb_outside_fault {
-	_Atomic uint64_t seq; /* its number, from 1; 0: unused */
-	_Atomic uint64_t at, ns;
-	_Atomic uint32_t fault, what; /* fb_fault; dir | 1 << 8 on the store's wire, or a name */
+	uint64_t seq; /* its number, from 1; 0: unused */
+	uint64_t at, ns;
+	uint32_t fault, what; /* fb_fault; dir | 1 << 8 on the store's wire, or a name */
 } fb_outside_fault;
 
 /* How a driver holds a delayed write in flight: the threaded one on its
@@ -185,6 +185,8 @@ struct fb_env {
 	/* the last FB_OUTSIDE_LOG outside faults (wire, nemesis), for the
 	 * story: the first to strike a stale writer's cycle is its cause */
 	fb_outside_fault outside[FB_OUTSIDE_LOG];
+	pthread_mutex_t outside_mu; /* the log's: both sides are cold paths */
+	bool outside_mu_init;
 	_Atomic uint64_t outside_seq; /* faults logged so far */
 	bool remote;                  /* round trips: every engine call is timed */
 	bool batched;          /* the store takes a phase's reads (writes) in one round trip */

@@ -95,6 +95,8 @@ void fb_env_close(fb_env *e)
 	fb_wire_close(&e->wire, e->cfg->ttl_ns); /* issue 24: after every connection through it */
 	free(e->lease_url);
 	free(e->store_url);
+	if (e->outside_mu_init)
+		pthread_mutex_destroy(&e->outside_mu);
 	fb_witness_destroy(e->witness);
 	free(e->sent);
 	for (int d = 0; d < FB_DISCIPLINES; d++)
@@ -151,17 +153,14 @@ static fb_err open_wire(fb_env *e, char *err, size_t errlen, const char **opt)
  * the cycles that span it, logged for the story. */
 static void log_outside(fb_env *e, fb_fault f, uint64_t ns, uint32_t what)
 {
+	pthread_mutex_lock(&e->outside_mu);
 	uint64_t seq = atomic_load_explicit(&e->outside_seq, memory_order_relaxed) + 1;
-	fb_outside_fault *o = &e->outside[seq % FB_OUTSIDE_LOG];
-	atomic_store_explicit(&o->seq, 0, memory_order_relaxed); /* being rewritten */
-	atomic_thread_fence(memory_order_release);
-	atomic_store_explicit(&o->at, fb_clock_now(e->clock), memory_order_relaxed);
-	atomic_store_explicit(&o->ns, ns, memory_order_relaxed);
-	atomic_store_explicit(&o->fault, f, memory_order_relaxed);
-	atomic_store_explicit(&o->what, what, memory_order_relaxed);
-	/* release: a reader that sees seq sees the fields it numbers */
-	atomic_store_explicit(&o->seq, seq, memory_order_release);
-	atomic_store_explicit(&e->outside_seq, seq, memory_order_release);
+	e->outside[seq % FB_OUTSIDE_LOG] =
+	        (fb_outside_fault){seq, fb_clock_now(e->clock), ns, (uint32_t)f, what};
+	/* relaxed: a worker only snapshots it at its acquire, and reads the
+	 * log under the lock */
+	atomic_store_explicit(&e->outside_seq, seq, memory_order_relaxed);
+	pthread_mutex_unlock(&e->outside_mu);
 	/* relaxed: workers only compare them across a cycle */
 	atomic_fetch_add_explicit(&e->wire_faults[f - FB_FAULT_PARTITION], 1, memory_order_relaxed);
 }
@@ -406,6 +405,8 @@ fb_err fb_env_open(fb_env *e, const fb_config *cfg, const fb_env_driver *drv, fb
 {
 	memset(e, 0, sizeof *e);
 	e->cfg = cfg;
+	pthread_mutex_init(&e->outside_mu, NULL); /* issue 24 */
+	e->outside_mu_init = true;
 	e->fast = drv->fast;
 	e->lops = fb_lease_engine(cfg->lease_url);
 	e->sops = fb_store_engine(cfg->store_url);
