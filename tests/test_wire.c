@@ -196,6 +196,26 @@ static void test_a_reset_tears_the_connection_down(void **state)
 	check_eq(finish(p, fd, FB_PROXY_RESET), 1, "resets taken");
 }
 
+/* Send and send until a buffer of the proxy filled (one no fault held,
+ * when unfaulted), bounded: the kernel's buffers on both sides are a few
+ * MB at most. Its stats then; *sent, what went out. */
+static fb_proxy_stats flood(fb_proxy *p, int fd, bool unfaulted, uint64_t *sent)
+{
+	static char block[65536];
+	fb_proxy_stats st = {0};
+	*sent = 0;
+	while ((unfaulted ? st.full_unfaulted : st.full) == 0 && *sent < (UINT64_C(256) << 20)) {
+		struct pollfd pf = {.fd = fd, .events = POLLOUT};
+		if (poll(&pf, 1, 100) == 1) {
+			ssize_t w = send(fd, block, sizeof block, MSG_NOSIGNAL | MSG_DONTWAIT);
+			if (w > 0)
+				*sent += (uint64_t)w;
+		}
+		fb_proxy_stats_get(p, &st);
+	}
+	return st;
+}
+
 /* A held direction stops reading its source at the cap: the writer is
  * held back by TCP, the proxy's memory is not what grows. */
 static void test_a_held_direction_buffers_at_most_its_cap(void **state)
@@ -206,25 +226,31 @@ static void test_a_held_direction_buffers_at_most_its_cap(void **state)
 	check(fb_proxy_strike(p, FB_PROXY_PARTITION, FB_PROXY_TO_SERVER, 600000 * MS, 0, false,
 	                      0) == 0,
 	      "the partition struck");
-	static char block[65536];
-	fb_proxy_stats st = {0};
-	uint64_t sent = 0;
-	/* bounded: the kernel's buffers on both sides are a few MB at most */
-	while (st.full == 0 && sent < (UINT64_C(256) << 20)) {
-		struct pollfd pf = {.fd = fd, .events = POLLOUT};
-		if (poll(&pf, 1, 100) == 1) {
-			ssize_t w = send(fd, block, sizeof block, MSG_NOSIGNAL | MSG_DONTWAIT);
-			if (w > 0)
-				sent += (uint64_t)w;
-		}
-		fb_proxy_stats_get(p, &st);
-	}
+	uint64_t sent;
+	fb_proxy_stats st = flood(p, fd, false, &sent);
 	check(st.full >= 1, "the held direction filled its 64 KiB buffer (sent %llu bytes)",
 	      (unsigned long long)sent);
 	check_eq(st.full_unfaulted, 0, "a buffer held by a fault is not the proxy falling behind");
 	check_eq(st.bytes[0], 5, "nothing held crossed (but the hello)");
 	close(fd);
 	fb_proxy_stop(p, &st);
+}
+
+/* A server slower than its client fills the proxy's buffer with no fault
+ * holding it: counted apart, it is what "could not keep up" says. The
+ * client never reads the echoes, so the echo server stops reading. */
+static void test_a_buffer_full_with_no_fault_is_counted_apart(void **state)
+{
+	(void)state;
+	int fd;
+	fb_proxy *p = one_connection(4096, &fd);
+	uint64_t sent;
+	fb_proxy_stats st = flood(p, fd, true, &sent);
+	check(st.full_unfaulted >= 1,
+	      "a buffer filled with no fault holding it was counted (sent %llu bytes)",
+	      (unsigned long long)sent);
+	fb_proxy_stop(p, &st);
+	close(fd);
 }
 
 static void test_a_proxied_url_points_at_the_proxies_and_keeps_the_rest(void **state)
@@ -507,6 +533,7 @@ int main(void)
 	        cmocka_unit_test(test_a_slow_wire_delays_the_bytes_it_carries),
 	        cmocka_unit_test(test_a_reset_tears_the_connection_down),
 	        cmocka_unit_test(test_a_held_direction_buffers_at_most_its_cap),
+	        cmocka_unit_test(test_a_buffer_full_with_no_fault_is_counted_apart),
 	        cmocka_unit_test(test_a_proxied_url_points_at_the_proxies_and_keeps_the_rest),
 	        cmocka_unit_test(test_a_wire_fault_without_a_proxied_url_is_a_usage_error),
 	        cmocka_unit_test(test_an_unreachable_proxied_engine_is_named_exit_3),
