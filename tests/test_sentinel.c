@@ -9,17 +9,20 @@
  */
 #define _GNU_SOURCE
 #include <hiredis/hiredis.h>
+#include <errno.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <time.h>
 
+#include "fbproc.h"
 #include "fbtest.h"
 #include "servers.h"
 
 #define SENTINELS 3
 #define WAIT_S    30 /* a bound on a hang, never a measure of speed */
 
-static fb_server primary, replica, sentinel[SENTINELS];
+static fb_server primary, replica, sentinel[SENTINELS], store;
 
 static redisReply *ask(const fb_server *s, const char *cmd)
 {
@@ -98,10 +101,6 @@ static bool promoted(const fb_server *s)
 static void test_killing_the_primary_makes_the_sentinels_promote_the_replica(void **state)
 {
 	(void)state;
-	check(wait_for(knows_all),
-	      "every Sentinel names the primary (port %d), sees its replica and the other two "
-	      "within %d s",
-	      primary.port, WAIT_S);
 	pid_t dead = primary.pid;
 	fb_server_kill(&primary); /* SIGKILL: a crash, not a shutdown */
 	check(kill(dead, 0) != 0, "the primary (pid %d) is gone", (int)dead);
@@ -122,14 +121,11 @@ static void stop_all(void)
 	fb_server_stop(&primary);
 }
 
-int main(void)
+/* A fresh primary, replica and three Sentinels that know one another:
+ * each test fails its primary over. */
+static int start_all(void **state)
 {
-	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test(test_killing_the_primary_makes_the_sentinels_promote_the_replica),
-	};
-	if (!fb_servers_installed("Sentinel tests", (fb_server_kind[]){FB_SERVER_REDIS_SENTINEL}, 1,
-	                          1))
-		return 0;
+	(void)state;
 	bool up = fb_server_start(FB_SERVER_REDIS, &primary) == 1 &&
 	          fb_server_start_of(FB_SERVER_REDIS_REPLICA, &primary, &replica) == 1;
 	for (int i = 0; up && i < SENTINELS; i++)
@@ -138,15 +134,133 @@ int main(void)
 		fprintf(stderr, "cannot start the Sentinel cluster: %s%s%s%s%s\n", primary.why,
 		        replica.why, sentinel[0].why, sentinel[1].why, sentinel[2].why);
 		stop_all();
-		return 1;
+		return -1;
 	}
-	int failed = cmocka_run_group_tests(tests, NULL, NULL);
+	check(wait_for(knows_all),
+	      "every Sentinel names the primary (port %d), sees its replica and the other two "
+	      "within %d s",
+	      primary.port, WAIT_S);
+	return 0;
+}
+
+/* Stopped by their PIDs, and gone. */
+static int stop_and_check(void **state)
+{
+	(void)state;
 	pid_t pids[] = {replica.pid, sentinel[0].pid, sentinel[1].pid, sentinel[2].pid};
 	stop_all();
 	for (size_t i = 0; i < sizeof pids / sizeof pids[0]; i++)
 		if (pids[i] > 0 && kill(pids[i], 0) == 0) {
 			fprintf(stderr, "pid %d is still running after its stop\n", (int)pids[i]);
-			failed++;
+			return -1;
 		}
+	return 0;
+}
+
+/*
+ * Leases through Sentinel discovery, a plain Redis store, no client pause:
+ * a nemesis script SIGKILLs the primary (once; later calls find it gone),
+ * the Sentinels promote the replica, and the lease engine follows them
+ * (the run goes on: no exit 3). Whatever the failover did to the leases
+ * (a lease or a fence the replica never received is the witness's to
+ * name, exit 1), the fenced store is SAFE and refused no rightful holder.
+ */
+static void test_leases_follow_a_failover_and_fenced_stays_safe(void **state)
+{
+	(void)state;
+	char *dir = fb_test_tmpdir();
+	char script[300], cmd[400], url[600];
+	snprintf(script, sizeof script, "%s/primary-kill.sh", dir);
+	FILE *f = fopen(script, "w");
+	check(f, "write %s", script);
+	fprintf(f, "#!/bin/sh\n[ \"$1\" = start ] && kill -9 %d 2>/dev/null\nexit 0\n",
+	        (int)primary.pid);
+	fclose(f);
+	check(chmod(script, 0755) == 0, "chmod %s", script);
+	snprintf(cmd, sizeof cmd, "exec:%s", script);
+	snprintf(url, sizeof url, "redis://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d/0?sentinel=fb",
+	         sentinel[0].port, sentinel[1].port, sentinel[2].port);
+	const char *args[] = {"-t",
+	                      "8",
+	                      "-k",
+	                      "4",
+	                      "-d",
+	                      "6s",
+	                      "--ttl",
+	                      "200ms",
+	                      "--faults",
+	                      "nemesis",
+	                      "--nemesis",
+	                      cmd,
+	                      "--nemesis-names",
+	                      "primary-kill",
+	                      "--nemesis-rate",
+	                      "5",
+	                      "--nemesis-length",
+	                      "100ms",
+	                      "--lease",
+	                      url,
+	                      "--store",
+	                      store.url,
+	                      NULL};
+	fb_test_proc p;
+	json_object *doc = fb_test_run_doc_any(&p, args);
+	check(doc && (p.code == 0 || p.code == 1),
+	      "the run went on across the failover (exit 0, or 1 for the lease's broken "
+	      "promises), not exit 3: exit %d\n%s\n%s",
+	      p.code, p.out, p.err);
+	check(p.code == 0 || strstr(p.out, "lease: VIOLATED"),
+	      "exit 1 only for the lease service's own broken promises:\n%s", p.out);
+	check(fb_test_num(doc, "run.faults.nemesis.taken") > 0, "the primary was killed:\n%s",
+	      p.out);
+	check(wait_for(promoted), "the Sentinels promoted the replica (port %d)", replica.port);
+	check_eq(fb_test_num(doc, "modes.fenced.stale_accepted"), 0, "fenced stale accepted");
+	check_eq(fb_test_num(doc, "modes.fenced.lost_updates"), 0, "fenced lost updates");
+	check_eq(fb_test_num(doc, "modes.fenced.false_rejections"), 0, "fenced false rejections");
+	check(fb_test_num(doc, "modes.fenced.accepted") > 0, "writes went on:\n%s", p.out);
+	json_object_put(doc);
+	fb_test_release(&p);
+	fb_test_rmtree(dir);
+	free(dir);
+}
+
+/* Several hosts are Sentinels only when named so; Sentinels that do not
+ * answer are named, exit 3. */
+static void test_sentinel_urls_are_judged_and_their_failures_named(void **state)
+{
+	(void)state;
+	fb_test_proc p;
+	const char *many[] = {"-d", "1s", "-q", "--lease", "redis://127.0.0.1:1,127.0.0.1:2/0",
+	                      NULL};
+	check_eq(fb_test_run(&p, many), 2, "several hosts without ?sentinel=");
+	check(strstr(p.err, "--lease") && strstr(p.err, "sentinel=NAME"), "why:\n%s", p.err);
+	fb_test_release(&p);
+	const char *none[] = {
+	        "-d", "1s", "-q", "--lease", "redis://127.0.0.1:1,127.0.0.1:2/0?sentinel=fb", NULL};
+	check_eq(fb_test_run(&p, none), 3, "no Sentinel answers");
+	check(strstr(p.err, "no Sentinel answered") && strstr(p.err, "127.0.0.1:2"),
+	      "the error names the Sentinel:\n%s", p.err);
+	fb_test_release(&p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_sentinel_urls_are_judged_and_their_failures_named),
+	        cmocka_unit_test_setup_teardown(
+	                test_killing_the_primary_makes_the_sentinels_promote_the_replica, start_all,
+	                stop_and_check),
+	        cmocka_unit_test_setup_teardown(test_leases_follow_a_failover_and_fenced_stays_safe,
+	                                        start_all, stop_and_check),
+	};
+	if (!fb_servers_installed("Sentinel tests", (fb_server_kind[]){FB_SERVER_REDIS_SENTINEL}, 1,
+	                          2))
+		return 0;
+	if (fb_server_start(FB_SERVER_REDIS, &store) != 1) {
+		fprintf(stderr, "cannot start the store's redis-server: %s\n", store.why);
+		return 1;
+	}
+	int failed = cmocka_run_group_tests(tests, NULL, NULL);
+	fb_server_stop(&store);
 	return failed;
 }

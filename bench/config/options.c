@@ -201,7 +201,9 @@ static const opt opts[] = {
          0, 0},
         {"lease", 0, "URL", K_ENGINE, OFF(lease_url), 0, 0, 0, NULL, 0, "lease", 0, true,
          "where the leases live: inproc (default), redis://[:PASS@]HOST:PORT/DB (with "
-         "?fence=incr for the two-step SET-then-INCR fence), zk://HOST:PORT[,...][/PREFIX], "
+         "?fence=incr for the two-step SET-then-INCR fence; or the master of Sentinels "
+         "HOST:PORT,HOST:PORT,.../DB?sentinel=NAME, followed across a failover), "
+         "zk://HOST:PORT[,...][/PREFIX], "
          "etcd://HOST:PORT[,...][/PREFIX], or redlock://HOST:PORT,HOST:PORT,HOST:PORT[,...]"
          "[?fence=none|incr][&faketime=N:FILE]",
          0, W_STRESS},
