@@ -207,6 +207,7 @@ typedef struct rurl {
 	fb_url u; /* the host, and the user and password if any */
 	long db;
 	fence_way way;
+	char sentinel[64]; /* issue 24: the master's name; the hosts are its Sentinels */
 } rurl;
 
 /*
@@ -219,8 +220,9 @@ static bool parse_url(const char *url, rurl *u, const char **why)
 	memset(u, 0, sizeof *u);
 	u->way = WAY_SCRIPT;
 	const char *usage =
-	        "expected redis://[[user]:password@]host[:port][/db][?fence=script|incr]";
-	if (!fb_url_parse(url, "redis", 6379, 1, &u->u, why)) {
+	        "expected redis://[[user]:password@]host[:port][/db][?fence=script|incr]"
+	        " or redis://SENTINEL[,SENTINEL...][/db]?sentinel=NAME";
+	if (!fb_url_parse(url, "redis", 6379, FB_URL_HOSTS, &u->u, why)) {
 		if (!url || strncmp(url, "redis://", 8) != 0 || strcmp(*why, "wrong scheme") == 0)
 			*why = usage;
 		return false;
@@ -242,12 +244,139 @@ static bool parse_url(const char *url, rurl *u, const char **why)
 			u->way = WAY_SCRIPT;
 		else if (fb_url_is(name, n, "fence") && val && fb_url_is(val, vn, "incr"))
 			u->way = WAY_INCR;
-		else {
-			*why = "the only option is fence=script or fence=incr";
+		else if (fb_url_is(name, n, "sentinel") && val && vn > 0 &&
+		         vn < sizeof u->sentinel &&
+		         strspn(val, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456"
+		                     "789-_.") >= vn) {
+			memcpy(u->sentinel, val, vn); /* issue 24 */
+			u->sentinel[vn] = 0;
+		} else {
+			*why = "the options are fence=script or fence=incr, and sentinel=NAME (a "
+			       "master's name: the hosts are its Sentinels)";
 			return false;
 		}
 	}
+	if (u->u.hosts > 1 && !u->sentinel[0]) {
+		*why = "one host only (several are Sentinels: add ?sentinel=NAME)";
+		return false;
+	}
 	return true;
+}
+
+/* ---- Sentinel discovery (issue 24) ------------------------------------- */
+
+/*
+ * The master's address as the first Sentinel that answers names it
+ * (SENTINEL get-master-addr-by-name), into host and *port. False with
+ * l->err saying why (no Sentinel answered, or none knows the name).
+ */
+static bool discover(fb_rlink *l, const rurl *u, char *host, size_t len, int *port)
+{
+	char why[FB_RL_ERRLEN] = "";
+	for (int i = 0; i < u->u.hosts; i++) {
+		fb_rlink s = {.url = l->url, .timeout_ns = UINT64_C(1000000000)};
+		if (fb_rl_dial(&s, u->u.host[i].host, u->u.host[i].port, NULL, 0) != FB_OK) {
+			size_t n = strlen(l->url); /* s.err is "<url>: <reason>" */
+			const char *reason = strncmp(s.err, l->url, n) == 0 ? s.err + n + 2 : s.err;
+			snprintf(why, sizeof why,
+			         "%.200s: no Sentinel answered (the last, at %.100s:%d: %.200s)",
+			         l->url, u->u.host[i].host, u->u.host[i].port, reason);
+			continue;
+		}
+		fb_rcmd c = {0};
+		fb_rl_arg(&c, "SENTINEL");
+		fb_rl_arg(&c, "get-master-addr-by-name");
+		fb_rl_arg(&c, u->sentinel);
+		redisReply *r = fb_rl_run(&s, &c);
+		bool ok = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+		          r->element[0]->type == REDIS_REPLY_STRING &&
+		          r->element[1]->type == REDIS_REPLY_STRING;
+		if (ok) {
+			snprintf(host, len, "%s", r->element[0]->str);
+			*port = atoi(r->element[1]->str);
+		} else if (r || s.c) {
+			snprintf(why, sizeof why,
+			         "%s: the Sentinel at %s:%d knows no master named '%s'", l->url,
+			         u->u.host[i].host, u->u.host[i].port, u->sentinel);
+		} else {
+			snprintf(why, sizeof why, "%s", s.err);
+		}
+		freeReplyObject(r);
+		if (s.c)
+			redisFree(s.c);
+		if (ok)
+			return true;
+	}
+	snprintf(l->err, sizeof l->err, "%s", why);
+	return false;
+}
+
+/* Connect l to the server: the URL's host, or the master its Sentinels
+ * name (and which says ROLE master: a Sentinel may still name a dead or
+ * demoted one during a failover). */
+static fb_err dial_server(fb_rlink *l, const rurl *u)
+{
+	if (!u->sentinel[0])
+		return fb_rl_dial(l, u->u.host[0].host, u->u.host[0].port, &u->u, u->db);
+	char host[256];
+	int port;
+	if (!discover(l, u, host, sizeof host, &port))
+		return FB_ESYS;
+	fb_err rc = fb_rl_dial(l, host, port, &u->u, u->db);
+	if (rc != FB_OK)
+		return rc;
+	fb_rcmd c = {0};
+	fb_rl_arg(&c, "ROLE");
+	redisReply *r = fb_rl_run(l, &c);
+	bool master = r && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+	              r->element[0]->type == REDIS_REPLY_STRING &&
+	              strcmp(r->element[0]->str, "master") == 0;
+	freeReplyObject(r);
+	if (master)
+		return FB_OK;
+	if (l->c) {
+		fb_rl_fail(l, "%s:%d, which its Sentinels name master '%s', is not one (yet)", host,
+		           port, u->sentinel);
+		redisFree(l->c);
+		l->c = NULL;
+	}
+	return FB_ESYS;
+}
+
+/*
+ * A Sentinel-discovered link that failed mid-run follows the failover, as
+ * real Sentinel clients do: it asks the Sentinels again, every 50 ms,
+ * until the master they name answers as master, for up to timeout_ns.
+ * True: connected again. The call that failed is not retried: its outcome
+ * is unknown, and the caller reports the conservative one.
+ */
+static bool follow(fb_rlink *l, const rurl *u)
+{
+	if (!u->sentinel[0])
+		return false;
+	if (l->c) {
+		redisFree(l->c);
+		l->c = NULL;
+	}
+	char first[FB_RL_ERRLEN];
+	snprintf(first, sizeof first, "%s", l->err);
+	uint64_t t0 = fb_clock_now(fb_clock_monotonic());
+	for (;;) {
+		if (dial_server(l, u) == FB_OK) {
+			l->err[0] = 0;
+			return true;
+		}
+		if (fb_clock_now(fb_clock_monotonic()) - t0 > l->timeout_ns) {
+			char last[FB_RL_ERRLEN];
+			snprintf(last, sizeof last, "%s", l->err);
+			fb_rl_fail(l,
+			           "lost (%.200s), and no master answered through the Sentinels "
+			           "after it: %.200s",
+			           first, last);
+			return false;
+		}
+		fb_sleep_ns(50000000);
+	}
 }
 
 /* ---- the engine -------------------------------------------------------- */
@@ -368,7 +497,7 @@ static fb_err open_engine(const fb_engine_config *cfg, const char *url, bool sto
 		why = "no store discipline selected (or an unknown one)";
 	if (why)
 		goto bad;
-	rc = fb_rl_dial(&e->admin, e->u.u.host[0].host, e->u.u.host[0].port, &e->u.u, e->u.db);
+	rc = dial_server(&e->admin, &e->u);
 	if (rc != FB_OK)
 		goto err;
 	read_version(e);
@@ -417,7 +546,7 @@ static fb_err engine_connect(void *eng, uint16_t worker, void **conn, char *err,
 	c->l.url = e->url;
 	c->l.timeout_ns = e->admin.timeout_ns;
 	c->worker = worker;
-	fb_err rc = fb_rl_dial(&c->l, e->u.u.host[0].host, e->u.u.host[0].port, &e->u.u, e->u.db);
+	fb_err rc = dial_server(&c->l, &e->u);
 	if (rc != FB_OK) {
 		fb_engine_err(err, errlen, c->l.err);
 		free(c);
@@ -733,8 +862,16 @@ static fb_acquire lease_acquire(void *conn, uint32_t key, fb_lease *out, fb_leas
 		return FB_ACQ_ERROR;
 	}
 	uint64_t now = fb_clock_now(c->e->cfg.clock);
-	return c->e->u.way == WAY_SCRIPT ? acquire_script(c, key, out, now)
-	                                 : acquire_incr(c, key, out, now);
+	fb_acquire a = c->e->u.way == WAY_SCRIPT ? acquire_script(c, key, out, now)
+	                                         : acquire_incr(c, key, out, now);
+	/* issue 24: across a failover, an acquire whose reply was lost did not
+	 * give this worker the lease, as far as it knows: the conservative
+	 * answer (if it did, the lease runs out like a crashed holder's) */
+	if (a == FB_ACQ_ERROR && follow(&c->l, &c->e->u)) {
+		*out = (fb_lease){0};
+		return FB_HELD;
+	}
+	return a;
 }
 
 /* Compare-and-delete by value. */
@@ -764,6 +901,8 @@ static fb_io lease_release(void *conn, uint32_t key, const fb_lease *l)
 	if (!value_of(c, key, l, val, sizeof val))
 		return FB_IO_REFUSED;
 	fb_io res = release_value(c, key, val);
+	if (res == FB_IO_ERROR && follow(&c->l, &c->e->u))
+		res = FB_IO_REFUSED; /* issue 24: not known released; its TTL frees it */
 	held *h = find_held(c, key, l->fence);
 	if (h && res != FB_IO_ERROR)
 		h->used = false;
@@ -780,8 +919,8 @@ static fb_io lease_is_held(void *conn, uint32_t key, const fb_lease *l)
 	fb_rl_arg(&m, "GET");
 	fb_rl_argf(&m, "fb:lease:%" PRIu32, key);
 	redisReply *r = fb_rl_run(&c->l, &m);
-	if (!r)
-		return FB_IO_ERROR;
+	if (!r) /* issue 24: across a failover, not known held: not held */
+		return follow(&c->l, &c->e->u) ? FB_IO_REFUSED : FB_IO_ERROR;
 	fb_io res = r->type == REDIS_REPLY_STRING && r->len == strlen(val) &&
 	                            memcmp(r->str, val, r->len) == 0
 	                    ? FB_IO_OK
@@ -803,8 +942,8 @@ static fb_io lease_renew(void *conn, uint32_t key, const fb_lease *l, fb_lease *
 	fb_rl_arg(&m, val);
 	fb_rl_argf(&m, "%" PRIu64, ttl_ms(c->e));
 	redisReply *r = eval(&c->l, c->e, S_RENEW, &m);
-	if (!r)
-		return FB_IO_ERROR;
+	if (!r) /* issue 24: across a failover, not known renewed */
+		return follow(&c->l, &c->e->u) ? FB_IO_REFUSED : FB_IO_ERROR;
 	if (r->type != REDIS_REPLY_INTEGER) {
 		freeReplyObject(r);
 		fb_rl_fail(&c->l, "renew: unexpected reply");
@@ -829,8 +968,9 @@ static fb_io lease_peek(void *conn, uint32_t key, fb_lease *out)
 	fb_rl_arg(&cs[1], "PTTL");
 	fb_rl_arg(&cs[1], cs[0].v[1]);
 	redisReply *r[2];
-	if (!fb_rl_pipeline(&c->l, 2, cs, r))
-		return FB_IO_ERROR;
+	if (!fb_rl_pipeline(&c->l, 2, cs, r) &&
+	    (!follow(&c->l, &c->e->u) || !fb_rl_pipeline(&c->l, 2, cs, r)))
+		return FB_IO_ERROR; /* issue 24: asked again across a failover */
 	*out = (fb_lease){0};
 	if (r[0]->type == REDIS_REPLY_STRING) {
 		parse_value(r[0]->str, r[0]->len, &out->owner, &out->fence);

@@ -208,3 +208,17 @@ bool fb_url_option(const char **at, const char **name, size_t *name_len, const c
 	*at = p + n;
 	return true;
 }
+
+bool fb_url_proxied(const char *url)
+{
+	const char *sep = url ? strstr(url, "://") : NULL;
+	const char *q = sep ? strchr(sep, '?') : NULL;
+	if (!q)
+		return false;
+	const char *at = q + 1, *name, *val;
+	size_t n, vn;
+	while (fb_url_option(&at, &name, &n, &val, &vn))
+		if (fb_url_is(name, n, "proxy") && val && fb_url_is(val, vn, "1"))
+			return true;
+	return false;
+}

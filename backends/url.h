@@ -65,6 +65,10 @@ bool fb_url_option(const char **at, const char **name, size_t *name_len, const c
  * URL takes a query asks it. */
 bool fb_url_query_once(const char *query, const char *const *lists, const char **why);
 
+/* Does the URL ask to be relayed through fencebench's own TCP proxy
+ * (issue 24: proxy=1 among its query options)? */
+bool fb_url_proxied(const char *url);
+
 /* Does [s, s + n) spell word exactly? */
 bool fb_url_is(const char *s, size_t n, const char *word);
 

@@ -25,10 +25,29 @@ typedef enum fb_fault {
 	 * clock jump forward (a Redlock node under libfaketime), so the leases
 	 * it keeps expire early and a second client can win a majority */
 	FB_FAULT_NODE_JUMP,
+	/* issue 24: the network on the real path, through fencebench's own
+	 * TCP proxy (an engine URL's ?proxy=1): one connection's direction, or
+	 * both, carries nothing for a while; or its bytes arrive late */
+	FB_FAULT_PARTITION,
+	FB_FAULT_WIRE_DELAY,
+	/* issue 24: a user's own command starts a fault and heals it
+	 * (--nemesis exec:COMMAND): any cluster, faulted the same way */
+	FB_FAULT_NEMESIS,
 	FB_FAULTS
 } fb_fault;
 
 extern const char *const fb_fault_names[FB_FAULTS];
+
+/* Which way a wire fault holds bytes (a plan's "at" for partition and
+ * wire-delay): both, towards the server, towards the client. */
+typedef enum fb_wire_dir {
+	FB_WIRE_BOTH,
+	FB_WIRE_TO_SERVER,
+	FB_WIRE_TO_CLIENT,
+	FB_WIRE_DIRS
+} fb_wire_dir;
+
+extern const char *const fb_wire_dir_names[FB_WIRE_DIRS];
 
 /* Where in the cycle a fault strikes. */
 typedef enum fb_fault_at {

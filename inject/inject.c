@@ -199,6 +199,25 @@ static uint64_t since_start_us(const fb_fault_gen *g)
 	return (fb_clock_now(g->cfg.clock) - g->t0) / 1000;
 }
 
+/* Issue 24: strike the wire; taken, it is counted and planned (worker 0,
+ * at its time since the start, the connection struck as its extra). */
+static void strike_wire(fb_fault_gen *g, fb_fault f, unsigned dir, uint64_t ns, uint64_t pick,
+                        bool exact, uint64_t target)
+{
+	int64_t hit = g->cfg.wire(g->cfg.server_ctx, f, dir, ns, pick, exact, target);
+	if (exact) /* replayed: sent as the plan says */
+		g->st.sent[f]++;
+	if (hit < 0)
+		return;
+	int i = f == FB_FAULT_WIRE_DELAY;
+	g->st.wire_taken[i]++;
+	g->st.wire_over_ttl[i] += ns > g->cfg.ttl_ns;
+	if (exact)
+		return;
+	fb_plan_entry e = {since_start_us(g), ns, (uint64_t)hit, 0, (uint8_t)f, (uint8_t)dir, 0};
+	fb_plan_log_add(g->cfg.log, &e);
+}
+
 /* Step the lease service's clock forward: every live lease loses arg_ns. */
 static void step_service(fb_fault_gen *g, uint64_t ns, bool record)
 {
@@ -242,6 +261,21 @@ bool fb_fault_gen_next(fb_fault_gen *g, fb_fault_decision *d)
 		d->arg_ns = c->skew_ns;
 		g->st.sent[f]++;
 		return c->node_jump != NULL;
+	}
+	if (f == FB_FAULT_PARTITION || f == FB_FAULT_WIRE_DELAY) { /* issue 24: the wire */
+		int i = f == FB_FAULT_WIRE_DELAY;
+		d->arg_ns = draw(g, c->wire_min_ns[i], c->wire_max_ns[i]);
+		d->at = (fb_fault_at)fb_prng_below(&g->rng, FB_WIRE_DIRS);
+		d->extra_ns = fb_prng_next(&g->rng); /* which connection */
+		g->st.sent[f]++;
+		return c->wire != NULL;
+	}
+	if (f == FB_FAULT_NEMESIS) { /* issue 24: the user's command, not a worker */
+		d->arg_ns = draw(g, c->nemesis_min_ns, c->nemesis_max_ns);
+		d->at = (fb_fault_at)fb_prng_below(&g->rng,
+		                                   c->nemesis_names ? c->nemesis_names : 1);
+		g->st.sent[f]++;
+		return c->nemesis != NULL;
 	}
 	if (f == FB_FAULT_CRASH && g->crashes + 1 >= g->n)
 		return false; /* someone must live to take the leases over */
@@ -314,8 +348,11 @@ void fb_fault_gen_plan_step(fb_fault_gen *g)
 	size_t n = fb_plan_for(g->cfg.plan, 0, &e);
 	if (g->plan_next >= n)
 		return;
-	if (g->cfg.service_clock)
-		step_service(g, e[g->plan_next].arg_ns, false);
+	const fb_plan_entry *x = &e[g->plan_next];
+	if ((x->fault == FB_FAULT_PARTITION || x->fault == FB_FAULT_WIRE_DELAY) && g->cfg.wire)
+		strike_wire(g, (fb_fault)x->fault, x->at, x->arg_ns, 0, true, x->extra);
+	else if (x->fault == FB_FAULT_SKEW && g->cfg.service_clock)
+		step_service(g, x->arg_ns, false);
 	g->plan_next++;
 }
 
@@ -354,6 +391,17 @@ static void deliver(fb_injector *inj, const fb_fault_decision *d)
 		g->st.node_over_ttl += d->arg_ns > c->ttl_ns;
 		if (c->node_jumps) /* relaxed: workers only compare it across a cycle */
 			atomic_fetch_add_explicit(c->node_jumps, 1, memory_order_relaxed);
+		return;
+	}
+	if (!d->port && (d->fault == FB_FAULT_PARTITION || d->fault == FB_FAULT_WIRE_DELAY)) {
+		strike_wire(g, d->fault, d->at, d->arg_ns, d->extra_ns, false, 0);
+		return;
+	}
+	if (!d->port && d->fault == FB_FAULT_NEMESIS) {
+		if (c->nemesis(c->server_ctx, d->at, d->arg_ns) != 0)
+			return; /* one under way: this one is sent, not taken */
+		g->st.nemesis_taken++;
+		g->st.nemesis_over_ttl += d->arg_ns > c->ttl_ns;
 		return;
 	}
 	if (!d->port) { /* the lease service pauses */

@@ -51,6 +51,8 @@ static const char *at_text(const fb_plan_entry *e)
 {
 	if (e->fault == FB_FAULT_SKEW)
 		return e->at < 3 ? skew_names[e->at] : "?";
+	if (e->fault == FB_FAULT_PARTITION || e->fault == FB_FAULT_WIRE_DELAY)
+		return e->at < FB_WIRE_DIRS ? fb_wire_dir_names[e->at] : "?";
 	return e->at < FB_AT_COUNT ? fb_fault_at_names[e->at] : "?";
 }
 
@@ -131,11 +133,18 @@ static const char *cannot_replay(int fault, int at, unsigned long long worker, u
 	if (fault == FB_FAULT_SERVER_PAUSE)
 		return "server-pause is the lease service's fault, not a worker's: a plan cannot "
 		       "replay it";
+	if (fault == FB_FAULT_NEMESIS) /* issue 24 */
+		return "nemesis is the user's command's fault: a plan cannot replay it";
 	if (fault == FB_FAULT_SKEW && at == FB_SKEW_SERVICE && !(flags & FB_PLAN_SERVICE_CLOCK))
 		return "a step of the lease service's clock needs --lease-clock realtime";
-	if ((worker == 0) != (fault == FB_FAULT_SKEW && at == FB_SKEW_SERVICE))
-		return worker ? "a step of the service's clock belongs to worker 0"
-		              : "worker 0 is the lease service: only its clock steps";
+	bool wire = fault == FB_FAULT_PARTITION || fault == FB_FAULT_WIRE_DELAY; /* issue 24 */
+	if (wire && !(flags & FB_PLAN_WIRE))
+		return "a wire fault needs a --lease or --store URL with proxy=1";
+	if ((worker == 0) != ((fault == FB_FAULT_SKEW && at == FB_SKEW_SERVICE) || wire))
+		return worker ? "a step of the service's clock, or a wire fault, belongs to worker "
+		                "0"
+		              : "worker 0 is the lease service and the wire: only its clock steps "
+		                "and its wire faults";
 	return NULL;
 }
 
@@ -192,7 +201,9 @@ fb_err fb_plan_read(const char *path, uint32_t threads, unsigned flags, fb_plan 
 		}
 		int fi = lookup(fault, fb_fault_names, FB_FAULTS);
 		int ai = fi == FB_FAULT_SKEW ? lookup(at, skew_names, 3)
-		                             : lookup(at, fb_fault_at_names, FB_AT_COUNT);
+		         : fi == FB_FAULT_PARTITION || fi == FB_FAULT_WIRE_DELAY
+		                 ? lookup(at, fb_wire_dir_names, FB_WIRE_DIRS)
+		                 : lookup(at, fb_fault_at_names, FB_AT_COUNT);
 		int ph = strcmp(phase, "-") ? lookup(phase, phase_names, 3) : 0;
 		if (fi < 0 || ai < 0 || ph < 0) {
 			snprintf(err, errlen, "%s:%u: unknown %s '%s'", path, lineno,

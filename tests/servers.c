@@ -599,14 +599,58 @@ static bool reset_offset(const char *file)
  * libfaketime takes the allocations instead (jemalloc stays for its
  * statistics calls).
  */
-static int start_redis(fb_server *s, const char *bin, const char *faketime, bool *clash)
+/*
+ * Issue 24: a Sentinel (redis-server --sentinel: Debian's redis-sentinel
+ * is a link to it) monitoring the primary on of_port as master "fb",
+ * quorum 2, down after 300 ms, a failover given up after 2 s. Its
+ * configuration is its own to rewrite, in its directory.
+ */
+static int start_sentinel(fb_server *s, const char *bin, int of_port, bool *clash)
+{
+	char conf[320], log[320];
+	snprintf(conf, sizeof conf, "%s/sentinel.conf", s->dir);
+	snprintf(log, sizeof log, "%s/sentinel.log", s->dir);
+	FILE *f = fopen(conf, "w");
+	if (!f) {
+		say(s->why, sizeof s->why, "cannot write %s: %s", conf, strerror(errno));
+		return -1;
+	}
+	fprintf(f,
+	        "port %d\nbind 127.0.0.1\ndir %s\nlogfile %s\ndaemonize no\n"
+	        "sentinel monitor fb 127.0.0.1 %d 2\n"
+	        "sentinel down-after-milliseconds fb 300\n"
+	        "sentinel failover-timeout fb 2000\n"
+	        "sentinel parallel-syncs fb 1\n",
+	        s->port, s->dir, log, of_port);
+	if (fclose(f) != 0) {
+		say(s->why, sizeof s->why, "cannot write %s: %s", conf, strerror(errno));
+		return -1;
+	}
+	char *argv[] = {(char *)bin, conf, "--sentinel", NULL};
+	if (launch(s, argv, NULL, log, "redis-sentinel", "answering PING", redis_ready, NULL,
+	           REDIS_READY_NS, clash) < 0)
+		return -1;
+	snprintf(s->url, sizeof s->url, "redis://127.0.0.1:%d", s->port);
+	return 1;
+}
+
+static int start_redis(fb_server *s, const char *bin, const char *faketime, int replica_of,
+                       bool *clash)
 {
 	char port[16], log[320];
 	snprintf(port, sizeof port, "%d", s->port);
 	snprintf(log, sizeof log, "%s/redis.log", s->dir);
 	char *argv[] = {(char *)bin, "--port",       port, "--bind", "127.0.0.1", "--save",
 	                "",          "--appendonly", "no", "--dir",  s->dir,      "--daemonize",
-	                "no",        "--logfile",    log,  NULL};
+	                "no",        "--logfile",    log,  NULL,     NULL,        NULL,
+	                NULL};
+	char of[16];
+	if (replica_of) { /* issue 24: a replica of the server on that port */
+		snprintf(of, sizeof of, "%d", replica_of);
+		argv[15] = "--replicaof";
+		argv[16] = "127.0.0.1";
+		argv[17] = of;
+	}
 	char preload[400], file[360];
 	char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", preload, file, "FAKETIME_NO_CACHE=1",
 	                "FAKETIME_DONT_FAKE_MONOTONIC=1",     NULL};
@@ -836,14 +880,18 @@ static const char *missing(fb_server_kind kind, char *bindir, size_t blen, char 
 	                                  [FB_SERVER_ZOOKEEPER] = "java",
 	                                  [FB_SERVER_ETCD] = "etcd",
 	                                  [FB_SERVER_REDIS_FAKETIME] = "redis-server",
-	                                  [FB_SERVER_ETCD_DEFAULTS] = "etcd"};
+	                                  [FB_SERVER_ETCD_DEFAULTS] = "etcd",
+	                                  [FB_SERVER_REDIS_REPLICA] = "redis-server",
+	                                  [FB_SERVER_REDIS_SENTINEL] = "redis-server"};
 	/* zookeeper, not zookeeperd: the tests start their own server, and
 	 * zookeeperd only adds a system one on port 2181 */
 	static const char *const pkg[] = {[FB_SERVER_REDIS] = "redis-server",
 	                                  [FB_SERVER_ZOOKEEPER] = "zookeeper",
 	                                  [FB_SERVER_ETCD] = "etcd-server",
 	                                  [FB_SERVER_REDIS_FAKETIME] = "redis-server",
-	                                  [FB_SERVER_ETCD_DEFAULTS] = "etcd-server"};
+	                                  [FB_SERVER_ETCD_DEFAULTS] = "etcd-server",
+	                                  [FB_SERVER_REDIS_REPLICA] = "redis-server",
+	                                  [FB_SERVER_REDIS_SENTINEL] = "redis-server"};
 	if (kind == FB_SERVER_POSTGRES) {
 		if (find_pg_bin(bindir, blen))
 			return NULL;
@@ -902,8 +950,18 @@ bool fb_servers_installed(const char *what, const fb_server_kind *kinds, size_t 
  */
 int fb_server_start(fb_server_kind kind, fb_server *s)
 {
+	return fb_server_start_of(kind, NULL, s);
+}
+
+int fb_server_start_of(fb_server_kind kind, const fb_server *of, fb_server *s)
+{
+	int of_port = of ? of->port : 0;
 	memset(s, 0, sizeof *s);
 	s->kind = kind;
+	if ((kind == FB_SERVER_REDIS_REPLICA || kind == FB_SERVER_REDIS_SENTINEL) && !of_port) {
+		say(s->why, sizeof s->why, "a replica or a Sentinel needs the server it follows");
+		return -1;
+	}
 	install_handlers();
 
 	char bindir[4096], faketime[300] = "";
@@ -926,7 +984,9 @@ int fb_server_start(fb_server_kind kind, fb_server *s)
 		                                  [FB_SERVER_ZOOKEEPER] = "zk",
 		                                  [FB_SERVER_ETCD] = "etcd",
 		                                  [FB_SERVER_REDIS_FAKETIME] = "redis-ft",
-		                                  [FB_SERVER_ETCD_DEFAULTS] = "etcd"};
+		                                  [FB_SERVER_ETCD_DEFAULTS] = "etcd",
+		                                  [FB_SERVER_REDIS_REPLICA] = "redis-r",
+		                                  [FB_SERVER_REDIS_SENTINEL] = "sentinel"};
 		snprintf(s->dir, sizeof s->dir, "%s/fb-%s-XXXXXX", base, tag[kind]);
 		if (!mkdtemp(s->dir)) {
 			say(s->why, sizeof s->why, "mkdtemp %s: %s", s->dir, strerror(errno));
@@ -961,10 +1021,13 @@ int fb_server_start(fb_server_kind kind, fb_server *s)
 		case FB_SERVER_ETCD_DEFAULTS:
 			rc = start_etcd(s, bindir, kind == FB_SERVER_ETCD, &clash);
 			break;
+		case FB_SERVER_REDIS_SENTINEL:
+			rc = start_sentinel(s, bindir, of_port, &clash);
+			break;
 		default:
 			rc = start_redis(s, bindir,
 			                 kind == FB_SERVER_REDIS_FAKETIME ? faketime : NULL,
-			                 &clash);
+			                 kind == FB_SERVER_REDIS_REPLICA ? of_port : 0, &clash);
 			break;
 		}
 		if (rc == 1)

@@ -20,6 +20,12 @@ typedef enum fb_server_kind {
 	FB_SERVER_REDIS_FAKETIME, /* redis-server whose wall clock libfaketime
 	                             offsets by what `faketime` (a file) says */
 	FB_SERVER_ETCD_DEFAULTS,  /* etcd with its default timing: leases from 2 s */
+	/* issue 24: a Redis replica of another server (fb_server_start_of), and
+	 * a Sentinel monitoring that server as master "fb" (quorum 2, down
+	 * after 300 ms, failover timeout 2 s); its url is redis://HOST:PORT of
+	 * the Sentinel itself */
+	FB_SERVER_REDIS_REPLICA,
+	FB_SERVER_REDIS_SENTINEL,
 } fb_server_kind;
 
 typedef struct fb_server {
@@ -37,6 +43,10 @@ typedef struct fb_server {
  * installed (why says which; a test binary asks fb_servers_installed
  * first); -1: failed to start (why says how). */
 int fb_server_start(fb_server_kind kind, fb_server *s);
+
+/* The same, for a kind that names another server (of): the primary a
+ * replica follows or a Sentinel monitors. */
+int fb_server_start_of(fb_server_kind kind, const fb_server *of, fb_server *s);
 
 /* Whether the servers of kinds[0..n) are all installed. If not, prints
  * "SKIPPED: <what>, <tests> tests: <why> (apt-get install -y <packages>)"

@@ -12,6 +12,9 @@
 
 #include "backend.h"
 #include "common.h"
+#include "url.h"
+
+static int check_nemesis(const struct fb_config *cfg);
 
 typedef enum kind {
 	K_U32,
@@ -111,8 +114,10 @@ static const opt opts[] = {
          "seed of every random choice (default 1; always printed)", 0, 0},
         {"faults", 0, "LIST", K_BITS, OFF(faults), 0, 0, 0, NAMES(fb_fault_names), "faults", 0,
          true,
-         "faults to inject: pause,skew,delay,crash,renew,retry,server-pause,node-jump (default "
-         "pause; pause,retry,delay with a --store other than inproc)",
+         "faults to inject: pause,skew,delay,crash,renew,retry,server-pause,node-jump,partition,"
+         "wire-delay,nemesis (default pause; pause,retry,delay with a --store other than "
+         "inproc). partition and wire-delay strike the wire through fencebench's own TCP "
+         "proxy: add proxy=1 to any TCP engine's --lease or --store URL",
          0, 0},
         {"fault-at", 0, "WHERE", K_ENUM, OFF(fault_at), 0, 0, 0, NAMES(fb_fault_at_names),
          "fault_at", 0, true,
@@ -157,6 +162,43 @@ static const opt opts[] = {
          "node clock jumps per second, each --skew forward (a Redlock node under libfaketime; "
          "default 2)",
          NEED_FAULT(FB_FAULT_NODE_JUMP), W_STRESS},
+        {"partition-rate", 0, "R", K_RATE, OFF(partition_rate), 0, 0, 1000000, NULL, 0,
+         "partition_rate", 0, true,
+         "partitions per second: one proxied connection (?proxy=1) carries nothing one way or "
+         "both for --partition (default 5)",
+         NEED_FAULT(FB_FAULT_PARTITION), W_STRESS},
+        {"partition", 0, "D[-D]", K_RANGE, OFF(partition_min_ns), OFF(partition_max_ns), 0, 0, NULL,
+         0, "partition", 1e6, true, "how long a partition lasts (default 2-3 x TTL)",
+         NEED_FAULT(FB_FAULT_PARTITION), W_STRESS},
+        {"wire-delay-rate", 0, "R", K_RATE, OFF(wire_delay_rate), 0, 0, 1000000, NULL, 0,
+         "wire_delay_rate", 0, true,
+         "slow wires per second: for --wire-delay, every byte one proxied connection carries "
+         "one way or both arrives that late (default 5)",
+         NEED_FAULT(FB_FAULT_WIRE_DELAY), W_STRESS},
+        {"wire-delay", 0, "D[-D]", K_RANGE, OFF(wire_delay_min_ns), OFF(wire_delay_max_ns), 0, 0,
+         NULL, 0, "wire_delay", 1e6, true, "how late a slow wire's bytes arrive (default 2 x TTL)",
+         NEED_FAULT(FB_FAULT_WIRE_DELAY), W_STRESS},
+        {"nemesis", 0, "exec:CMD", K_STRING, OFF(nemesis), 0, 0, 0, NULL, 0, "nemesis", 0, true,
+         "the nemesis fault runs 'CMD start NAME' when it strikes and 'CMD heal NAME' its "
+         "length later: a user's own cluster, faulted by the user's own command",
+         NEED_FAULT(FB_FAULT_NEMESIS), W_STRESS},
+        {"nemesis-names", 0, "LIST", K_STRING, OFF(nemesis_names), 0, 0, 0, NULL, 0,
+         "nemesis_names", 0, true,
+         "the NAMEs given to --nemesis, one drawn per fault (letters, digits, '-', '_', '.'; "
+         "default nemesis)",
+         NEED_FAULT(FB_FAULT_NEMESIS), W_STRESS},
+        {"nemesis-rate", 0, "R", K_RATE, OFF(nemesis_rate), 0, 0, 1000000, NULL, 0, "nemesis_rate",
+         0, true, "nemesis faults per second, one at a time (default 1)",
+         NEED_FAULT(FB_FAULT_NEMESIS), W_STRESS},
+        {"nemesis-length", 0, "D[-D]", K_RANGE, OFF(nemesis_min_ns), OFF(nemesis_max_ns), 0, 0,
+         NULL, 0, "nemesis_length", 1e6, true,
+         "from start to heal of a nemesis fault (default 2-3 x TTL)", NEED_FAULT(FB_FAULT_NEMESIS),
+         W_STRESS},
+        {"nemesis-timeout", 0, "D", K_DURATION, OFF(nemesis_timeout_ns), 0, 0, 0, NULL, 0,
+         "nemesis_timeout_s", 1e9, true,
+         "how long each start or heal command may run before the run fails, exit 3 "
+         "(default 10s)",
+         NEED_FAULT(FB_FAULT_NEMESIS), W_STRESS},
         {"bug", 0, "NAME", K_ENUM, OFF(bug), 0, 0, 0, NAMES(fb_bug_names), "bug", 0, true,
          "plant a bug to prove the checkers catch it: ge-store, two-step, ignore-expiry, "
          "blind-release, trust-client, unregistered-reads, batch-fences, refuse-holder, "
@@ -164,7 +206,9 @@ static const opt opts[] = {
          0, 0},
         {"lease", 0, "URL", K_ENGINE, OFF(lease_url), 0, 0, 0, NULL, 0, "lease", 0, true,
          "where the leases live: inproc (default), redis://[:PASS@]HOST:PORT/DB (with "
-         "?fence=incr for the two-step SET-then-INCR fence), zk://HOST:PORT[,...][/PREFIX], "
+         "?fence=incr for the two-step SET-then-INCR fence; or the master of Sentinels "
+         "HOST:PORT,HOST:PORT,.../DB?sentinel=NAME, followed across a failover), "
+         "zk://HOST:PORT[,...][/PREFIX], "
          "etcd://HOST:PORT[,...][/PREFIX], or redlock://HOST:PORT,HOST:PORT,HOST:PORT[,...]"
          "[?fence=none|incr][&faketime=N:FILE]",
          0, W_STRESS},
@@ -278,6 +322,9 @@ void fb_config_defaults(fb_config *cfg)
 	        .retry_rate = 20,
 	        .server_pause_rate = 2,
 	        .node_jump_rate = 2, /* issue 14 */
+	        .partition_rate = 5, /* issue 24 */
+	        .wire_delay_rate = 5,
+	        .nemesis_rate = 1,
 	        .bug = FB_BUG_NONE,
 	        .check_lease = FB_CHECK_NONE,
 	        .lease_clock = FB_LEASE_CLOCK_MONOTONIC,
@@ -1007,6 +1054,20 @@ static void settle(fb_config *cfg)
 	}
 	if (!cfg->skew_ns)
 		cfg->skew_ns = cfg->ttl_ns * 2;
+	if (!cfg->partition_max_ns) { /* issue 24 */
+		cfg->partition_min_ns = cfg->ttl_ns * 2;
+		cfg->partition_max_ns = cfg->ttl_ns * 3;
+	}
+	if (!cfg->wire_delay_max_ns)
+		cfg->wire_delay_min_ns = cfg->wire_delay_max_ns = cfg->ttl_ns * 2;
+	if (!cfg->nemesis_max_ns) {
+		cfg->nemesis_min_ns = cfg->ttl_ns * 2;
+		cfg->nemesis_max_ns = cfg->ttl_ns * 3;
+	}
+	if (!cfg->nemesis_timeout_ns)
+		cfg->nemesis_timeout_ns = UINT64_C(10000000000);
+	if (!cfg->nemesis_names)
+		cfg->nemesis_names = "nemesis";
 	if (!cfg->seeds_given)
 		cfg->seed_lo = cfg->seed_hi = cfg->seed;
 	/* as the run decides it: an engine whose calls are round trips */
@@ -1165,6 +1226,20 @@ static int check_combinations(const fb_config *cfg)
 		                "independent nodes: --lease redlock://...\n");
 		return -1;
 	}
+	uint32_t wire = (1u << FB_FAULT_PARTITION) | (1u << FB_FAULT_WIRE_DELAY); /* issue 24 */
+	if ((cfg->faults & wire) && (cfg->deterministic || !(fb_url_proxied(cfg->lease_url) ||
+	                                                     fb_url_proxied(cfg->store_url)))) {
+		fprintf(stderr,
+		        "fencebench: --faults: '%s' strikes the wire through fencebench's "
+		        "proxy: add proxy=1 to a --lease or --store URL "
+		        "(redis://127.0.0.1:6379/0?proxy=1)\n",
+		        fb_fault_names[(cfg->faults & (1u << FB_FAULT_PARTITION))
+		                               ? FB_FAULT_PARTITION
+		                               : FB_FAULT_WIRE_DELAY]);
+		return -1;
+	}
+	if (check_nemesis(cfg))
+		return -1;
 	if (cfg->lease_url && cfg->lease_clock == FB_LEASE_CLOCK_REALTIME) {
 		fprintf(stderr, "fencebench: --lease-clock: 'realtime' is the in-process lease "
 		                "service's clock; a remote lease service keeps its own\n");
@@ -1182,6 +1257,37 @@ static int check_combinations(const fb_config *cfg)
 		        "fencebench: %s: the in-process engine is not shared and keeps "
 		        "nothing between runs; give --lease and/or --store URLs\n",
 		        cfg->prepare_only ? "--prepare-only" : "--client-id");
+		return -1;
+	}
+	return 0;
+}
+
+/* Issue 24: the nemesis fault and its command come together; the names
+ * are words a shell passes through untouched. 0, or -1 with the line said. */
+static int check_nemesis(const fb_config *cfg)
+{
+	bool on = cfg->faults & (1u << FB_FAULT_NEMESIS);
+	if (on && !cfg->nemesis) {
+		fprintf(stderr, "fencebench: --faults: 'nemesis' runs a command of yours: give it "
+		                "as --nemesis exec:COMMAND\n");
+		return -1;
+	}
+	if (cfg->nemesis && (strncmp(cfg->nemesis, "exec:", 5) || !cfg->nemesis[5])) {
+		fprintf(stderr, "fencebench: --nemesis: '%s': expected exec:COMMAND\n",
+		        cfg->nemesis);
+		return -1;
+	}
+	const char *n = cfg->nemesis_names;
+	size_t len = n ? strlen(n) : 0;
+	bool ok = len > 0 && len < 1024 && n[0] != ',' && n[len - 1] != ',' && !strstr(n, ",,");
+	for (size_t i = 0; ok && i < len; i++)
+		ok = strchr("-_.,", n[i]) || (n[i] >= '0' && n[i] <= '9') ||
+		     (n[i] >= 'a' && n[i] <= 'z') || (n[i] >= 'A' && n[i] <= 'Z');
+	if (n && !ok) {
+		fprintf(stderr,
+		        "fencebench: --nemesis-names: '%s': expected NAME[,NAME...] of letters, "
+		        "digits, '-', '_' and '.'\n",
+		        n);
 		return -1;
 	}
 	return 0;
@@ -1220,6 +1326,12 @@ double fb_config_rate(const fb_config *cfg, fb_fault f)
 		return cfg->server_pause_rate;
 	case FB_FAULT_NODE_JUMP: /* issue 14 */
 		return cfg->node_jump_rate;
+	case FB_FAULT_PARTITION: /* issue 24 */
+		return cfg->partition_rate;
+	case FB_FAULT_WIRE_DELAY:
+		return cfg->wire_delay_rate;
+	case FB_FAULT_NEMESIS:
+		return cfg->nemesis_rate;
 	default:
 		return 0;
 	}

@@ -83,6 +83,15 @@ typedef struct fb_config {
 	double retry_rate;
 	double server_pause_rate;
 	double node_jump_rate; /* issue 14 */
+	/* issue 24: the wire's faults, through a URL's ?proxy=1 */
+	double partition_rate;
+	uint64_t partition_min_ns, partition_max_ns;
+	double wire_delay_rate;
+	uint64_t wire_delay_min_ns, wire_delay_max_ns;
+	const char *nemesis;       /* issue 24: "exec:COMMAND" */
+	const char *nemesis_names; /* NAME[,NAME...] the command is given */
+	double nemesis_rate;
+	uint64_t nemesis_min_ns, nemesis_max_ns, nemesis_timeout_ns;
 	fb_bug bug; /* a planted bug (tests of the checkers), or FB_BUG_NONE */
 	fb_check_lease check_lease;
 	fb_lease_clock_kind lease_clock;
@@ -101,7 +110,7 @@ typedef struct fb_config {
 	/* --faults was not given and the store is not the in-process one: every
 	 * fault that tests a store's check (pause, retry, delay) by default */
 	bool store_faults;
-	uint64_t steps;    /* scheduler steps per seed */
+	uint64_t steps; /* scheduler steps per seed */
 	const char *history_path;
 	/* profiling */
 	uint64_t warmup_ns;          /* run, but do not count throughput or latency */

@@ -296,6 +296,11 @@ static HOT fb_step acquired(fb_worker *w)
 static HOT fb_step op_acquire(fb_worker *w)
 {
 	fb_env *e = w->env;
+	/* issue 24: from before the call: a wire fault can hold its reply */
+	for (int i = 0; e->wiring && i < 3; i++)
+		w->wires[i] = atomic_load_explicit(&e->wire_faults[i], memory_order_relaxed);
+	if (e->wiring)
+		w->outside0 = atomic_load_explicit(&e->outside_seq, memory_order_relaxed);
 	uint64_t e0 = eop_start(e, e->remote);
 	fb_acquire a = e->lops->acquire(w->lconn, w->key, &w->l, &w->ls);
 	eop_end(e, w, FB_EOP_ACQUIRE, e0);
@@ -902,6 +907,24 @@ static const uint8_t *told_outcome(const fb_worker *w, const uint64_t **highest)
 	return w->outcome;
 }
 
+/* Issue 24: the first outside fault (the wire's, the nemesis's) logged
+ * since this cycle's acquire began, if the log still holds it: the first
+ * that can have held this writer back. */
+static void tell_outside(fb_worker *w, fb_first_corruption *fc)
+{
+	fb_env *e = w->env;
+	pthread_mutex_lock(&e->outside_mu);
+	uint64_t s = w->outside0 + 1;
+	const fb_outside_fault *o = &e->outside[s % FB_OUTSIDE_LOG];
+	if (o->seq == s) { /* logged, and not yet written over */
+		fc->fault = (int)o->fault;
+		fc->fault_at = o->at;
+		fc->fault_ns = o->ns;
+		fc->fault_where = o->what;
+	}
+	pthread_mutex_unlock(&e->outside_mu);
+}
+
 /* This cycle as the story's stale write: who, what, the fault, what each
  * store did. */
 static void tell(fb_worker *w, fb_first_corruption *fc)
@@ -930,6 +953,8 @@ static void tell(fb_worker *w, fb_first_corruption *fc)
 			fc->fault = f;
 			break;
 		}
+	if (fc->fault < 0 && e->wiring) /* issue 24 */
+		tell_outside(w, fc);
 	if (fc->fault == FB_FAULT_PAUSE) {
 		fc->fault_at = atomic_load_explicit(&p->last_at, memory_order_relaxed);
 		fc->fault_ns = atomic_load_explicit(&p->last_ns, memory_order_relaxed);
@@ -1018,6 +1043,10 @@ static HOT fb_step op_release(fb_worker *w)
 	if (e->jumping && atomic_load_explicit(&e->node_jumps, memory_order_relaxed) != w->jumps)
 		atomic_fetch_or_explicit(&p->faulted, 1u << FB_FAULT_NODE_JUMP,
 		                         memory_order_relaxed);
+	for (int i = 0; e->wiring && i < 3; i++) /* issue 24: the wire, likewise */
+		if (atomic_load_explicit(&e->wire_faults[i], memory_order_relaxed) != w->wires[i])
+			atomic_fetch_or_explicit(&p->faulted, 1u << (FB_FAULT_PARTITION + i),
+			                         memory_order_relaxed);
 	fb_port_phase(p, FB_PHASE_IDLE);
 	count_faulted(w);
 	w->i = 0;

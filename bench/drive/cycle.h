@@ -28,9 +28,11 @@
 #include "feed.h"
 #include "hist.h"
 #include "inject.h"
+#include "nemesis.h"
 #include "options.h"
 #include "prng.h"
 #include "run.h"
+#include "wire.h"
 #include "witness.h"
 
 /* What the driver does after an operation. */
@@ -119,6 +121,8 @@ typedef struct fb_worker {
 	uint64_t n;              /* cycles begun */
 	uint64_t t0, t1, tw, t2; /* a timed cycle's start, acquired, first write, written */
 	uint64_t local_deadline, steps, spauses, jumps, delay;
+	uint64_t wires[3];    /* issue 24: wire and nemesis faults so far, at the acquire */
+	uint64_t outside0;    /* ... and the outside faults' log, then */
 	uint64_t stale_newer; /* the fence a stale write went behind */
 	int64_t erased;       /* ... and the debits it erased */
 	fb_lease l;
@@ -141,6 +145,15 @@ typedef struct fb_worker {
 	size_t planned;
 } fb_worker;
 
+/* Issue 24: one outside fault as the story tells it (under the env's
+ * outside_mu: written by the injector, read by a stale writer's story). */
+#define FB_OUTSIDE_LOG 64
+typedef struct fb_outside_fault {
+	uint64_t seq; /* its number, from 1; 0: unused */
+	uint64_t at, ns;
+	uint32_t fault, what; /* fb_fault; dir | 1 << 8 on the store's wire, or a name */
+} fb_outside_fault;
+
 /* How a driver holds a delayed write in flight: the threaded one on its
  * delay line's thread, the simulator in its event queue. FB_ENOMEM: it
  * cannot, and the write goes out on time. */
@@ -160,7 +173,23 @@ struct fb_env {
 	void *pause_lconn;           /* the injector's, for server pauses and node jumps */
 	_Atomic uint64_t server_pauses;
 	_Atomic uint64_t node_jumps; /* a node's clock jumped (Redlock under libfaketime) */
-	bool remote;                 /* round trips: every engine call is timed */
+	/* issue 24: partitions, slow wires, nemesis faults so far */
+	_Atomic uint64_t wire_faults[3];
+	fb_wire wire;                /* issue 24: the proxies of ?proxy=1 URLs */
+	char *lease_url, *store_url; /* the URLs the engines open: the proxies' */
+	bool wiring;                 /* a wire fault, or a nemesis fault, can strike */
+	fb_nemesis *nemesis;         /* issue 24: --nemesis exec:COMMAND */
+	const char *nemesis_name[32];
+	char nemesis_names[1024];
+	unsigned n_nemesis_names;
+	uint64_t nemesis_started; /* faults its command started, once it is healed */
+	/* the last FB_OUTSIDE_LOG outside faults (wire, nemesis), for the
+	 * story: the first to strike a stale writer's cycle is its cause */
+	fb_outside_fault outside[FB_OUTSIDE_LOG];
+	pthread_mutex_t outside_mu; /* the log's: both sides are cold paths */
+	bool outside_mu_init;
+	_Atomic uint64_t outside_seq; /* faults logged so far */
+	bool remote;                  /* round trips: every engine call is timed */
 	bool batched;          /* the store takes a phase's reads (writes) in one round trip */
 	bool checking;         /* the history checker sees every write */
 	bool witnessing;       /* the lease witness hears every acquire */
@@ -285,6 +314,10 @@ bool fb_cycle_commit(fb_env *env, fb_feed_log *log, const fb_check_rec *c, uint6
  * rates and sizes, the service clock to step, the plan; `clock` is the
  * driver's time. */
 fb_injector_config fb_env_injector_config(fb_env *e, const fb_clock *clock);
+/* Issue 24: the run's start (t0) is written: the nemesis may strike. */
+void fb_env_started(fb_env *e);
+/* Issue 24: heal the nemesis fault under way, if any, and stop it. */
+void fb_env_heal(fb_env *e);
 
 /* --plan-out: the faults taken, written as a plan (a failure said on stderr:
  * the run's own numbers stand). */

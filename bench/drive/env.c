@@ -14,14 +14,29 @@
 #include <string.h>
 
 #include "inproc.h"
+#include "url.h"
 
 /* The longest one writer can legitimately hold back its key's next
  * version: its own pause, delay and work, and a TTL's worth of slack, twice
  * over. The checker counts it from the walk's last move, so a chain of
  * such holders, one after another, never adds up against it. */
+/* Issue 24: the longest a wire fault holds a call's bytes back. */
+static uint64_t wire_hold(const fb_config *cfg)
+{
+	uint64_t p = fb_config_fault(cfg, FB_FAULT_PARTITION) ? cfg->partition_max_ns : 0;
+	uint64_t d = fb_config_fault(cfg, FB_FAULT_WIRE_DELAY) ? 2 * cfg->wire_delay_max_ns : 0;
+	/* a nemesis fault lasts its length and its heal command */
+	uint64_t n = fb_config_fault(cfg, FB_FAULT_NEMESIS)
+	                     ? cfg->nemesis_max_ns + cfg->nemesis_timeout_ns
+	                     : 0;
+	p = p > d ? p : d;
+	return p > n ? p : n;
+}
+
 static uint64_t longest_wait(const fb_config *cfg)
 {
-	uint64_t hold = cfg->pause_max_ns + cfg->delay_max_ns + cfg->work_max_ns + cfg->ttl_ns;
+	uint64_t hold = cfg->pause_max_ns + cfg->delay_max_ns + cfg->work_max_ns + cfg->ttl_ns +
+	                wire_hold(cfg);
 	return UINT64_C(10000000000) + 2 * hold;
 }
 
@@ -46,6 +61,9 @@ fb_engine_config fb_env_engine_config(const fb_config *cfg, const fb_clock *cloc
 	                                                     fb_config_fault(cfg, FB_FAULT_PAUSE)
 	                                             ? UINT64_C(10000000000) + 2 * cfg->pause_max_ns
 	                                             : 0};
+	if (wire_hold(cfg)) /* issue 24: nor may a call the wire holds back */
+		ec.timeout_ns = (ec.timeout_ns ? ec.timeout_ns : UINT64_C(10000000000)) +
+		                2 * wire_hold(cfg);
 	ec.adapter_timeout_ns = cfg->adapter_timeout_ns;
 	return ec;
 }
@@ -73,6 +91,12 @@ void fb_env_close(fb_env *e)
 		e->lops->close(e->leng);
 	if (e->seng)
 		e->sops->close(e->seng);
+	fb_env_heal(e);
+	fb_wire_close(&e->wire, e->cfg->ttl_ns); /* issue 24: after every connection through it */
+	free(e->lease_url);
+	free(e->store_url);
+	if (e->outside_mu_init)
+		pthread_mutex_destroy(&e->outside_mu);
 	fb_witness_destroy(e->witness);
 	free(e->sent);
 	for (int d = 0; d < FB_DISCIPLINES; d++)
@@ -94,6 +118,106 @@ static fb_err oom(fb_env *e)
 	return FB_ENOMEM;
 }
 
+/* Issue 24: the URLs the engines open, through a proxy where they ask for
+ * one (?proxy=1). */
+static fb_err open_wire(fb_env *e, char *err, size_t errlen, const char **opt)
+{
+	const fb_config *cfg = e->cfg;
+	size_t ln = (cfg->lease_url ? strlen(cfg->lease_url) : 0) + 64 * FB_URL_HOSTS + 64;
+	size_t sn = (cfg->store_url ? strlen(cfg->store_url) : 0) + 64 * FB_URL_HOSTS + 64;
+	e->lease_url = malloc(ln);
+	e->store_url = malloc(sn);
+	if (!e->lease_url || !e->store_url)
+		return FB_ENOMEM;
+	*opt = "--lease";
+	fb_err r = fb_wire_url(&e->wire, *opt, cfg->lease_url, e->lease_url, ln, err, errlen);
+	if (!r) {
+		*opt = "--store";
+		r = fb_wire_url(&e->wire, *opt, cfg->store_url, e->store_url, sn, err, errlen);
+	}
+	/* an empty URL is the in-process engine's: NULL, as the option left it */
+	if (!cfg->lease_url) {
+		free(e->lease_url);
+		e->lease_url = NULL;
+	}
+	if (!cfg->store_url) {
+		free(e->store_url);
+		e->store_url = NULL;
+	}
+	e->wiring = e->wire.n > 0 && (fb_config_fault(cfg, FB_FAULT_PARTITION) ||
+	                              fb_config_fault(cfg, FB_FAULT_WIRE_DELAY));
+	return r;
+}
+
+/* An outside fault struck (from the injector's thread only): counted for
+ * the cycles that span it, logged for the story. */
+static void log_outside(fb_env *e, fb_fault f, uint64_t ns, uint32_t what)
+{
+	pthread_mutex_lock(&e->outside_mu);
+	uint64_t seq = atomic_load_explicit(&e->outside_seq, memory_order_relaxed) + 1;
+	e->outside[seq % FB_OUTSIDE_LOG] =
+	        (fb_outside_fault){seq, fb_clock_now(e->clock), ns, (uint32_t)f, what};
+	/* relaxed: a worker only snapshots it at its acquire, and reads the
+	 * log under the lock */
+	atomic_store_explicit(&e->outside_seq, seq, memory_order_relaxed);
+	pthread_mutex_unlock(&e->outside_mu);
+	/* relaxed: workers only compare them across a cycle */
+	atomic_fetch_add_explicit(&e->wire_faults[f - FB_FAULT_PARTITION], 1, memory_order_relaxed);
+}
+
+/* A nemesis command that failed or hung ends the run: exit 3, named. */
+static void nemesis_failed(void *ctx, const char *why)
+{
+	fb_env_failed(ctx, "nemesis", why);
+}
+
+/* Issue 24: --nemesis exec:COMMAND, its names split, its thread started. */
+static fb_err open_nemesis(fb_env *e)
+{
+	const fb_config *cfg = e->cfg;
+	/* the option parser gives the fault its command; a config built
+	 * otherwise (a test's, the simulator's) without one has no nemesis */
+	if (!fb_config_fault(cfg, FB_FAULT_NEMESIS) || !cfg->nemesis || !cfg->nemesis_names)
+		return FB_OK;
+	snprintf(e->nemesis_names, sizeof e->nemesis_names, "%s", cfg->nemesis_names);
+	for (char *save = NULL, *t = strtok_r(e->nemesis_names, ",", &save);
+	     t && e->n_nemesis_names < 32; t = strtok_r(NULL, ",", &save))
+		e->nemesis_name[e->n_nemesis_names++] = t;
+	if (fb_nemesis_start(cfg->nemesis + 5, cfg->nemesis_timeout_ns, nemesis_failed, e,
+	                     &e->nemesis) != FB_OK) {
+		fprintf(stderr, "fencebench: --nemesis: cannot start its thread: %s\n",
+		        strerror(errno));
+		return FB_ESYS;
+	}
+	e->wiring = true;
+	return FB_OK;
+}
+
+void fb_env_started(fb_env *e)
+{
+	if (e->nemesis)
+		fb_nemesis_go(e->nemesis);
+}
+
+void fb_env_heal(fb_env *e)
+{
+	if (!e->nemesis)
+		return;
+	uint64_t healed;
+	fb_nemesis_stop(e->nemesis, &e->nemesis_started, &healed);
+	e->nemesis = NULL;
+}
+
+/* The injector's nemesis fault: the user's command starts fault `name`. */
+static int nemesis_fault(void *ctx, unsigned name, uint64_t ns)
+{
+	fb_env *e = ctx;
+	if (name >= e->n_nemesis_names || !fb_nemesis_strike(e->nemesis, e->nemesis_name[name], ns))
+		return -1;
+	log_outside(e, FB_FAULT_NEMESIS, ns, name);
+	return 0;
+}
+
 /*
  * Open both engines, prepare them (afresh, unless this is one process of a
  * shared run) and connect each worker, and the delivery, to each: one
@@ -109,12 +233,16 @@ static fb_err open_engines(fb_env *e, const fb_env_driver *drv, fb_results *res)
 	char err[512] = "";
 	const char *opt = "--lease";
 	bool fresh = !cfg->client_id;
-	fb_err r = e->lops->open(&ec, cfg->lease_url, &e->leng, err, sizeof err);
+	fb_err r = open_wire(e, err, sizeof err, &opt);
+	if (!r) {
+		opt = "--lease";
+		r = e->lops->open(&ec, e->lease_url, &e->leng, err, sizeof err);
+	}
 	if (!r)
 		r = e->lops->prepare(e->leng, fresh, err, sizeof err);
 	if (!r) {
 		opt = "--store";
-		r = e->sops->open(&ec, cfg->store_url, &e->seng, err, sizeof err);
+		r = e->sops->open(&ec, e->store_url, &e->seng, err, sizeof err);
 		if (!r)
 			r = e->sops->prepare(e->seng, fresh, err, sizeof err);
 	}
@@ -269,7 +397,8 @@ static fb_err open_plans(fb_env *e)
 	if (cfg->plan_path) {
 		char err[512];
 		unsigned flags =
-		        cfg->lease_clock == FB_LEASE_CLOCK_REALTIME ? FB_PLAN_SERVICE_CLOCK : 0;
+		        (cfg->lease_clock == FB_LEASE_CLOCK_REALTIME ? FB_PLAN_SERVICE_CLOCK : 0) |
+		        (e->wire.n ? FB_PLAN_WIRE : 0);
 		fb_err r = fb_plan_read(cfg->plan_path, cfg->threads, flags, &e->plan, err,
 		                        sizeof err);
 		if (r) {
@@ -284,6 +413,8 @@ fb_err fb_env_open(fb_env *e, const fb_config *cfg, const fb_env_driver *drv, fb
 {
 	memset(e, 0, sizeof *e);
 	e->cfg = cfg;
+	pthread_mutex_init(&e->outside_mu, NULL); /* issue 24 */
+	e->outside_mu_init = true;
 	e->fast = drv->fast;
 	e->lops = fb_lease_engine(cfg->lease_url);
 	e->sops = fb_store_engine(cfg->store_url);
@@ -345,6 +476,8 @@ fb_err fb_env_open(fb_env *e, const fb_config *cfg, const fb_env_driver *drv, fb
 	fb_err r = open_engines(e, drv, res);
 	if (!r) /* after the store: its versions say which checker walks it */
 		r = open_checks(e, drv->blocking);
+	if (!r)
+		r = open_nemesis(e);
 	if (!r)
 		r = open_plans(e);
 	if (r == FB_ENOMEM)
@@ -631,6 +764,30 @@ static int server_pause(void *ctx, uint64_t ns)
 	return -1;
 }
 
+/* Issue 24, the injector's wire faults: one proxied connection (drawn by
+ * pick, or the plan's target: proxy << 48 | connection) held or slowed for
+ * ns. The target struck, or -1 when there was none. */
+static int64_t wire_fault(void *ctx, fb_fault f, unsigned dir, uint64_t ns, uint64_t pick,
+                          bool exact, uint64_t target)
+{
+	fb_env *e = ctx;
+	if (!e->wire.n)
+		return -1;
+	uint64_t i = exact ? target >> 48 : (pick >> 40) % (uint64_t)e->wire.n;
+	if (i >= (uint64_t)e->wire.n)
+		return -1;
+	unsigned dirs = dir == FB_WIRE_TO_SERVER   ? FB_PROXY_TO_SERVER
+	                : dir == FB_WIRE_TO_CLIENT ? FB_PROXY_TO_CLIENT
+	                                           : FB_PROXY_BOTH;
+	int64_t seq = fb_proxy_strike(e->wire.px[i],
+	                              f == FB_FAULT_PARTITION ? FB_PROXY_PARTITION : FB_PROXY_DELAY,
+	                              dirs, ns, pick, exact, target & ((UINT64_C(1) << 48) - 1));
+	if (seq < 0)
+		return -1;
+	log_outside(e, f, ns, dir | (uint32_t)!strcmp(e->wire.side[i], "--store") << 8);
+	return (int64_t)(i << 48 | (uint64_t)seq);
+}
+
 /* What the injector is told: the faults' rates and sizes, the clocks. */
 fb_injector_config fb_env_injector_config(fb_env *e, const fb_clock *clock)
 {
@@ -653,6 +810,13 @@ fb_injector_config fb_env_injector_config(fb_env *e, const fb_clock *clock)
 	        .server_pauses = &e->server_pauses,
 	        .node_jump = e->jumping ? node_jump : NULL,
 	        .node_jumps = &e->node_jumps,
+	        .wire_min_ns = {cfg->partition_min_ns, cfg->wire_delay_min_ns},
+	        .wire_max_ns = {cfg->partition_max_ns, cfg->wire_delay_max_ns},
+	        .wire = e->wire.n ? wire_fault : NULL, /* issue 24 */
+	        .nemesis = e->nemesis ? nemesis_fault : NULL,
+	        .nemesis_names = e->n_nemesis_names,
+	        .nemesis_min_ns = cfg->nemesis_min_ns,
+	        .nemesis_max_ns = cfg->nemesis_max_ns,
 	        .clock = clock,
 	};
 	for (int f = 0; f < FB_FAULTS; f++)

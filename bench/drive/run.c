@@ -191,6 +191,7 @@ static uint64_t supervise(threads *t, fb_tick_fn tick, void *ctx, fb_results *re
 	                      memory_order_relaxed);
 	e->t0 = e->first.t0 = fb_clock_now(e->clock);
 	open_gate(t, 1);
+	fb_env_started(e); /* issue 24: after t0, which a nemesis failure reads */
 	if (cfg->warmup_ns) {
 		int sig = wait_until(t, t0);
 		res->warmed_s = (double)(fb_clock_now(e->fast) - w0) / 1e9;
@@ -247,6 +248,7 @@ static void wind_down(threads *t, fb_injector *inj, fb_results *res, uint64_t t0
 	/* the run ends as its last worker leaves its cycles; the joins that
 	 * follow free thousands of stacks (a second at 16k threads) */
 	res->elapsed_s = res->unmeasured ? 0 : (double)(fb_clock_now(e->fast) - t0) / 1e9;
+	fb_env_heal(e); /* issue 24: the user's cluster whole before the last reads */
 	for (uint32_t i = 0; i < t->started; i++)
 		pthread_join(e->workers[i].port.tid, NULL);
 	res->stopping_s = (double)(fb_clock_now(e->fast) - stop_at) / 1e9;
@@ -261,6 +263,14 @@ static void wind_down(threads *t, fb_injector *inj, fb_results *res, uint64_t t0
 	res->fault[FB_FAULT_SERVER_PAUSE].over_ttl = ist.server_over_ttl;
 	res->fault[FB_FAULT_NODE_JUMP].taken = ist.node_jumped;
 	res->fault[FB_FAULT_NODE_JUMP].over_ttl = ist.node_over_ttl;
+	for (int i = 0; i < 2; i++) { /* issue 24: the wire's */
+		res->fault[FB_FAULT_PARTITION + i].taken = ist.wire_taken[i];
+		res->fault[FB_FAULT_PARTITION + i].over_ttl = ist.wire_over_ttl[i];
+	}
+	/* taken: what the user's command started, not what was asked of it */
+	res->fault[FB_FAULT_NEMESIS].taken =
+	        e->nemesis_started < ist.nemesis_taken ? e->nemesis_started : ist.nemesis_taken;
+	res->fault[FB_FAULT_NEMESIS].over_ttl = ist.nemesis_over_ttl;
 }
 
 /* The run's end: the failure or the exhausted fence space, said once. */

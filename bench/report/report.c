@@ -208,6 +208,21 @@ static bool header_faults(FILE *out, const fb_config *cfg)
 		fprintf(out, "node clock jumps %g/s x %s  ", cfg->node_jump_rate, D(cfg->skew_ns));
 		any = true;
 	}
+	if (fb_config_fault(cfg, FB_FAULT_PARTITION)) { /* issue 24 */
+		fprintf(out, "partitions %g/s x %s-%s  ", cfg->partition_rate,
+		        D(cfg->partition_min_ns), D(cfg->partition_max_ns));
+		any = true;
+	}
+	if (fb_config_fault(cfg, FB_FAULT_WIRE_DELAY)) {
+		fprintf(out, "slow wires %g/s x %s-%s  ", cfg->wire_delay_rate,
+		        D(cfg->wire_delay_min_ns), D(cfg->wire_delay_max_ns));
+		any = true;
+	}
+	if (fb_config_fault(cfg, FB_FAULT_NEMESIS)) {
+		fprintf(out, "nemesis %g/s x %s-%s (%s)  ", cfg->nemesis_rate,
+		        D(cfg->nemesis_min_ns), D(cfg->nemesis_max_ns), cfg->nemesis_names);
+		any = true;
+	}
 	return any;
 }
 

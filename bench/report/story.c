@@ -181,6 +181,21 @@ static void tell_writer(timeline *tl, const fb_first_corruption *fc)
 		add(tl, true, ms(fc, fc->fault_at),
 		    "w%u sends its write with fence %llu; the network holds it %s", fc->writer,
 		    (unsigned long long)fc->fence, d);
+	} else if ((fc->fault == FB_FAULT_PARTITION || fc->fault == FB_FAULT_WIRE_DELAY) &&
+	           fc->fault_ns) { /* issue 24: the proxy cannot say whose connection */
+		fb_format_duration(d, sizeof d, fc->fault_ns);
+		unsigned dir = fc->fault_where & 0xff;
+		add(tl, true, ms(fc, fc->fault_at),
+		    "%s on one proxied %s connection (%s), %s, during w%u's cycle",
+		    fc->fault == FB_FAULT_PARTITION ? "a partition holds every byte"
+		                                    : "a slow wire delays every byte",
+		    fc->fault_where >> 8 ? "--store" : "--lease",
+		    dir < FB_WIRE_DIRS ? fb_wire_dir_names[dir] : "?", d, fc->writer);
+	} else if (fc->fault == FB_FAULT_NEMESIS && fc->fault_ns) { /* issue 24 */
+		fb_format_duration(d, sizeof d, fc->fault_ns);
+		add(tl, true, ms(fc, fc->fault_at),
+		    "--nemesis starts a fault of its own, healed %s later, during w%u's cycle", d,
+		    fc->writer);
 	} else if (fc->fault >= 0 && !fc->resent) { /* a resend is told as it happens */
 		add(tl, false, 0, "w%u's cycle was hit by a %s fault", fc->writer,
 		    fb_fault_names[fc->fault]);
