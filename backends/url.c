@@ -1,5 +1,6 @@
 #include "url.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static int hexval(int c)
@@ -221,4 +222,22 @@ bool fb_url_proxied(const char *url)
 		if (fb_url_is(name, n, "proxy") && val && fb_url_is(val, vn, "1"))
 			return true;
 	return false;
+}
+
+bool fb_url_without_proxy(const char *url, char *out, size_t len)
+{
+	const char *sep = strstr(url, "://");
+	const char *q = sep ? strchr(sep, '?') : NULL;
+	size_t o = (size_t)snprintf(out, len, "%.*s", q ? (int)(q - url) : (int)strlen(url), url);
+	const char *at = q ? q + 1 : NULL, *name, *val;
+	size_t n, vn;
+	bool first = true;
+	while (at && o < len && fb_url_option(&at, &name, &n, &val, &vn)) {
+		if (fb_url_is(name, n, "proxy") && val && fb_url_is(val, vn, "1"))
+			continue;
+		o += (size_t)snprintf(out + o, len - o, "%c%.*s", first ? '?' : '&',
+		                      (int)(at - name), name);
+		first = false;
+	}
+	return o < len;
 }

@@ -69,6 +69,10 @@ bool fb_url_query_once(const char *query, const char *const *lists, const char *
  * (issue 24: proxy=1 among its query options)? */
 bool fb_url_proxied(const char *url);
 
+/* The URL as its engine reads it once relayed: url less its proxy=1
+ * option, in out. False when it does not fit. */
+bool fb_url_without_proxy(const char *url, char *out, size_t len);
+
 /* Does [s, s + n) spell word exactly? */
 bool fb_url_is(const char *s, size_t n, const char *word);
 

@@ -790,7 +790,10 @@ static int parse_value(fb_config *cfg, const opt *o, const char *v)
 		bool (*check)(const char *, const char **) =
 		        lease ? fb_lease_engine(v)->check_url : fb_store_engine(v)->check_url;
 		const char *why2 = NULL;
-		if (check && !check(v, &why2)) {
+		char bare[2048]; /* proxy=1 is the run's to take off before the engine reads */
+		if (check && fb_url_proxied(v) && !fb_url_without_proxy(v, bare, sizeof bare))
+			return bad(o, v, "is too long");
+		if (check && !check(fb_url_proxied(v) ? bare : v, &why2)) {
 			char red[256];
 			fb_url_redact(v, red, sizeof red);
 			char reason[320];
