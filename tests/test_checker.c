@@ -303,9 +303,10 @@ static void *lapper(void *p)
 	return NULL;
 }
 
-static void test_logs_merged_out_of_order_walk_each_record_once(void **state)
+/* One lap: every record walked exactly once; how many times producers
+ * waited for room. */
+static uint64_t one_lap(void)
 {
-	(void)state;
 	fb_checker *c; /* 2^16 keys: a ring of 4 */
 	check_eq(fb_checker_create(1u << 16, THREADS * 8 + 64, 1000000, &c), FB_OK, "checker");
 	fb_checker *cs[FB_DISCIPLINES] = {[FB_FENCED] = c};
@@ -332,10 +333,21 @@ static void test_logs_merged_out_of_order_walk_each_record_once(void **state)
 	for (int i = 0; i < THREADS; i++)
 		stalls += l.stalls[i];
 	check_eq(total, THREADS * PER_THREAD, "all of them");
-	check(stalls > 0, "small logs made producers wait for room (%llu times)",
-	      (unsigned long long)stalls);
 	fb_feed_destroy(l.feed);
 	fb_checker_destroy(c);
+	return stalls;
+}
+
+/* The waits for room must have happened for the lap to test them; on a
+ * loaded machine the feed's thread can keep up with producers the
+ * scheduler starves, so a lap with none is run again, 3 laps at most. */
+static void test_logs_merged_out_of_order_walk_each_record_once(void **state)
+{
+	(void)state;
+	uint64_t stalls = 0;
+	for (int lap_no = 1; lap_no <= 3 && !stalls; lap_no++)
+		stalls = one_lap();
+	check(stalls > 0, "small logs made producers wait for room in one of 3 laps");
 }
 
 /* Producers log versions from a counter, and some versions are handed to

@@ -45,6 +45,17 @@ static fb_acquire acq(void *c, uint32_t key, fb_lease *l)
 	return fb_test_acquire(L, c, key, l);
 }
 
+/* An acquire that must win: one whose round took longer than the engine's
+ * 10 ms slack is withdrawn as it should be (a loaded machine), and tried
+ * again, 10 times at most. */
+static fb_acquire acq_winning(void *c, uint32_t key, fb_lease *l)
+{
+	fb_acquire got = FB_HELD;
+	for (int i = 0; i < 10 && got == FB_HELD; i++)
+		got = acq(c, key, l);
+	return got;
+}
+
 /* A command on node i, from the test's own connection; the reply freed. */
 static void on_node(int i, const char *fmt, ...)
 {
@@ -127,7 +138,7 @@ static void test_a_majority_holds_and_a_minority_is_undone(void **state)
 	void *a = fb_test_lease_conn(L, e, 1);
 	fb_lease la;
 	on_node(0, "SET fb:redlock:lock:0 stranger PX 10000");
-	check_eq(acq(a, 0, &la), FB_ACQUIRED, "nodes 2 and 3 are a majority");
+	check_eq(acq_winning(a, 0, &la), FB_ACQUIRED, "nodes 2 and 3 are a majority");
 	check_eq(L->is_held(a, 0, &la), FB_IO_OK, "held on a majority");
 	check_eq(L->release(a, 0, &la), FB_IO_OK, "released from the majority");
 	on_node(1, "SET fb:redlock:lock:0 stranger PX 10000");
@@ -161,7 +172,7 @@ static void test_a_dead_minority_is_survived_and_a_dead_majority_is_an_error(voi
 	void *a = fb_test_lease_conn(L, e, 1);
 	fb_lease la;
 	fb_server_kill(&own[2]);
-	check_eq(acq(a, 0, &la), FB_ACQUIRED, "two of three nodes are a majority");
+	check_eq(acq_winning(a, 0, &la), FB_ACQUIRED, "two of three nodes are a majority");
 	check_eq(L->release(a, 0, &la), FB_IO_OK, "released from both");
 	fb_server_kill(&own[1]);
 	check_eq(acq(a, 0, &la), FB_ACQ_ERROR, "one node is not");
@@ -234,12 +245,12 @@ static void test_a_node_clock_jump_gives_a_second_client_a_majority(void **state
 	void *inj = fb_test_lease_conn(L, e, 3);
 	fb_lease la, lb;
 	on_node(0, "SET fb:redlock:lock:0 busy PX 60000");
-	check_eq(acq(a, 0, &la), FB_ACQUIRED, "A: nodes 2 and 3");
+	check_eq(acq_winning(a, 0, &la), FB_ACQUIRED, "A: nodes 2 and 3");
 	check_eq(acq(b, 0, &lb), FB_HELD, "B is refused");
 	check_eq(L->node_jump(inj, 0), FB_IO_OK, "node 3 can jump");
 	check_eq(L->node_jump(inj, 2 * cfg.ttl_ns), FB_IO_OK, "node 3's clock jumps 20 s");
 	on_node(0, "DEL fb:redlock:lock:0");
-	check_eq(acq(b, 0, &lb), FB_ACQUIRED, "B wins nodes 1 and 3");
+	check_eq(acq_winning(b, 0, &lb), FB_ACQUIRED, "B wins nodes 1 and 3");
 	check(fb_clock_now(fb_clock_monotonic()) < la.expires_at,
 	      "while A still believes its lock valid");
 	check_eq(L->is_held(b, 0, &lb), FB_IO_OK, "B holds a majority");
