@@ -106,7 +106,7 @@ MAN        := build/fencebench.1
 
 ALL_OBJ := $(patsubst %.c,$(B)/%.o,$(CORE_SRC) $(BENCH_SRC) bench/cli/main.c $(TEST_SRC) $(TOOLS_SRC))
 
-.PHONY: all test run install uninstall clean bench man soak seeds
+.PHONY: all test run install uninstall clean bench man soak seeds swarm
 .DELETE_ON_ERROR:
 # The objects are kept: the tests' are intermediate files of the pattern
 # rule that links them, which make would otherwise delete after the build
@@ -175,6 +175,10 @@ SEEDS ?= 1..200
 seeds: all
 	$(BIN) --deterministic --seeds $(SEEDS) --steps 100000 \
 	  --faults pause,skew,delay,crash,renew,retry --lease-clock realtime --check-lease local
+
+# The same search over configurations: each seed draws its own (--swarm).
+swarm: all
+	$(BIN) --deterministic --seeds $(SEEDS) --swarm -q -o build/swarm
 
 # Single-thread cost of the core cycle beside the raw atomic floor.
 bench: all

@@ -258,6 +258,19 @@ static int deterministic_one(const fb_config *cfg)
 	return code;
 }
 
+/* A --swarm seed's configuration, or exit 3's line when the draw is one
+ * the options refuse (a fencebench bug: every menu is meant to be valid). */
+static bool swarm_row(const fb_config *cfg, uint64_t seed, fb_config *row)
+{
+	if (fb_config_swarm(cfg, seed, row) == FB_PARSE_RUN)
+		return true;
+	fprintf(stderr,
+	        "fencebench: --swarm: seed %llu drew a configuration the options refuse (the "
+	        "line above): a fencebench bug\n",
+	        (unsigned long long)seed);
+	return false;
+}
+
 /* --deterministic --seeds A..B: a line a seed, stopping at the first fenced
  * violation or a stop signal, every seed run to its end a row of one
  * document (the seed a signal cut short is left out: it replays nothing). */
@@ -266,11 +279,18 @@ static int deterministic_sweep(const fb_config *cfg)
 	const fb_clock *wall = fb_clock_monotonic();
 	uint64_t t0 = fb_clock_now(wall), steps = 0, ran = 0, corrupted = 0, vacuous = 0;
 	uint64_t total = cfg->seed_hi - cfg->seed_lo + 1;
-	printf("seeds %llu..%llu, stopping at the first fenced violation\n\n",
-	       (unsigned long long)cfg->seed_lo, (unsigned long long)cfg->seed_hi);
+	printf("seeds %llu..%llu, stopping at the first fenced violation%s\n\n",
+	       (unsigned long long)cfg->seed_lo, (unsigned long long)cfg->seed_hi,
+	       cfg->swarm ? "; each seed draws its configuration (--swarm), its replay line "
+	                    "below it"
+	                  : "");
 	int code = 0, sig = 0;
 	for (uint64_t seed = cfg->seed_lo;; seed++) {
 		fb_config row = seed_row(cfg, seed);
+		if (cfg->swarm && !swarm_row(cfg, seed, &row)) {
+			code = 3;
+			break;
+		}
 		fb_results res;
 		fb_report_row_begin(&report, &row);
 		if (fb_sim_run(&row, seed, NULL, NULL, &res) != FB_OK) {
@@ -291,7 +311,7 @@ static int deterministic_sweep(const fb_config *cfg)
 		corrupted += corrupt;
 		vacuous += fb_report_vacuous(&res);
 		fb_report_seed_line(stdout, &res);
-		if (v || corrupt) {
+		if (v || corrupt || cfg->swarm) { /* a swarm seed's configuration is its own */
 			char replay[1024];
 			fb_config_replay(&row, replay, sizeof replay);
 			printf("  replay: %s\n", replay);
@@ -333,6 +353,14 @@ static int deterministic_sweep(const fb_config *cfg)
 
 static int deterministic(const fb_config *cfg)
 {
+	if (cfg->swarm && cfg->seed_lo == cfg->seed_hi) { /* one seed: its own header */
+		fb_config row;
+		if (!swarm_row(cfg, cfg->seed_lo, &row))
+			return 3;
+		fb_report_header(stdout, &row);
+		fflush(stdout);
+		return deterministic_one(&row);
+	}
 	fb_report_header(stdout, cfg);
 	fflush(stdout);
 	return cfg->seed_lo == cfg->seed_hi ? deterministic_one(cfg) : deterministic_sweep(cfg);

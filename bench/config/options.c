@@ -12,6 +12,7 @@
 
 #include "backend.h"
 #include "common.h"
+#include "prng.h"
 #include "url.h"
 
 static int check_nemesis(const struct fb_config *cfg);
@@ -256,6 +257,11 @@ static const opt opts[] = {
          true, "logical workers on a virtual clock in one thread: same seed, same history", 0, 0},
         {"seeds", 0, "A..B", K_SEEDS, OFF(seed_lo), OFF(seed_hi), 0, 0, NULL, 0, NULL, 0, false,
          "run seeds A to B, stop at the first fenced violation", 0, W_DET},
+        {"swarm", 0, NULL, K_FLAG, OFF(swarm), 0, 0, 0, NULL, 0, "swarm", 0, false,
+         "with --seeds: each seed also draws its configuration (threads, keys, TTL, faults and "
+         "their rates, op, fence, key choice, lease checks) for every option not given; its "
+         "replay line gives the whole of it",
+         0, W_DET},
         {"steps", 0, "N", K_U64, OFF(steps), 0, 1, UINT64_C(1) << 40, NULL, 0, "steps", 0, true,
          "scheduler steps per seed (default 200000)", NEED_DETERMINISTIC, W_DET},
         {"history", 0, "FILE", K_STRING, OFF(history_path), 0, 0, 0, NULL, 0, NULL, 0, false,
@@ -989,10 +995,17 @@ static int check_scope(const fb_config *cfg, const bool *given)
 		if (!given[i] || !o->need || o->need >= NEED_DETERMINISTIC ||
 		    serves_a_fault(cfg, o))
 			continue;
+		if (cfg->swarm && !given_name(given, "faults"))
+			continue; /* each seed's draw takes the option's fault in */
 		fprintf(stderr,
 		        "fencebench: --%s: its fault, %s, is not among --faults (add it, or "
 		        "leave the option out)\n",
 		        o->name, fb_fault_names[o->need - 1]);
+		return -1;
+	}
+	if (cfg->swarm && !cfg->seeds_given) {
+		fprintf(stderr, "fencebench: --swarm: draws each seed's configuration; give the "
+		                "seeds (--seeds A..B)\n");
 		return -1;
 	}
 	if (cfg->seeds_given && given_name(given, "seed")) {
@@ -1296,18 +1309,144 @@ static int check_nemesis(const fb_config *cfg)
 	return 0;
 }
 
-fb_parse fb_config_parse(fb_config *cfg, int argc, char **argv)
+/* What read_args left in cfg, made a run's configuration: the given[]
+ * options scoped, the rest settled, the combination checked. */
+static fb_parse finish(fb_config *cfg, const bool *given)
 {
-	bool given[NOPTS] = {false};
-	fb_parse p = read_args(cfg, argc, argv, given);
-	if (p != FB_PARSE_RUN)
-		return p;
 	store_faults(cfg, given);
 	if (check_scope(cfg, given))
 		return FB_PARSE_USAGE;
 	settle(cfg);
 	settle_faults(cfg, given);
 	return check_combinations(cfg) ? FB_PARSE_USAGE : FB_PARSE_RUN;
+}
+
+fb_parse fb_config_parse(fb_config *cfg, int argc, char **argv)
+{
+	bool given[NOPTS] = {false};
+	cfg->argc = argc;
+	cfg->argv = argv;
+	fb_parse p = read_args(cfg, argc, argv, given);
+	return p == FB_PARSE_RUN ? finish(cfg, given) : p;
+}
+
+/* ---- --swarm: each seed draws its configuration ---------------------------------- */
+
+/* What a swarm seed draws from, each menu a spread a user would try by hand:
+ * one worker to many, one key to many (a hot key, then none), TTLs a
+ * hundredfold apart, fences past 2^32, every fault the simulator runs. */
+static const char *const sw_threads[] = {"1", "2", "3", "4", "6", "8", "16", "32", "64"};
+static const char *const sw_keys[] = {"1", "2", "3", "4", "8", "16", "64", "1024"};
+static const char *const sw_ttl[] = {"1ms", "3ms", "10ms", "30ms", "100ms"};
+static const char *const sw_dist[] = {"uniform", "zipf:0.99", "zipf:1.5", "partitioned"};
+static const char *const sw_first[] = {"1", "33", "4294967000"};
+static const char *const sw_check[] = {"none", "none", "is-held", "local"};
+static const char *const sw_rate[] = {"5", "20", "50", "200"};
+static const char *const sw_crash[] = {"1", "2", "10"};
+/* the faults the simulator runs, in fb_fault order */
+static const fb_fault sw_faults[] = {FB_FAULT_PAUSE, FB_FAULT_SKEW,  FB_FAULT_DELAY,
+                                     FB_FAULT_CRASH, FB_FAULT_RENEW, FB_FAULT_RETRY};
+static const char *const sw_rate_opt[] = {"pause-rate", "skew-rate",  "delay-rate",
+                                          "crash-rate", "renew-rate", "retry-rate"};
+
+#define SW_N(a) (sizeof a / sizeof a[0])
+
+/* One drawn value, parsed as if typed, unless the user typed the option:
+ * the user's value stands. The draw is made either way, so pinning one
+ * option leaves the others of a seed as they were. */
+static int sw_set(fb_config *cfg, bool *given, const char *name, const char *v)
+{
+	for (size_t i = 0; i < NOPTS; i++) {
+		if (strcmp(opts[i].name, name))
+			continue;
+		if (given[i] || !v)
+			return 0;
+		given[i] = true;
+		return parse_value(cfg, &opts[i], v);
+	}
+	return -1;
+}
+
+static const char *sw_pick(uint64_t *x, const char *const *v, size_t n)
+{
+	return v[fb_splitmix64(x) % n];
+}
+
+/* Whether the user gave an option of fault f (its rate, its sizes): then
+ * f is among the faults whatever the draw, so the option is not moot. */
+static bool sw_fault_given(const bool *given, fb_fault f)
+{
+	for (size_t i = 0; i < NOPTS; i++)
+		if (given[i] && opts[i].need == (int)NEED_FAULT(f))
+			return true;
+	return false;
+}
+
+static int swarm_draw(fb_config *cfg, bool *given, uint64_t seed)
+{
+	uint64_t x = seed ^ UINT64_C(0x5357415252554e53); /* apart from the schedule's */
+	const char *threads = sw_pick(&x, sw_threads, SW_N(sw_threads));
+	const char *keys = sw_pick(&x, sw_keys, SW_N(sw_keys));
+	const char *ttl = sw_pick(&x, sw_ttl, SW_N(sw_ttl));
+	const char *op = fb_splitmix64(&x) & 1 ? "debit" : "rmw";
+	const char *fence = fb_splitmix64(&x) & 1 ? "per-key" : "global";
+	const char *dist = sw_pick(&x, sw_dist, SW_N(sw_dist));
+	const char *on_held = fb_splitmix64(&x) & 1 ? "skip" : "wait";
+	const char *first = sw_pick(&x, sw_first, SW_N(sw_first));
+	const char *check = sw_pick(&x, sw_check, SW_N(sw_check));
+	const char *clock = fb_splitmix64(&x) & 1 ? "realtime" : "monotonic";
+	const char *at = sw_pick(&x, fb_fault_at_names, FB_AT_COUNT);
+	const char *rate[SW_N(sw_faults)];
+	bool on[SW_N(sw_faults)];
+	char faults[128] = "";
+	for (size_t i = 0; i < SW_N(sw_faults); i++) {
+		rate[i] = sw_faults[i] == FB_FAULT_CRASH ? sw_pick(&x, sw_crash, SW_N(sw_crash))
+		                                         : sw_pick(&x, sw_rate, SW_N(sw_rate));
+		on[i] = fb_splitmix64(&x) & 1;
+	}
+	size_t lone = fb_splitmix64(&x) % SW_N(sw_faults); /* when the coins chose none */
+	bool any = false;
+	for (size_t i = 0; i < SW_N(sw_faults); i++)
+		any |= on[i];
+	on[lone] |= !any;
+	for (size_t i = 0; i < SW_N(sw_faults); i++) /* the user's fault options bring theirs */
+		on[i] |= sw_fault_given(given, sw_faults[i]);
+	for (size_t i = 0; i < SW_N(sw_faults); i++)
+		if (on[i])
+			snprintf(faults + strlen(faults), sizeof faults - strlen(faults), "%s%s",
+			         faults[0] ? "," : "", fb_fault_names[sw_faults[i]]);
+	if (sw_set(cfg, given, "threads", threads) || sw_set(cfg, given, "keys", keys) ||
+	    sw_set(cfg, given, "ttl", ttl) || sw_set(cfg, given, "op", op) ||
+	    sw_set(cfg, given, "fence", fence) || sw_set(cfg, given, "on-held", on_held) ||
+	    sw_set(cfg, given, "first-fence", first) || sw_set(cfg, given, "check-lease", check) ||
+	    sw_set(cfg, given, "lease-clock", clock) || sw_set(cfg, given, "faults", faults))
+		return -1;
+	/* disjoint keys need a key a worker at least */
+	uint32_t workers = cfg->n_threads ? cfg->threads_list[0] : 8;
+	if (!strcmp(dist, "partitioned") && cfg->keys < workers)
+		dist = "uniform";
+	if (sw_set(cfg, given, "dist", dist))
+		return -1;
+	for (size_t i = 0; i < SW_N(sw_faults); i++)
+		if ((cfg->faults & (1u << sw_faults[i])) &&
+		    sw_set(cfg, given, sw_rate_opt[i], rate[i]))
+			return -1;
+	if ((cfg->faults & (1u << FB_FAULT_PAUSE)) && sw_set(cfg, given, "fault-at", at))
+		return -1;
+	return 0;
+}
+
+fb_parse fb_config_swarm(const fb_config *base, uint64_t seed, fb_config *row)
+{
+	bool given[NOPTS] = {false};
+	fb_config_defaults(row);
+	if (read_args(row, base->argc, base->argv, given) != FB_PARSE_RUN)
+		return FB_PARSE_USAGE;
+	row->swarm = row->seeds_given = false;
+	row->seed = seed;
+	if (swarm_draw(row, given, seed))
+		return FB_PARSE_USAGE;
+	return finish(row, given);
 }
 
 double fb_config_rate(const fb_config *cfg, fb_fault f)

@@ -106,6 +106,10 @@ typedef struct fb_config {
 	bool deterministic;
 	uint64_t seed_lo, seed_hi; /* --seeds A..B (both = seed otherwise) */
 	bool seeds_given;
+	bool swarm; /* --swarm: each seed draws the options not given */
+	/* the command line, for --swarm's rows: parsed again with each seed's draw */
+	int argc;
+	char **argv;
 	bool sample_given; /* --sample was given (else: 32, or 1 with a remote engine) */
 	/* --faults was not given and the store is not the in-process one: every
 	 * fault that tests a store's check (pause, retry, delay) by default */
@@ -149,6 +153,12 @@ typedef enum fb_parse {
 
 void fb_config_defaults(fb_config *cfg);
 fb_parse fb_config_parse(fb_config *cfg, int argc, char **argv);
+
+/* --swarm: the configuration seed runs, as if each option base's command
+ * line did not give had been given the value the seed draws for it (the
+ * user's options stand). FB_PARSE_USAGE, a line said, when the draw makes
+ * a combination the options refuse: a fencebench bug. */
+fb_parse fb_config_swarm(const fb_config *base, uint64_t seed, fb_config *row);
 
 /* Parse a whole number in min..max: digits only, no sign, no overflow.
  * 0 on success; -1 otherwise. */

@@ -233,6 +233,14 @@ void fb_report_header(FILE *out, const fb_config *cfg)
 		        "!!! PLANTED BUG %s: %s. This run tests the checkers, not the design.\n",
 		        fb_bug_names[cfg->bug], fb_bug_what[cfg->bug]);
 	char who[200];
+	if (cfg->swarm) { /* what the seeds draw is in their replay lines */
+		fprintf(out,
+		        "fencebench %s  deterministic swarm  %llu steps a seed  seeds %llu..%llu: "
+		        "each draws the options not given\n",
+		        FB_VERSION, (unsigned long long)cfg->steps,
+		        (unsigned long long)cfg->seed_lo, (unsigned long long)cfg->seed_hi);
+		return;
+	}
 	if (cfg->deterministic) {
 		thread_words(who, sizeof who, cfg, "worker", "workers");
 		fprintf(out, "fencebench %s  deterministic  %s  %llu steps a seed  ", FB_VERSION,
@@ -1553,6 +1561,15 @@ void fb_report_add_row(fb_report *rp, const fb_config *row, const fb_results *re
 	json_object_object_add(o, "pause_rate", json_object_new_double(row->pause_rate));
 	if (res->sim.deterministic)
 		json_object_object_add(o, "seed", j_u(res->sim.seed));
+	if (rp->cfg->swarm) { /* each row its own configuration, as the document's is */
+		json_object *c = json_object_new_object();
+		fb_config_visitor vis = {v_num, v_int, v_str, v_strs, v_bool, v_nums};
+		fb_config_visit(row, &vis, c);
+		json_object_object_add(o, "config", c);
+		char replay[1024];
+		fb_config_replay(row, replay, sizeof replay);
+		json_object_object_add(o, "replay", json_object_new_string(replay));
+	}
 	json_object_object_add(o, "elapsed_s", json_object_new_double(res->elapsed_s));
 	json_object_object_add(o, "run", j_run(res));
 	json_object_object_add(o, "modes", j_modes(res));
