@@ -138,14 +138,17 @@ void fb_pause_now(fb_fault_port *p, bool at_point);
 
 /*
  * The cycle's named points: the pause armed for `here` (after-read takes
- * a takeover pause too), begun, its length returned; 0 when none is. Two
+ * a takeover pause too, and a takeover-read one a cycle with no read
+ * missed: --op debit), begun, its length returned; 0 when none is. Two
  * relaxed loads when nothing is armed.
  */
 static inline uint64_t fb_port_pause_due(fb_fault_port *p, fb_fault_at here)
 {
 	uint32_t a = fb_port_armed(p);
 	if (a && FB_ARM_FAULT(a) == FB_FAULT_PAUSE &&
-	    (FB_ARM_AT(a) == here || (here == FB_AT_AFTER_READ && FB_ARM_AT(a) == FB_AT_TAKEOVER)))
+	    (FB_ARM_AT(a) == here ||
+	     (here == FB_AT_AFTER_READ &&
+	      (FB_ARM_AT(a) == FB_AT_TAKEOVER || FB_ARM_AT(a) == FB_AT_TAKEOVER_READ))))
 		return fb_port_pause_begin(p, true);
 	return 0;
 }

@@ -761,6 +761,8 @@ static void test_each_planted_bug_is_caught(void **state)
 	        {"refuse-holder", {"--op", "debit"}, "modes.fenced.false_rejections"},
 	        {"apply-refused", {"--op", "debit"}, "modes.fenced.chain_breaks"},
 	        {"apply-refused", {NULL}, "modes.fenced.chain_breaks"},
+	        /* issue 27: a default run's mix aims takeover-read pauses */
+	        {"stale-read", {NULL}, "modes.fenced.stale_reads_served"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		const char *args[16] = {"-t", "16", "-d", "2s", "--bug", cases[i].bug};
@@ -787,9 +789,17 @@ static void test_each_planted_bug_is_caught(void **state)
 			check(strstr(p.stdout_text, "fenced: SAFE"), "%s: fenced is SAFE:\n%s",
 			      cases[i].bug, p.stdout_text);
 		}
+		if (!strcmp(cases[i].bug, "stale-read"))
+			check(strstr(p.stdout_text, "stale reads served") &&
+			              strstr(p.stdout_text, "first stale read, key") &&
+			              strstr(p.stdout_text, "fenced served"),
+			      "a stale read served is named, in the verdict and the closing "
+			      "line:\n%s",
+			      p.stdout_text);
 		if (!strcmp(cases[i].bug, "apply-refused"))
 			check(strstr(p.stdout_text, "one the store reported refused?"),
-			      "a write applied outside the commit order is named:\n%s", p.stdout_text);
+			      "a write applied outside the commit order is named:\n%s",
+			      p.stdout_text);
 		if (!strcmp(cases[i].bug, "refuse-holder")) {
 			check(strstr(p.stdout_text, "fenced: VIOLATED !!!") &&
 			              strstr(p.stdout_text, "refusals of its rightful holder") &&

@@ -148,6 +148,25 @@ static void test_fenced_read_refuses_below_highest_and_registers(void **state)
 	pg_end(&p);
 }
 
+/* Issue 27: a stale holder's read between a newer holder's read and write.
+ * The fence it carries is above the last accepted one and below the highest
+ * seen: checked against the last accepted, it would be served. */
+static void test_fenced_read_between_a_newer_read_and_its_write_is_refused(void **state)
+{
+	(void)state;
+	fb_engine_config cfg = config(1, 100);
+	pg p = pg_start(server.url, &cfg, true, 1);
+	fb_store_result r;
+	check(rd(&p, FENCED, 0, 3, &r) && wr(&p, FENCED, 0, 90, 3, &r), "the 3 holder writes");
+	check(rd(&p, FENCED, 0, 9, &r), "the newer holder (9) reads");
+	check(!rd(&p, FENCED, 0, 5, &r),
+	      "a read with 5 after a read with 9 must be refused: 5 > the last accepted 3, but "
+	      "below the highest seen 9");
+	check(wr(&p, FENCED, 0, 80, 9, &r), "the 9 holder writes");
+	check(!rd(&p, FENCED, 0, 5, &r), "5 is still refused after the 9 write");
+	pg_end(&p);
+}
+
 static void test_write_fenced_and_unfenced_reads_register_nothing(void **state)
 {
 	(void)state;
@@ -997,6 +1016,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_fenced_read_refuses_below_highest_and_registers),
+	        cmocka_unit_test(test_fenced_read_between_a_newer_read_and_its_write_is_refused),
 	        cmocka_unit_test(test_write_fenced_and_unfenced_reads_register_nothing),
 	        cmocka_unit_test(test_unfenced_stale_is_against_the_highest_accepted_not_the_last),
 	        cmocka_unit_test(test_read_registration_prevents_the_lost_update),

@@ -299,6 +299,31 @@ static void test_takeover_pauses_show_write_fencing_loses_updates(void **state)
 	fb_results_free(&r);
 }
 
+/* Issue 27: a pause before the read, and the next holder held after its
+ * read: the stale holder's read falls between the newer one's read and
+ * write. A correct fenced store refuses it; one that checks reads against
+ * the last accepted fence serves it, and the run names it. */
+static void test_takeover_read_pauses_aim_a_stale_read_between_read_and_write(void **state)
+{
+	(void)state;
+	fb_config cfg = base();
+	cfg.faults = 1u << FB_FAULT_PAUSE;
+	cfg.pause_rate = 500;
+	cfg.fault_at = FB_AT_TAKEOVER_READ;
+	fb_results r = run(&cfg, 1);
+	check(r.pause_trapped > 0, "takeover-read traps caught the next holders");
+	check(r.mode[FB_FENCED].reads_refused > 0, "the stale holders' reads were refused");
+	check_eq(r.mode[FB_FENCED].stale_reads, 0, "a correct store serves no stale read");
+	check_fencing_held(&r, "takeover-read");
+	fb_results_free(&r);
+	cfg.bug = FB_BUG_STALE_READ;
+	r = run(&cfg, 1);
+	check(r.mode[FB_FENCED].stale_reads > 0 && fb_report_verdict(&r) == 1,
+	      "stale-read: %llu stale reads served, verdict %d",
+	      (unsigned long long)r.mode[FB_FENCED].stale_reads, fb_report_verdict(&r));
+	fb_results_free(&r);
+}
+
 static void test_is_held_check_misses_only_the_pause_after_it(void **state)
 {
 	(void)state;
@@ -477,6 +502,7 @@ int main(void)
 	        cmocka_unit_test(test_crashed_holder_lease_is_taken_over_within_a_ttl),
 	        cmocka_unit_test(test_crashes_leave_one_worker_alive),
 	        cmocka_unit_test(test_takeover_pauses_show_write_fencing_loses_updates),
+	        cmocka_unit_test(test_takeover_read_pauses_aim_a_stale_read_between_read_and_write),
 	        cmocka_unit_test(test_is_held_check_misses_only_the_pause_after_it),
 	        cmocka_unit_test(test_skew_of_worker_clocks_alone_is_reported_vacuous),
 	        cmocka_unit_test(test_key_distributions_are_honoured),

@@ -76,6 +76,7 @@ typedef struct fb_mode_counters {
 	fb_counter false_rejections; /* writes and reads refused with no newer fence sent */
 	fb_counter refused_other;    /* ... refused for a reason the store gave */
 	fb_counter unjudged;         /* ... refused where fencebench's record is incomplete */
+	fb_counter stale_reads;      /* fenced reads served below a fence admitted before */
 	fb_counter indeterminate;    /* sent, and the engine never answered */
 } fb_mode_counters;
 
@@ -130,6 +131,7 @@ typedef struct fb_worker {
 	uint8_t rd_out[FB_DISCIPLINES];        /* a refused read, judged (fb_outcome) */
 	uint64_t highest[FB_DISCIPLINES];      /* the fence each store had seen, as it answered */
 	uint64_t highest0[FB_DISCIPLINES];     /* ... to a resent write's first copy */
+	uint64_t admitted;                     /* the fenced store's, when its read was sent */
 	fb_check_rec todo[2 * FB_DISCIPLINES]; /* accepted writes, for the checker */
 	uint8_t ntodo;
 	fb_feed_log *log; /* ... and its way there */
@@ -177,6 +179,12 @@ struct fb_env {
 	 * to that store carried: a refusal is judged by what was sent, never
 	 * by the lease's promise (DESIGN section 3). */
 	_Atomic uint64_t *sent;
+	/* Per key, the highest fence the fenced store admitted (a read served,
+	 * a write accepted), recorded once its reply came back: a read sent
+	 * after that, with a lower fence, must be refused (issue 27). */
+	_Atomic uint64_t *admitted;
+	_Atomic int stale_read_claimed;
+	fb_stale_read stale_read;
 	_Atomic int dup_fences; /* the witness saw a fence handed out twice */
 	/* Per discipline whose versions are the store's own, per key, its
 	 * write calls (FB_CALLS_*): the ordered checker's evidence. */

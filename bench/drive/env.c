@@ -75,6 +75,7 @@ void fb_env_close(fb_env *e)
 		e->sops->close(e->seng);
 	fb_witness_destroy(e->witness);
 	free(e->sent);
+	free(e->admitted);
 	for (int d = 0; d < FB_DISCIPLINES; d++)
 		free(e->calls[d]);
 	fb_plan_log_destroy(e->log);
@@ -193,7 +194,8 @@ static fb_err open_checks(fb_env *e, bool blocking)
 	for (int d = 0; d < FB_DISCIPLINES; d++)
 		if (cfg->modes & (1u << d))
 			e->active[e->nactive++] = (fb_discipline)d;
-	if (!(e->sent = calloc((size_t)cfg->keys * 4, sizeof *e->sent)))
+	if (!(e->sent = calloc((size_t)cfg->keys * 4, sizeof *e->sent)) ||
+	    !(e->admitted = calloc(cfg->keys, sizeof *e->admitted)))
 		return FB_ENOMEM;
 	if (!e->checking)
 		return FB_OK;
@@ -442,6 +444,7 @@ static void sum_worker(fb_results *res, const fb_worker *wc, uint32_t i)
 		m->store_stale += fb_counter_get((fb_counter *)&c->store_stale);
 		m->zombie_writes += fb_counter_get((fb_counter *)&c->zombie);
 		m->false_rejections += fb_counter_get((fb_counter *)&c->false_rejections);
+		m->stale_reads += fb_counter_get((fb_counter *)&c->stale_reads);
 		m->refused_other += fb_counter_get((fb_counter *)&c->refused_other);
 		m->unjudged += fb_counter_get((fb_counter *)&c->unjudged);
 		m->indeterminate += fb_counter_get((fb_counter *)&c->indeterminate);
@@ -593,6 +596,7 @@ void fb_env_results(fb_env *e, fb_results *res)
 	newer_from(&res->first, &e->watch_first);
 	newer_from(&res->shaped, &e->watch_shaped);
 	res->false_rejection = e->false_rej; /* written by a thread joined since */
+	res->stale_read = e->stale_read;     /* the same */
 	snprintf(res->other_reason, sizeof res->other_reason, "%s", e->other_reason);
 	for (int k = 0; k < FB_WIT_KINDS; k++)
 		fb_witness_example_of(e->witness, (fb_witness_kind)k, &res->lease_example[k]);

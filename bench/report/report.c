@@ -320,8 +320,8 @@ int fb_report_verdict(const fb_results *res)
 {
 	const fb_mode_result *f = &res->mode[FB_FENCED], *w = &res->mode[FB_WRITE_FENCED],
 	                     *u = &res->mode[FB_UNFENCED];
-	if (f->on &&
-	    (f->stale_accepted || f->lost_updates || f->false_rejections || !f->checker_agrees))
+	if (f->on && (f->stale_accepted || f->lost_updates || f->false_rejections ||
+	              f->stale_reads || !f->checker_agrees))
 		return 1;
 	if (w->on && (w->stale_accepted || w->false_rejections || !w->checker_agrees))
 		return 1;
@@ -525,6 +525,21 @@ static void print_false_rejection(FILE *out, const fb_results *res, fb_disciplin
 	fprintf(out, ")\n");
 }
 
+/* The first stale read the fenced store served, in one line, under its
+ * verdict. */
+static void print_stale_read(FILE *out, const fb_results *res)
+{
+	const fb_stale_read *x = &res->stale_read;
+	if (!x->found)
+		return;
+	fprintf(out,
+	        "  first stale read, key %u: w%u's read with fence %llu served by %s, after it had "
+	        "admitted fence %llu and answered (a read checked against the last accepted "
+	        "fence, not the highest seen?)\n",
+	        x->key, x->worker, (unsigned long long)x->fence, fb_column(res, FB_FENCED),
+	        (unsigned long long)x->admitted);
+}
+
 /* A fenced store that accepted almost nothing: broken, or so is the mapping
  * of its adapter (a refusal read for an acceptance, a token not sent). */
 static void say_accepted_little(FILE *out, const fb_results *res, fb_discipline d)
@@ -672,11 +687,16 @@ static void say_broken(FILE *out, const fb_mode_result *m, bool lost_counts)
 		fprintf(out, "%s%s updates lost", sep, G(m->lost_updates));
 		sep = ", ";
 	}
-	if (m->false_rejections)
+	if (m->false_rejections) {
 		fprintf(out,
 		        "%s%s refusals of its rightful holder (no call with a higher fence had "
 		        "been sent to it)",
 		        sep, G(m->false_rejections));
+		sep = ", ";
+	}
+	if (m->stale_reads)
+		fprintf(out, "%s%s stale reads served, below a fence it had admitted already", sep,
+		        G(m->stale_reads));
 }
 
 static void say_fenced(FILE *out, const fb_results *res, bool vacuous)
@@ -685,13 +705,13 @@ static void say_fenced(FILE *out, const fb_results *res, bool vacuous)
 	const char *name = fb_column(res, FB_FENCED);
 	if (!f->on)
 		return;
-	if (f->unchecked && !f->stale_accepted && !f->false_rejections) {
+	if (f->unchecked && !f->stale_accepted && !f->false_rejections && !f->stale_reads) {
 		fprintf(out,
 		        "%s: no stale write accepted by the store's own count (%s refused); "
 		        "not "
 		        "verified here\n",
 		        name, G(f->rejected_stale + f->reads_refused));
-	} else if (f->stale_accepted || f->lost_updates || f->false_rejections) {
+	} else if (f->stale_accepted || f->lost_updates || f->false_rejections || f->stale_reads) {
 		fprintf(out, "%s: VIOLATED !!! (", name);
 		say_broken(out, f, true);
 		fprintf(out, ")\n");
@@ -827,6 +847,7 @@ int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
 	print_status(out, res);
 	say_fenced(out, res, vacuous);
 	print_false_rejection(out, res, FB_FENCED);
+	print_stale_read(out, res);
 	say_accepted_little(out, res, FB_FENCED);
 	say_other_refusals(out, res, FB_FENCED);
 	say_write_fenced(out, res);
@@ -948,6 +969,7 @@ static json_object *j_mode(const fb_results *res, fb_discipline d)
 	json_object_object_add(o, "lost_updates", m->unchecked ? NULL : j_i(m->lost_updates));
 	json_object_object_add(o, "zombie_writes", j_u(m->zombie_writes));
 	json_object_object_add(o, "false_rejections", j_u(m->false_rejections));
+	json_object_object_add(o, "stale_reads_served", j_u(m->stale_reads));
 	json_object_object_add(o, "refused_other", j_u(m->refused_other));
 	json_object_object_add(o, "refused_unjudged", j_u(m->unjudged));
 	json_object_object_add(o, "duplicate_versions", j_u(m->duplicates));
@@ -1381,6 +1403,8 @@ void fb_report_reasons(FILE *out, const fb_results *res)
 		if (m->false_rejections)
 			fprintf(out, " %s refused its rightful holder %s times;", name,
 			        G(m->false_rejections));
+		if (m->stale_reads)
+			fprintf(out, " %s served %s stale reads;", name, G(m->stale_reads));
 	}
 }
 
@@ -1427,7 +1451,7 @@ void fb_report_sweep_line(FILE *out, const fb_config *row, const fb_results *res
 	        fb_config_fault(row, FB_FAULT_PAUSE) ? row->pause_rate : 0.0, G(throughput(res)),
 	        fr, D(fb_hist_quantile(&res->cycle, 0.99)),
 	        !f->on ? "-"
-	        : f->stale_accepted || f->lost_updates || f->false_rejections ||
+	        : f->stale_accepted || f->lost_updates || f->false_rejections || f->stale_reads ||
 	                        fb_witness_total(&res->lease)
 	                ? "VIOLATED"
 	        : !stale_attempts(res) ? "vacuous"
