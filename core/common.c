@@ -22,9 +22,9 @@ const char *fb_strerror(fb_err e)
 #include "bug.h"
 
 const char *const fb_bug_names[FB_BUGS] = {
-        "none",          "ge-store",      "two-step",           "ignore-expiry",
-        "blind-release", "trust-client",  "unregistered-reads", "batch-fences",
-        "refuse-holder", "apply-refused", "stale-read"};
+        "none",         "ge-store",           "two-step",     "ignore-expiry", "blind-release",
+        "trust-client", "unregistered-reads", "batch-fences", "refuse-holder", "apply-refused",
+        "stale-read",   "long-lease",         "renew-any"};
 
 const char *const fb_bug_what[FB_BUGS] = {
         "no planted bug",
@@ -38,4 +38,6 @@ const char *const fb_bug_what[FB_BUGS] = {
         "the fenced store refuses one token in 64, reads and writes, rightful or not",
         "the fenced store applies one write in 8 that it reports refused",
         "the fenced store checks a read against the last accepted fence, not the highest "
-        "seen"};
+        "seen",
+        "a lease table slot holds its key for twice the TTL it grants",
+        "a lease renewal succeeds for a non-holder, and after expiry"};

@@ -700,6 +700,100 @@ static void test_witness_catches_every_fence_regression_by_construction(void **s
 	fb_witness_destroy(w);
 }
 
+/*
+ * Issue 27, liveness on the service's evidence: a takeover refused at an
+ * instant past the stated expiry plus the slack, a grant longer than the
+ * TTL plus the slack; just inside the slack, nothing. No clock is read:
+ * every instant is the service's own.
+ */
+static void test_witness_judges_liveness_on_the_services_instants(void **state)
+{
+	(void)state;
+	fb_witness *w;
+	const uint64_t ttl = 10 * MS, slack = 50000;
+	check_eq(fb_witness_create(1, ttl, slack, &w), FB_OK, "witness creation");
+	fb_witness_counts c = {0};
+	fb_witness_refused(w, 0, 7, 20 * MS, 20 * MS + slack, &c);
+	check_eq(c.held_past_ttl, 0, "refused at expiry + slack: within the slack");
+	fb_witness_refused(w, 0, 7, 20 * MS, 0, &c);
+	check_eq(c.held_past_ttl, 0, "no instant stated: not judged");
+	fb_witness_granted(w, 0, 7, 20 * MS + slack, 10 * MS, &c);
+	check_eq(c.held_past_ttl, 0, "granted for the TTL + slack: within the slack");
+	fb_witness_refused(w, 0, 7, 20 * MS, 20 * MS + slack + 1, &c);
+	check_eq(c.held_past_ttl, 1, "refused 1 ns past expiry + slack: held past the TTL");
+	fb_witness_granted(w, 0, 8, 20 * MS + slack + 1, 10 * MS, &c);
+	check_eq(c.held_past_ttl, 2, "granted 1 ns longer than TTL + slack");
+	fb_witness_example e;
+	fb_witness_example_of(w, FB_WIT_HELD_PAST_TTL, &e);
+	check(e.found && e.fence == 7 && e.other == slack + 1,
+	      "the first is the example: lease %llu, %llu ns past", (unsigned long long)e.fence,
+	      (unsigned long long)e.other);
+	check_eq(fb_witness_total(&c), 2, "liveness violations count in the lease's verdict");
+	fb_witness_destroy(w);
+}
+
+/* A renewal that succeeded for a lease a newer acquire had replaced, or
+ * sent after its expiry plus the slack, is a violation; a renewal of the
+ * newest lease inside its life is not. */
+static void test_witness_judges_renewals_for_non_holders_and_after_expiry(void **state)
+{
+	(void)state;
+	fb_witness *w;
+	const uint64_t ttl = 10 * MS, slack = 50000;
+	check_eq(fb_witness_create(1, ttl, slack, &w), FB_OK, "witness creation");
+	fb_witness_counts c = {0};
+	fb_witness_acquired(w, 0, 3, 0, ttl, &c);
+	check_eq(fb_witness_newest(w, 0), 3, "the newest fence heard of");
+	fb_witness_renewed(w, 0, 3, fb_witness_newest(w, 0), 9 * MS, ttl, &c);
+	fb_witness_renewed(w, 0, 3, 3, ttl + slack, ttl, &c);
+	fb_witness_renewed(w, 0, 3, 3, 0, ttl, &c);
+	check(!c.renew_taken && !c.renew_expired,
+	      "the holder's renewals, live or within the slack, or not judged, are fine");
+	fb_witness_renewed(w, 0, 3, 3, ttl + slack + 1, ttl, &c);
+	check_eq(c.renew_expired, 1, "a renewal sent 1 ns past expiry + slack succeeded");
+	fb_witness_acquired(w, 0, 4, 3, 12 * MS + ttl, &c);
+	fb_witness_renewed(w, 0, 3, fb_witness_newest(w, 0), 0, ttl, &c);
+	check_eq(c.renew_taken, 1, "fence 3 renewed after fence 4 acquired: a non-holder");
+	fb_witness_example e;
+	fb_witness_example_of(w, FB_WIT_RENEW_TAKEN, &e);
+	check(e.found && e.fence == 3 && e.other == 4, "the example names both fences");
+	fb_witness_destroy(w);
+}
+
+/*
+ * Issue 27, the witness's slack: an overlap is judged against the engine's
+ * own bound, exactly. In process (slack 50 us, expiry exact) any overlap at
+ * all is two holders; a remote engine's bound (2 ms: Redis's millisecond
+ * grid) forgives an overlap up to it and not 1 ns more. The instants are
+ * injected: no clock is read.
+ */
+static void overlap_at(uint64_t slack, uint64_t before_end, uint64_t want, const char *what)
+{
+	fb_witness *w;
+	const uint64_t ttl = 10 * MS;
+	check_eq(fb_witness_create(1, ttl, slack, &w), FB_OK, "witness creation");
+	fb_witness_counts c = {0};
+	fb_witness_acquired(w, 0, 1, 0, 100 * MS + ttl, &c); /* 1: 100 ms to 110 ms */
+	/* 2 acquired `before_end` before 1's end, 1 never released */
+	fb_witness_acquired(w, 0, 2, 1, 110 * MS - before_end + ttl, &c);
+	check(c.overlaps == want,
+	      "slack %llu ns, fence 2 acquired %llu ns before fence 1's end: "
+	      "%llu overlaps, expected %llu (%s)",
+	      (unsigned long long)slack, (unsigned long long)before_end,
+	      (unsigned long long)c.overlaps, (unsigned long long)want, what);
+	fb_witness_destroy(w);
+}
+
+static void test_witness_overlap_is_judged_at_the_engines_own_bound(void **state)
+{
+	(void)state;
+	overlap_at(50000, 0, 0, "in process: at the expiry, the lease is over");
+	overlap_at(50000, 1, 1, "in process: 1 ns before the expiry is two holders");
+	overlap_at(2 * MS, 2 * MS, 0, "a 2 ms bound forgives 2 ms");
+	overlap_at(2 * MS, 2 * MS + 1, 1, "and not 1 ns more");
+	overlap_at(10 * MS / 2, 10 * MS / 2 + 1, 1, "a bound of TTL/2 forgives no more");
+}
+
 /* A reporter's memo spares loads; it must never change a verdict. The same
  * random reports (three reporters, out of order, late, doubled, some never
  * released) to a witness through memos and to one without. */
@@ -781,6 +875,9 @@ int main(void)
 	        cmocka_unit_test(test_witness_counts_each_contradiction_once),
 	        cmocka_unit_test(test_a_witness_memo_never_changes_a_verdict),
 	        cmocka_unit_test(test_witness_catches_every_fence_regression_by_construction),
+	        cmocka_unit_test(test_witness_judges_liveness_on_the_services_instants),
+	        cmocka_unit_test(test_witness_overlap_is_judged_at_the_engines_own_bound),
+	        cmocka_unit_test(test_witness_judges_renewals_for_non_holders_and_after_expiry),
 	};
 	return cmocka_run_group_tests_name("checker", tests, NULL, NULL);
 }

@@ -763,6 +763,10 @@ static void test_each_planted_bug_is_caught(void **state)
 	        {"apply-refused", {NULL}, "modes.fenced.chain_breaks"},
 	        /* issue 27: a default run's mix aims takeover-read pauses */
 	        {"stale-read", {NULL}, "modes.fenced.stale_reads_served"},
+	        {"long-lease", {NULL}, "run.lease_violations.held_past_ttl"},
+	        {"renew-any",
+	         {"--faults", "pause,renew"},
+	         "run.lease_violations.renewed_for_a_non_holder"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		const char *args[16] = {"-t", "16", "-d", "2s", "--bug", cases[i].bug};
@@ -789,6 +793,11 @@ static void test_each_planted_bug_is_caught(void **state)
 			check(strstr(p.stdout_text, "fenced: SAFE"), "%s: fenced is SAFE:\n%s",
 			      cases[i].bug, p.stdout_text);
 		}
+		if (!strcmp(cases[i].bug, "long-lease") || !strcmp(cases[i].bug, "renew-any"))
+			check(strstr(p.stdout_text, "lease: VIOLATED !!!") &&
+			              (strstr(p.stdout_text, "held past its TTL") ||
+			               strstr(p.stdout_text, "renewed for a non-holder")),
+			      "%s is named as the lease's:\n%s", cases[i].bug, p.stdout_text);
 		if (!strcmp(cases[i].bug, "stale-read"))
 			check(strstr(p.stdout_text, "stale reads served") &&
 			              strstr(p.stdout_text, "first stale read, key") &&

@@ -419,6 +419,10 @@ static void test_every_planted_bug_is_caught_by_the_simulator(void **state)
 			cfg.faults |= 1u << FB_FAULT_RETRY;
 			cfg.retry_rate = 500;
 		}
+		if (b == FB_BUG_RENEW_ANY) { /* a renewal must be made to be judged */
+			cfg.faults |= 1u << FB_FAULT_RENEW;
+			cfg.renew_rate = 500;
+		}
 		int caught = 0;
 		uint64_t seed = 1;
 		for (; seed <= 3 && !caught; seed++) {

@@ -248,6 +248,8 @@ static HOT fb_step acquired(fb_worker *w)
 		uint64_t twice = w->witness.duplicates + w->witness.regressions;
 		fb_witness_acquired_memo(e->witness, w->key, w->l.fence, w->l.replaced,
 		                         w->l.service_at + cfg->ttl_ns, &w->witness, &w->wmemo);
+		fb_witness_granted(e->witness, w->key, w->l.fence, w->l.expires_at, w->l.judged_at,
+		                   &w->witness);
 		/* a fence handed out twice: an equal fence can be another's
 		 * (seq_cst: stored before this holder sends any call with it) */
 		if (w->witness.duplicates + w->witness.regressions != twice)
@@ -303,6 +305,9 @@ static HOT fb_step op_acquire(fb_worker *w)
 		return acquired(w);
 	if (a == FB_HELD) {
 		fb_counter_add(&w->contended, 1);
+		if (e->witnessing) /* held past its TTL, by the service's own instant? */
+			fb_witness_refused(e->witness, w->key, w->l.fence, w->l.expires_at,
+			                   w->l.judged_at, &w->witness);
 		if (atomic_load_explicit(&e->stop, memory_order_relaxed))
 			return stop(w);
 		w->fails++;
@@ -625,12 +630,25 @@ static HOT fb_step op_fault(fb_worker *w)
 static fb_step op_renew(fb_worker *w)
 {
 	fb_env *e = w->env;
-	fb_lease renewed;
+	fb_lease renewed = {0};
+	/* What the witness needs to judge the renewal: the newest holder it
+	 * heard of, and when it went out on the in-process table's own clock
+	 * (a monotonic one: a wall clock stepped back between this reading and
+	 * the table's would make a rightful renewal look late) */
+	uint64_t newest = e->witnessing ? fb_witness_newest(e->witness, w->key) : 0;
+	uint64_t sent_at =
+	        e->witnessing && !e->lops->remote && !e->stepping ? fb_clock_now(e->clock) : 0;
 	fb_io io = e->lops->renew(w->lconn, w->key, &w->l, &renewed);
 	if (io == FB_IO_ERROR)
 		fb_env_failed(e, "lease", e->lops->error(w->lconn));
 	if (io == FB_IO_OK) {
 		fb_counter_add(&w->renew_ok, 1);
+		if (e->witnessing) {
+			fb_witness_renewed(e->witness, w->key, w->l.fence, newest, sent_at,
+			                   w->l.expires_at, &w->witness);
+			fb_witness_granted(e->witness, w->key, w->l.fence, renewed.expires_at,
+			                   renewed.judged_at, &w->witness);
+		}
 		w->l = renewed;
 	} else {
 		/* The bug: the client counts the heartbeat as sent and so the

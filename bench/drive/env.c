@@ -417,6 +417,9 @@ static void sum_worker(fb_results *res, const fb_worker *wc, uint32_t i)
 	res->lease.inversions += w->witness.inversions;
 	res->lease.overlaps += w->witness.overlaps;
 	res->lease.regressions += w->witness.regressions;
+	res->lease.held_past_ttl += w->witness.held_past_ttl;
+	res->lease.renew_taken += w->witness.renew_taken;
+	res->lease.renew_expired += w->witness.renew_expired;
 	res->pause_hit += fb_counter_get(&w->port.hit);
 	res->pause_at_point += fb_counter_get(&w->port.at_point);
 	res->pause_trapped += fb_counter_get(&w->port.trapped);

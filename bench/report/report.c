@@ -485,8 +485,15 @@ static void print_lease(FILE *out, const fb_results *res)
 	fprintf(out,
 	        "lease: VIOLATED !!! %s fences not above the one they replaced, %s handed out "
 	        "twice, %s out of acquisition order, %s acquired while the previous lease was "
-	        "live\n",
+	        "live",
 	        G(lw->regressions), G(lw->duplicates), G(lw->inversions), G(lw->overlaps));
+	if (lw->held_past_ttl)
+		fprintf(out, ", %s held past the TTL", G(lw->held_past_ttl));
+	if (lw->renew_taken)
+		fprintf(out, ", %s renewed for a non-holder", G(lw->renew_taken));
+	if (lw->renew_expired)
+		fprintf(out, ", %s renewed after expiry", G(lw->renew_expired));
+	fprintf(out, "\n");
 	static const char *const what[FB_WIT_KINDS] = {
 	        [FB_WIT_REGRESSION] = "fence regression: fence %llu was minted over a slot that "
 	                              "held %llu",
@@ -494,9 +501,16 @@ static void print_lease(FILE *out, const fb_results *res)
 	        [FB_WIT_INVERSION] = "fence %llu out of acquisition order with %llu (an older "
 	                             "lease carries the newer fence)",
 	        [FB_WIT_OVERLAP] = "fence %llu acquired while %llu was live: two holders at once",
+	        [FB_WIT_HELD_PAST_TTL] = "lease %llu held past its TTL: the lease service kept "
+	                                 "it %llu ns beyond the expiry it stated",
+	        [FB_WIT_RENEW_TAKEN] = "lease %llu renewed for a non-holder: fence %llu had "
+	                               "acquired the key before the renewal was sent",
+	        [FB_WIT_RENEW_EXPIRED] = "lease %llu renewed after expiry: the renewal was sent "
+	                                 "%llu ns after the lease expired",
 	};
-	static const fb_witness_kind order[] = {FB_WIT_REGRESSION, FB_WIT_DUPLICATE,
-	                                        FB_WIT_INVERSION, FB_WIT_OVERLAP};
+	static const fb_witness_kind order[] = {
+	        FB_WIT_REGRESSION,    FB_WIT_DUPLICATE,   FB_WIT_INVERSION,    FB_WIT_OVERLAP,
+	        FB_WIT_HELD_PAST_TTL, FB_WIT_RENEW_TAKEN, FB_WIT_RENEW_EXPIRED};
 	for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
 		const fb_witness_example *e = &res->lease_example[order[i]];
 		if (!e->found)
@@ -1086,6 +1100,9 @@ static json_object *j_run(const fb_results *res)
 	json_object_object_add(lo, "duplicate_fences", j_u(res->lease.duplicates));
 	json_object_object_add(lo, "out_of_order_fences", j_u(res->lease.inversions));
 	json_object_object_add(lo, "overlapping_leases", j_u(res->lease.overlaps));
+	json_object_object_add(lo, "held_past_ttl", j_u(res->lease.held_past_ttl));
+	json_object_object_add(lo, "renewed_for_a_non_holder", j_u(res->lease.renew_taken));
+	json_object_object_add(lo, "renewed_after_expiry", j_u(res->lease.renew_expired));
 	json_object_object_add(run, "lease_violations", lo);
 	json_object *eng = json_object_new_object();
 	json_object_object_add(eng, "lease", json_object_new_string(res->lease_engine));
@@ -1387,8 +1404,10 @@ void fb_report_reasons(FILE *out, const fb_results *res)
 	if (fb_witness_total(l))
 		fprintf(out,
 		        " lease VIOLATED (%s fences not above the one they replaced, %s handed out "
-		        "twice, %s out of acquisition order, %s two live holders);",
-		        G(l->regressions), G(l->duplicates), G(l->inversions), G(l->overlaps));
+		        "twice, %s out of acquisition order, %s two live holders, %s held past the "
+		        "TTL, %s renewed for a non-holder, %s renewed after expiry);",
+		        G(l->regressions), G(l->duplicates), G(l->inversions), G(l->overlaps),
+		        G(l->held_past_ttl), G(l->renew_taken), G(l->renew_expired));
 	for (int d = 0; d < FB_DISCIPLINES; d++) {
 		const fb_mode_result *m = &res->mode[d];
 		const char *name = fb_column(res, (fb_discipline)d);
