@@ -78,7 +78,8 @@ typedef struct fb_fault_port {
 	/* counters written only on the worker's own thread (main flow or handler,
 	 * never both at once: `pending` keeps them apart) */
 	fb_counter taken[FB_FAULTS];
-	fb_counter over_ttl[FB_FAULTS];  /* ... that lasted longer than the TTL */
+	fb_counter over_ttl[FB_FAULTS];  /* ... that lasted longer than the TTL (pauses: measured
+	                                    on the lease clock from begin to end) */
 	fb_counter takeovers[FB_FAULTS]; /* cycles under the fault whose lease was taken over */
 	fb_counter stale_attempts[FB_FAULTS]; /* cycles under the fault that wrote stale */
 	fb_counter hit;                       /* pauses that found the worker holding a lease */

@@ -324,6 +324,36 @@ static void test_takeover_read_pauses_aim_a_stale_read_between_read_and_write(vo
 	fb_results_free(&r);
 }
 
+/* Issue 27, item 8: the vacuity proof's "> ttl" counts what a pause
+ * measured on the lease clock, not what it asked for. A pause asked for
+ * 2 x TTL that lasts a quarter of it outlasted nothing. */
+static void test_a_pause_counts_over_the_ttl_by_its_measured_length(void **state)
+{
+	(void)state;
+	fb_clock_manual m;
+	fb_clock_manual_init(&m, 0);
+	static fb_fault_port p;
+	memset(&p, 0, sizeof p);
+	p.ttl_ns = 10 * MS;
+	p.lease_clock = &m.base;
+	atomic_store(&p.arg_ns, 20 * MS); /* asked for: twice the TTL */
+	atomic_store(&p.armed, FB_ARM(FB_FAULT_PAUSE, FB_AT_AFTER_READ));
+	check_eq(fb_port_pause_begin(&p, true), 20 * MS, "the pause asks for 20 ms");
+	fb_clock_manual_advance(&m, 5 * MS); /* it slept a quarter of that */
+	fb_port_pause_end(&p);
+	check_eq(fb_counter_get(&p.over_ttl[FB_FAULT_PAUSE]), 0,
+	         "a pause that lasted 5 ms did not outlast a 10 ms TTL, whatever it asked");
+	check_eq(fb_counter_get(&p.paused_ns), 5 * MS, "the time suspended is measured");
+	atomic_store(&p.arg_ns, 5 * MS); /* asked for half the TTL ... */
+	atomic_store(&p.armed, FB_ARM(FB_FAULT_PAUSE, FB_AT_AFTER_READ));
+	fb_port_pause_begin(&p, true);
+	fb_clock_manual_advance(&m, 10 * MS + 1); /* ... and was held past it (a loaded core) */
+	fb_port_pause_end(&p);
+	check_eq(fb_counter_get(&p.over_ttl[FB_FAULT_PAUSE]), 1,
+	         "a pause measured 1 ns past the TTL outlasted it");
+	check_eq(fb_counter_get(&p.taken[FB_FAULT_PAUSE]), 2, "both pauses were taken");
+}
+
 static void test_is_held_check_misses_only_the_pause_after_it(void **state)
 {
 	(void)state;
@@ -507,6 +537,7 @@ int main(void)
 	        cmocka_unit_test(test_crashes_leave_one_worker_alive),
 	        cmocka_unit_test(test_takeover_pauses_show_write_fencing_loses_updates),
 	        cmocka_unit_test(test_takeover_read_pauses_aim_a_stale_read_between_read_and_write),
+	        cmocka_unit_test(test_a_pause_counts_over_the_ttl_by_its_measured_length),
 	        cmocka_unit_test(test_is_held_check_misses_only_the_pause_after_it),
 	        cmocka_unit_test(test_skew_of_worker_clocks_alone_is_reported_vacuous),
 	        cmocka_unit_test(test_key_distributions_are_honoured),
