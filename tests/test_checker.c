@@ -72,6 +72,32 @@ static void test_equal_fence_is_stale(void **state)
 	fb_checker_destroy(c);
 }
 
+/* Issue 27: fences above 2^32 are whole 64-bit numbers to the checker. A
+ * fence that differs from the newest only above bit 31 is stale or not by
+ * all its bits: 2^32 + 5 then 6 (6 < 2^32 + 5) is stale; 5 then 2^32 + 4 is
+ * in order, though 2^32 + 4 kept in 32 bits would be 4 < 5. */
+static void test_fences_above_2_32_are_compared_whole(void **state)
+{
+	(void)state;
+	const uint64_t G = UINT64_C(1) << 32;
+	fb_checker *c = checker(2, 10);
+	fb_check_key k;
+	put(c, 0, 1, G + 5, 10, 10, 9);
+	put(c, 0, 2, 6, 9, 9, 8);
+	fb_checker_key(c, 0, &k);
+	check_eq(k.stale_accepted, 1, "fence 6 after fence 2^32 + 5 is stale");
+	check(k.max_fence == G + 5, "the highest fence accepted is 2^32 + 5, whole: %llu",
+	      (unsigned long long)k.max_fence);
+	put(c, 1, 1, 5, 10, 10, 9);
+	put(c, 1, 2, G + 4, 9, 9, 8);
+	put(c, 1, 3, G + 3, 8, 8, 7);
+	fb_checker_key(c, 1, &k);
+	check_eq(k.stale_accepted, 1, "5, 2^32 + 4 in order; 2^32 + 3 after it is stale");
+	check(k.max_fence == G + 4, "the highest: 2^32 + 4 (%llu)",
+	      (unsigned long long)k.max_fence);
+	fb_checker_destroy(c);
+}
+
 static void test_walk_waits_for_an_unpublished_version(void **state)
 {
 	(void)state;
@@ -858,6 +884,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_stale_write_and_lost_update_are_counted),
 	        cmocka_unit_test(test_equal_fence_is_stale),
+	        cmocka_unit_test(test_fences_above_2_32_are_compared_whole),
 	        cmocka_unit_test(test_walk_waits_for_an_unpublished_version),
 	        cmocka_unit_test(test_a_history_out_of_step_with_the_store_is_a_chain_break),
 	        cmocka_unit_test(test_a_record_beyond_the_ring_is_handed_back),

@@ -735,6 +735,40 @@ static void test_crashed_holders_leases_are_taken_over_within_a_ttl(void **state
 }
 
 /*
+ * Issue 27: fences at and above 2^32 through the whole run (the lease
+ * table, the stores, the checker, the witness, the story and the JSON). A
+ * fence kept in 32 bits anywhere wraps to a small number, below every fence
+ * before it: stale writes accepted by fenced, a checker that disagrees, or a
+ * lease witness that sees fences out of order.
+ */
+static void test_fences_above_2_32_keep_every_verdict(void **state)
+{
+	(void)state;
+	const int64_t G = INT64_C(1) << 32;
+	const char *args[] = {"-t",         "8", "-d", "2s", "--pause-rate", "200", "--first-fence",
+	                      "4294967000", NULL};
+	proc p;
+	char *dir;
+	json_object *doc = run_json(args, 0, &p, &dir);
+	check(strstr(p.stdout_text, "fenced: SAFE") && strstr(p.stdout_text, "lease: kept"),
+	      "fences across 2^32: fenced SAFE and the lease kept its promises:\n%s",
+	      p.stdout_text);
+	check(num(doc, "modes.unfenced.stale_accepted") > 0, "unfenced still corrupted:\n%s",
+	      p.stdout_text);
+	check_eq(num(doc, "config.first_fence"), 4294967000, "the JSON echoes the first fence");
+	check(num(doc, "first_corruption.writer.fence") > G &&
+	              num(doc, "first_corruption.newer.fence") >
+	                      num(doc, "first_corruption.writer.fence"),
+	      "the story's fences are whole in the JSON (%lld, newer %lld):\n%s",
+	      (long long)num(doc, "first_corruption.writer.fence"),
+	      (long long)num(doc, "first_corruption.newer.fence"), p.stdout_text);
+	json_object_put(doc);
+	release(&p);
+	fb_test_rmtree(dir);
+	free(dir);
+}
+
+/*
  * The checkers' own proof (locktorture's lock_busted): each planted bug must
  * end the run with exit 1 and the violation that names it counted.
  */
@@ -941,6 +975,7 @@ int main(void)
 	        cmocka_unit_test(test_a_fault_plan_written_is_replayed),
 	        cmocka_unit_test(test_a_run_where_no_stale_write_was_attempted_says_vacuous),
 	        cmocka_unit_test(test_each_planted_bug_is_caught),
+	        cmocka_unit_test(test_fences_above_2_32_keep_every_verdict),
 	        cmocka_unit_test(test_skipping_held_keys_keeps_the_lesson),
 	};
 	return cmocka_run_group_tests_name("cli", tests, NULL, NULL);

@@ -567,6 +567,16 @@ static void test_a_batch_takes_each_store_s_outcome_on_its_own(void **state)
 	pg_end(&p);
 }
 
+/* Issue 27: the store's fence path above 2^32 (bigint columns, whole). */
+static void test_fences_above_2_32_are_whole(void **state)
+{
+	(void)state;
+	fb_engine_config cfg = config(1, 100);
+	pg p = pg_start(server.url, &cfg, true, 1);
+	fb_test_store_fences_above_2_32(ops, p.conn);
+	pg_end(&p);
+}
+
 /* A trigger on the account table that acts on write-fenced updates only
  * (`body`: plpgsql); prepare, which drops the tables, removes it. */
 static void arm_write_fenced_trigger(const char *body)
@@ -1026,6 +1036,7 @@ int main(void)
 	        cmocka_unit_test(test_concurrent_writers_leave_one_chain_per_key),
 	        cmocka_unit_test(test_isolation_is_pinned_to_read_committed),
 	        cmocka_unit_test(test_a_batch_takes_each_store_s_outcome_on_its_own),
+	        cmocka_unit_test(test_fences_above_2_32_are_whole),
 	        cmocka_unit_test(test_a_server_error_in_a_batch_is_that_store_s_alone),
 	        cmocka_unit_test(
 	                test_a_connection_lost_mid_batch_leaves_the_unanswered_indeterminate),
