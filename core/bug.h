@@ -22,6 +22,7 @@ typedef enum fb_bug {
 	                              fence, not the highest seen (issue 27) */
 	FB_BUG_LONG_LEASE,         /* lease: a slot holds its key for twice the TTL it grants */
 	FB_BUG_RENEW_ANY,          /* lease: a renewal succeeds for a non-holder, or expired */
+	FB_BUG_CONTROL_READS,      /* store: the write-fenced control registers reads */
 	FB_BUGS
 } fb_bug;
 

@@ -24,7 +24,7 @@ const char *fb_strerror(fb_err e)
 const char *const fb_bug_names[FB_BUGS] = {
         "none",         "ge-store",           "two-step",     "ignore-expiry", "blind-release",
         "trust-client", "unregistered-reads", "batch-fences", "refuse-holder", "apply-refused",
-        "stale-read",   "long-lease",         "renew-any"};
+        "stale-read",   "long-lease",         "renew-any",    "control-reads"};
 
 const char *const fb_bug_what[FB_BUGS] = {
         "no planted bug",
@@ -40,4 +40,5 @@ const char *const fb_bug_what[FB_BUGS] = {
         "the fenced store checks a read against the last accepted fence, not the highest "
         "seen",
         "a lease table slot holds its key for twice the TTL it grants",
-        "a lease renewal succeeds for a non-holder, and after expiry"};
+        "a lease renewal succeeds for a non-holder, and after expiry",
+        "the write-fenced store registers the tokens of reads: the control stops being one"};

@@ -102,7 +102,7 @@ void fb_store_plant(fb_store *s, fb_bug bug)
 {
 	if (bug == FB_BUG_GE_STORE || bug == FB_BUG_TRUST_CLIENT ||
 	    bug == FB_BUG_UNREGISTERED_READS || bug == FB_BUG_REFUSE_HOLDER ||
-	    bug == FB_BUG_APPLY_REFUSED || bug == FB_BUG_STALE_READ)
+	    bug == FB_BUG_APPLY_REFUSED || bug == FB_BUG_STALE_READ || bug == FB_BUG_CONTROL_READS)
 		s->bug = bug;
 }
 
@@ -156,7 +156,11 @@ bool fb_store_read(fb_store *s, uint32_t key, uint64_t token, fb_store_result *r
 		 * and registers nothing */
 		bool planted = s->bug == FB_BUG_TRUST_CLIENT ||
 		               (s->bug == FB_BUG_UNREGISTERED_READS && token >= high);
-		if (s->d != FB_FENCED || token == high || planted) {
+		/* PLANTED (control-reads): the write-fenced store registers a
+		 * read's token as the fenced one does (refusing none), so its
+		 * writes are checked against reads too: no update is lost */
+		bool control = s->bug == FB_BUG_CONTROL_READS && s->d == FB_WRITE_FENCED;
+		if ((s->d != FB_FENCED && !(control && token > high)) || token == high || planted) {
 			r->ok = true;
 			r->word_hi = cur.hi;
 			return true;
@@ -197,8 +201,9 @@ static bool admits(fb_discipline d, fb_bug bug, uint64_t hi, uint64_t token)
 	switch (d) {
 	case FB_FENCED:
 		return token > high || (token == high && !hi_written(hi));
-	case FB_WRITE_FENCED:
-		return token > high;
+	case FB_WRITE_FENCED: /* PLANTED (control-reads): as fenced */
+		return token > high ||
+		       (bug == FB_BUG_CONTROL_READS && token == high && !hi_written(hi));
 	default:
 		return true;
 	}

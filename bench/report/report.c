@@ -537,6 +537,15 @@ static void print_false_rejection(FILE *out, const fb_results *res, fb_disciplin
 	if (x->highest)
 		fprintf(out, "; the store said it had seen %llu", (unsigned long long)x->highest);
 	fprintf(out, ")\n");
+	/* issue 27: the control that stops being one. A write-fenced store
+	 * that says it saw a fence no write had carried saw it on a read. */
+	if (x->d == FB_WRITE_FENCED && !x->read && x->highest > x->sent)
+		fprintf(out,
+		        "  write-fenced is not a control: it had seen fence %llu, which only a "
+		        "read "
+		        "carried (it registers reads, so the updates it should lose are not "
+		        "lost)\n",
+		        (unsigned long long)x->highest);
 }
 
 /* The first stale read the fenced store served, in one line, under its
