@@ -23,6 +23,7 @@ typedef enum fb_bug {
 	FB_BUG_LONG_LEASE,         /* lease: a slot holds its key for twice the TTL it grants */
 	FB_BUG_RENEW_ANY,          /* lease: a renewal succeeds for a non-holder, or expired */
 	FB_BUG_CONTROL_READS,      /* store: the write-fenced control registers reads */
+	FB_BUG_SLOW_CORE,          /* clock: the lease clock reads 2 ms behind on one core */
 	FB_BUGS
 } fb_bug;
 

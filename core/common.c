@@ -24,7 +24,7 @@ const char *fb_strerror(fb_err e)
 const char *const fb_bug_names[FB_BUGS] = {
         "none",         "ge-store",           "two-step",     "ignore-expiry", "blind-release",
         "trust-client", "unregistered-reads", "batch-fences", "refuse-holder", "apply-refused",
-        "stale-read",   "long-lease",         "renew-any",    "control-reads"};
+        "stale-read",   "long-lease",         "renew-any",    "control-reads", "slow-core"};
 
 const char *const fb_bug_what[FB_BUGS] = {
         "no planted bug",
@@ -41,4 +41,5 @@ const char *const fb_bug_what[FB_BUGS] = {
         "seen",
         "a lease table slot holds its key for twice the TTL it grants",
         "a lease renewal succeeds for a non-holder, and after expiry",
-        "the write-fenced store registers the tokens of reads: the control stops being one"};
+        "the write-fenced store registers the tokens of reads: the control stops being one",
+        "the lease clock reads 2 ms behind on one CPU"};

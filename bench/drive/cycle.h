@@ -151,10 +151,11 @@ typedef fb_err (*fb_send_fn)(void *ctx, const fb_delayed_write *dw);
  * but for the atomics. */
 struct fb_env {
 	const fb_config *cfg;
-	const fb_clock *fast;     /* the driver's time: latency, takeovers, delays */
-	const fb_clock *clock;    /* the lease service's clock */
-	fb_clock_skewed service;  /* ... when it is a wall clock a skew fault steps */
-	const fb_lease_ops *lops; /* the engines (backends/backend.h) */
+	const fb_clock *fast;        /* the driver's time: latency, takeovers, delays */
+	const fb_clock *clock;       /* the lease service's clock */
+	fb_clock_skewed service;     /* ... when it is a wall clock a skew fault steps */
+	fb_clock_core_behind behind; /* ... planted slow-core: 2 ms behind on one CPU */
+	const fb_lease_ops *lops;    /* the engines (backends/backend.h) */
 	const fb_store_ops *sops;
 	void *leng, *seng;
 	void *net_lconn, *net_sconn; /* the deliveries' contexts, and the report's */
@@ -174,6 +175,7 @@ struct fb_env {
 	bool server_pausing;
 	bool jumping;         /* node-jump is on, and the lease service can take it */
 	uint64_t lease_slack; /* how far two readings of the lease clock may disagree */
+	uint64_t core_skew;   /* ... measured across this machine's cores (in process) */
 	uint32_t timed_modes; /* store calls timed as round trips: remote, not exec's controls */
 	/* Per key and discipline (key * 4 + d), the highest fence any call sent
 	 * to that store carried: a refusal is judged by what was sent, never

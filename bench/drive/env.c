@@ -191,6 +191,11 @@ static fb_err open_checks(fb_env *e, bool blocking)
 	const fb_config *cfg = e->cfg;
 	if (fb_witness_create(cfg->keys, cfg->ttl_ns, e->lease_slack, &e->witness) != FB_OK)
 		return FB_ENOMEM;
+	/* The in-process table and its witness time leases on this machine's
+	 * clock, read on every core: measure how far the cores disagree, so a
+	 * clock behind on one core is blamed on the clock, not the table. */
+	if (e->witnessing && !e->lops->remote && blocking)
+		e->core_skew = fb_clock_core_skew(e->clock, 200);
 	for (int d = 0; d < FB_DISCIPLINES; d++)
 		if (cfg->modes & (1u << d))
 			e->active[e->nactive++] = (fb_discipline)d;
@@ -291,6 +296,10 @@ fb_err fb_env_open(fb_env *e, const fb_config *cfg, const fb_env_driver *drv, fb
 		 * warning, made measurable. */
 		fb_clock_skewed_init(&e->service, drv->wall, 1.0, 0);
 		e->clock = &e->service.base;
+	}
+	if (cfg->bug == FB_BUG_SLOW_CORE && drv->blocking) { /* PLANTED */
+		fb_clock_core_behind_init(&e->behind, e->clock, 2000000);
+		e->clock = &e->behind.base;
 	}
 	e->blocking = drv->blocking;
 	e->send = drv->send;
@@ -604,6 +613,16 @@ void fb_env_results(fb_env *e, fb_results *res)
 	for (int k = 0; k < FB_WIT_KINDS; k++)
 		fb_witness_example_of(e->witness, (fb_witness_kind)k, &res->lease_example[k]);
 	res->exhausted = atomic_load(&e->exhausted);
+	res->core_skew_ns = e->core_skew;
+	res->clock_slack_ns = e->lease_slack;
+	if (e->core_skew > e->lease_slack) { /* every judgement that rests on timing */
+		fb_witness_counts *l = &res->lease, *b = &res->clock_blamed;
+		*b = (fb_witness_counts){.inversions = l->inversions,
+		                         .overlaps = l->overlaps,
+		                         .held_past_ttl = l->held_past_ttl,
+		                         .renew_expired = l->renew_expired};
+		l->inversions = l->overlaps = l->held_past_ttl = l->renew_expired = 0;
+	}
 }
 
 /* The injector's node-jump fault: one node's clock steps ns forward. */

@@ -168,6 +168,11 @@ typedef struct fb_results {
 	fb_first_corruption first;  /* the run's first corruption */
 	fb_first_corruption shaped; /* the first of the article's shape (may be the same) */
 	fb_witness_counts lease;    /* the lease witness's violations */
+	/* Issue 27: the in-process clock read up to core_skew_ns apart on two
+	 * cores, beyond the witness's slack: the lease's timing judgements
+	 * (moved here from `lease`) are the clock's, not the table's. */
+	uint64_t core_skew_ns, clock_slack_ns;
+	fb_witness_counts clock_blamed;
 	fb_witness_example lease_example[FB_WIT_KINDS]; /* the first of each */
 	fb_false_rejection false_rejection;             /* the first */
 	fb_stale_read stale_read;                       /* the first */

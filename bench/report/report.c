@@ -329,6 +329,8 @@ int fb_report_verdict(const fb_results *res)
 		return 1;
 	if (fb_witness_total(&res->lease))
 		return 1; /* the lease table broke its own promises */
+	if (res->core_skew_ns > res->clock_slack_ns)
+		return 1; /* the clock: the lease could not be judged */
 	return 0;
 }
 
@@ -473,8 +475,25 @@ static void print_faults(FILE *out, const fb_results *res)
 
 /* The lease witness's verdict, each kind of violation by name with its first
  * example. */
+/* Issue 27: a clock behind on one core, named, with the timing judgements
+ * it took from the lease table. */
+static void print_clock(FILE *out, const fb_results *res)
+{
+	if (res->core_skew_ns <= res->clock_slack_ns)
+		return;
+	const fb_witness_counts *b = &res->clock_blamed;
+	fprintf(out,
+	        "clock: NOT JUDGED !!! this machine's clock reads up to %s apart on two cores, "
+	        "beyond the lease witness's %s: the lease's timing judgements rest on it, so "
+	        "%s out of acquisition order, %s two live holders, %s held past the TTL and %s "
+	        "renewed after expiry are blamed on the clock, not the lease table\n",
+	        D(res->core_skew_ns), D(res->clock_slack_ns), G(b->inversions), G(b->overlaps),
+	        G(b->held_past_ttl), G(b->renew_expired));
+}
+
 static void print_lease(FILE *out, const fb_results *res)
 {
+	print_clock(out, res);
 	const fb_witness_counts *lw = &res->lease;
 	if (!fb_witness_total(lw)) {
 		fprintf(out,
@@ -1112,6 +1131,17 @@ static json_object *j_run(const fb_results *res)
 	json_object_object_add(lo, "held_past_ttl", j_u(res->lease.held_past_ttl));
 	json_object_object_add(lo, "renewed_for_a_non_holder", j_u(res->lease.renew_taken));
 	json_object_object_add(lo, "renewed_after_expiry", j_u(res->lease.renew_expired));
+	json_object_object_add(run, "clock_core_skew_ns", j_u(res->core_skew_ns));
+	if (res->core_skew_ns > res->clock_slack_ns) {
+		json_object *cb = json_object_new_object();
+		json_object_object_add(cb, "out_of_order_fences",
+		                       j_u(res->clock_blamed.inversions));
+		json_object_object_add(cb, "overlapping_leases", j_u(res->clock_blamed.overlaps));
+		json_object_object_add(cb, "held_past_ttl", j_u(res->clock_blamed.held_past_ttl));
+		json_object_object_add(cb, "renewed_after_expiry",
+		                       j_u(res->clock_blamed.renew_expired));
+		json_object_object_add(run, "blamed_on_the_clock", cb);
+	}
 	json_object_object_add(run, "lease_violations", lo);
 	json_object *eng = json_object_new_object();
 	json_object_object_add(eng, "lease", json_object_new_string(res->lease_engine));
@@ -1410,6 +1440,11 @@ static int emit(fb_report *rp, json_object *doc)
 void fb_report_reasons(FILE *out, const fb_results *res)
 {
 	const fb_witness_counts *l = &res->lease;
+	if (res->core_skew_ns > res->clock_slack_ns)
+		fprintf(out,
+		        " clock NOT JUDGED (two cores read %s apart: the lease's timing is the "
+		        "clock's);",
+		        D(res->core_skew_ns));
 	if (fb_witness_total(l))
 		fprintf(out,
 		        " lease VIOLATED (%s fences not above the one they replaced, %s handed out "
