@@ -31,10 +31,10 @@
 
 typedef enum fb_err {
 	FB_OK = 0,
-	FB_ENOMEM,  /* allocation failed */
-	FB_EINVAL,  /* argument out of range */
-	FB_EFENCE,  /* the fence space is exhausted */
-	FB_ESYS,    /* a system call failed; errno says which */
+	FB_ENOMEM, /* allocation failed */
+	FB_EINVAL, /* argument out of range */
+	FB_EFENCE, /* the fence space is exhausted */
+	FB_ESYS,   /* a system call failed; errno says which */
 	FB_EENGINE, /* a remote engine stopped answering mid-run */
 } fb_err;
 
