@@ -768,21 +768,32 @@ static void test_witness_judges_renewals_for_non_holders_and_after_expiry(void *
 	const uint64_t ttl = 10 * MS, slack = 50000;
 	check_eq(fb_witness_create(1, ttl, slack, &w), FB_OK, "witness creation");
 	fb_witness_counts c = {0};
-	fb_witness_acquired(w, 0, 3, 0, ttl, &c);
-	check_eq(fb_witness_newest(w, 0), 3, "the newest fence heard of");
-	fb_witness_renewed(w, 0, 3, fb_witness_newest(w, 0), 9 * MS, ttl, &c);
-	fb_witness_renewed(w, 0, 3, 3, ttl + slack, ttl, &c);
-	fb_witness_renewed(w, 0, 3, 3, 0, ttl, &c);
+	uint64_t at;
+	fb_witness_acquired(w, 0, 3, 0, ttl, &c); /* 3 acquired at 0 */
+	check_eq(fb_witness_newest(w, 0, &at), 3, "the newest fence heard of");
+	check_eq(at, 0, "and when it was acquired");
+	fb_witness_renewed(w, 0, 3, 0, 3, 0, 9 * MS, ttl, &c);
+	fb_witness_renewed(w, 0, 3, 0, 3, 0, ttl + slack, ttl, &c);
+	fb_witness_renewed(w, 0, 3, 0, 3, 0, 0, ttl, &c);
 	check(!c.renew_taken && !c.renew_expired,
 	      "the holder's renewals, live or within the slack, or not judged, are fine");
-	fb_witness_renewed(w, 0, 3, 3, ttl + slack + 1, ttl, &c);
+	fb_witness_renewed(w, 0, 3, 0, 3, 0, ttl + slack + 1, ttl, &c);
 	check_eq(c.renew_expired, 1, "a renewal sent 1 ns past expiry + slack succeeded");
-	fb_witness_acquired(w, 0, 4, 3, 12 * MS + ttl, &c);
-	fb_witness_renewed(w, 0, 3, fb_witness_newest(w, 0), 0, ttl, &c);
+	fb_witness_acquired(w, 0, 4, 3, 12 * MS + ttl, &c); /* 4 acquired at 12 ms */
+	uint64_t f = fb_witness_newest(w, 0, &at);
+	fb_witness_renewed(w, 0, 3, 0, f, at, 0, ttl, &c);
 	check_eq(c.renew_taken, 1, "fence 3 renewed after fence 4 acquired: a non-holder");
 	fb_witness_example e;
 	fb_witness_example_of(w, FB_WIT_RENEW_TAKEN, &e);
 	check(e.found && e.fence == 3 && e.other == 4, "the example names both fences");
+	/* a fence minted in a second step (SET, then INCR) can be higher and
+	 * older: fence 4 acquired before 5 (at 12 ms + slack) is no newer holder */
+	fb_witness_renewed(w, 0, 2, 12 * MS + slack, 4, 12 * MS, 0, ttl, &c);
+	fb_witness_renewed(w, 0, 2, 12 * MS - slack, 4, 12 * MS, 0, ttl, &c);
+	check_eq(c.renew_taken, 1,
+	         "a higher fence acquired no later (+ slack) is not a newer holder");
+	fb_witness_renewed(w, 0, 2, 12 * MS - slack - 1, 4, 12 * MS, 0, ttl, &c);
+	check_eq(c.renew_taken, 2, "acquired 1 ns beyond the slack later: a newer holder");
 	fb_witness_destroy(w);
 }
 

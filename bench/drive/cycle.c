@@ -635,7 +635,8 @@ static fb_step op_renew(fb_worker *w)
 	 * heard of, and when it went out on the in-process table's own clock
 	 * (a monotonic one: a wall clock stepped back between this reading and
 	 * the table's would make a rightful renewal look late) */
-	uint64_t newest = e->witnessing ? fb_witness_newest(e->witness, w->key) : 0;
+	uint64_t newest_at = 0;
+	uint64_t newest = e->witnessing ? fb_witness_newest(e->witness, w->key, &newest_at) : 0;
 	uint64_t sent_at =
 	        e->witnessing && !e->lops->remote && !e->stepping ? fb_clock_now(e->clock) : 0;
 	fb_io io = e->lops->renew(w->lconn, w->key, &w->l, &renewed);
@@ -644,8 +645,8 @@ static fb_step op_renew(fb_worker *w)
 	if (io == FB_IO_OK) {
 		fb_counter_add(&w->renew_ok, 1);
 		if (e->witnessing) {
-			fb_witness_renewed(e->witness, w->key, w->l.fence, newest, sent_at,
-			                   w->l.expires_at, &w->witness);
+			fb_witness_renewed(e->witness, w->key, w->l.fence, w->l.service_at, newest,
+			                   newest_at, sent_at, w->l.expires_at, &w->witness);
 			fb_witness_granted(e->witness, w->key, w->l.fence, renewed.expires_at,
 			                   renewed.judged_at, &w->witness);
 		}

@@ -177,16 +177,19 @@ void fb_witness_granted(fb_witness *w, uint32_t key, uint64_t fence, uint64_t ex
 	}
 }
 
-uint64_t fb_witness_newest(fb_witness *w, uint32_t key)
+uint64_t fb_witness_newest(fb_witness *w, uint32_t key, uint64_t *at)
 {
 	/* acquire: pairs with the release of the report it reads */
-	return atomic_load_explicit(&w->k[key].word, memory_order_acquire).lo >> 1;
+	fb_u128 cur = atomic_load_explicit(&w->k[key].word, memory_order_acquire);
+	*at = cur.hi - w->ttl;
+	return cur.lo >> 1;
 }
 
-void fb_witness_renewed(fb_witness *w, uint32_t key, uint64_t fence, uint64_t newest,
-                        uint64_t sent_at, uint64_t expires_at, fb_witness_counts *c)
+void fb_witness_renewed(fb_witness *w, uint32_t key, uint64_t fence, uint64_t acquired_at,
+                        uint64_t newest, uint64_t newest_at, uint64_t sent_at, uint64_t expires_at,
+                        fb_witness_counts *c)
 {
-	if (newest > fence) {
+	if (newest > fence && newest_at > acquired_at + w->slack) {
 		c->renew_taken++;
 		note(w, FB_WIT_RENEW_TAKEN, key, fence, newest);
 	}

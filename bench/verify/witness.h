@@ -117,18 +117,23 @@ void fb_witness_refused(fb_witness *w, uint32_t key, uint64_t fence, uint64_t ex
 void fb_witness_granted(fb_witness *w, uint32_t key, uint64_t fence, uint64_t expires_at,
                         uint64_t judged_at, fb_witness_counts *c);
 
-/* The newest fence reported acquired on key (0: none). */
-uint64_t fb_witness_newest(fb_witness *w, uint32_t key);
+/* The newest fence reported acquired on key (0: none), and when it was
+ * acquired (*at, on the service's clock as the reports date it). */
+uint64_t fb_witness_newest(fb_witness *w, uint32_t key, uint64_t *at);
 
 /*
- * A renewal of (key, fence) succeeded. newest: fb_witness_newest read
- * before it was sent (above fence: a newer holder's acquire had come back,
- * so the lease was no longer the caller's to renew). sent_at: when it was
+ * A renewal of (key, fence), acquired at acquired_at, succeeded. newest,
+ * newest_at: fb_witness_newest read before it was sent. A newer holder's
+ * acquire had come back (a higher fence, acquired later than this lease by
+ * more than the slack: fence order alone is not acquisition order where
+ * the service mints fences in a second step), so the lease was no longer
+ * the caller's to renew. sent_at: when it was
  * sent on the service's own clock, and expires_at the lease's expiry then
  * (sent_at 0: the clocks are not shared; not judged).
  */
-void fb_witness_renewed(fb_witness *w, uint32_t key, uint64_t fence, uint64_t newest,
-                        uint64_t sent_at, uint64_t expires_at, fb_witness_counts *c);
+void fb_witness_renewed(fb_witness *w, uint32_t key, uint64_t fence, uint64_t acquired_at,
+                        uint64_t newest, uint64_t newest_at, uint64_t sent_at, uint64_t expires_at,
+                        fb_witness_counts *c);
 
 /* Its holder is about to release it: call before the table's release, so
  * the next acquire can never see the slot free and the witness not told. */
