@@ -18,6 +18,12 @@ typedef enum fb_bug {
 	FB_BUG_BATCH_FENCES,       /* lease: fences pre-allocated per thread in batches */
 	FB_BUG_REFUSE_HOLDER,      /* store: fenced refuses one token in 64, newest or not */
 	FB_BUG_APPLY_REFUSED,      /* store: fenced applies one refused write in 8 all the same */
+	FB_BUG_STALE_READ,         /* store: fenced checks a read against the last accepted
+	                              fence, not the highest seen (issue 27) */
+	FB_BUG_LONG_LEASE,         /* lease: a slot holds its key for twice the TTL it grants */
+	FB_BUG_RENEW_ANY,          /* lease: a renewal succeeds for a non-holder, or expired */
+	FB_BUG_CONTROL_READS,      /* store: the write-fenced control registers reads */
+	FB_BUG_SLOW_CORE,          /* clock: the lease clock reads 2 ms behind on one core */
 	FB_BUGS
 } fb_bug;
 

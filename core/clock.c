@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -115,6 +116,109 @@ static void tsc_calibrate(void)
 	tsc.chosen = &monotonic_clock;
 }
 #endif
+
+/* The two sides of one CPU pair's hand-offs. */
+typedef struct skew_pair {
+	const fb_clock *c;
+	int rounds, cpu[2];
+	/* seq_cst: a reading is taken after the hand-off it follows is seen */
+	_Atomic uint64_t reading;
+	_Atomic int turn, given_up;
+	uint64_t behind[2]; /* each side's worst, written by that side */
+	uint64_t deadline;  /* on the monotonic clock */
+} skew_pair;
+
+static void pin(int cpu)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+static void skew_side(skew_pair *p, int me)
+{
+	pin(p->cpu[me]);
+	for (int r = 0; r < p->rounds; r++) {
+		unsigned spins = 0;
+		while (atomic_load(&p->turn) != me) {
+			if (atomic_load(&p->given_up))
+				return;
+			fb_cpu_relax();
+			if (++spins % 4096 == 0 && posix_now(CLOCK_MONOTONIC) > p->deadline) {
+				atomic_store(&p->given_up, 1);
+				return;
+			}
+		}
+		uint64_t theirs = atomic_load(&p->reading), mine = fb_clock_now(p->c);
+		if (theirs > mine && theirs - mine > p->behind[me])
+			p->behind[me] = theirs - mine;
+		atomic_store(&p->reading, fb_clock_now(p->c));
+		atomic_store(&p->turn, !me);
+	}
+}
+
+static void *skew_other(void *arg)
+{
+	skew_side(arg, 1);
+	return NULL;
+}
+
+uint64_t fb_clock_core_skew(const fb_clock *c, int rounds)
+{
+	cpu_set_t mine;
+	if (sched_getaffinity(0, sizeof mine, &mine))
+		return 0;
+	int first = -1;
+	uint64_t worst = 0;
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (!CPU_ISSET(cpu, &mine))
+			continue;
+		if (first < 0) {
+			first = cpu;
+			continue;
+		}
+		skew_pair p = {.c = c, .rounds = rounds, .cpu = {first, cpu}};
+		atomic_init(&p.reading, 0);
+		atomic_init(&p.turn, 0);
+		atomic_init(&p.given_up, 0);
+		p.deadline = posix_now(CLOCK_MONOTONIC) + 1000000000;
+		pthread_t th;
+		if (pthread_create(&th, NULL, skew_other, &p))
+			break;
+		skew_side(&p, 0);
+		atomic_store(&p.given_up, 1); /* done: the other side's last wait ends */
+		pthread_join(th, NULL);
+		for (int s = 0; s < 2; s++)
+			if (p.behind[s] > worst)
+				worst = p.behind[s];
+	}
+	/* the caller's own affinity, as it was */
+	pthread_setaffinity_np(pthread_self(), sizeof mine, &mine);
+	return worst;
+}
+
+static uint64_t core_behind_now(const fb_clock *c)
+{
+	const fb_clock_core_behind *b = (const fb_clock_core_behind *)c;
+	uint64_t t = fb_clock_now(b->inner);
+	return b->cpu >= 0 && sched_getcpu() == b->cpu && t > b->behind ? t - b->behind : t;
+}
+
+void fb_clock_core_behind_init(fb_clock_core_behind *c, const fb_clock *inner, uint64_t behind)
+{
+	c->base = (fb_clock){"core-behind", core_behind_now};
+	c->inner = inner;
+	c->behind = behind;
+	c->cpu = -1;
+	cpu_set_t set;
+	int seen = 0;
+	if (sched_getaffinity(0, sizeof set, &set))
+		return;
+	for (int cpu = 0; cpu < CPU_SETSIZE && c->cpu < 0; cpu++)
+		if (CPU_ISSET(cpu, &set) && seen++ == 1)
+			c->cpu = cpu;
+}
 
 const fb_clock *fb_clock_fast(void)
 {

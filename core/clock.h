@@ -43,6 +43,30 @@ const fb_clock *fb_clock_realtime(void);
  */
 const fb_clock *fb_clock_fast(void);
 
+/*
+ * How far behind one core's readings of c can be another's (issue 27): a
+ * thread pinned to the first CPU this process may use and one pinned to
+ * each other CPU in turn hand a reading back and forth `rounds` times; a
+ * reading taken after seeing the other core's, yet lower, shows this core
+ * behind by at least the difference. The most seen, in ns (0: one CPU, or
+ * the cores agree). Gives up a pair after 1 s of the monotonic clock (a
+ * busy machine preempts the waiters): a bound from fewer rounds (one is
+ * enough to see a core that lags throughout).
+ */
+uint64_t fb_clock_core_skew(const fb_clock *c, int rounds);
+
+/* A clock that reads `behind` ns behind `inner` on one CPU (the second this
+ * process may use) and as inner everywhere else: a core whose clock lags,
+ * for the tests and the planted slow-core bug. */
+typedef struct fb_clock_core_behind {
+	fb_clock base;
+	const fb_clock *inner;
+	int cpu; /* -1: one CPU only, never behind */
+	uint64_t behind;
+} fb_clock_core_behind;
+
+void fb_clock_core_behind_init(fb_clock_core_behind *c, const fb_clock *inner, uint64_t behind);
+
 /* A clock that moves only when told to. Safe to read and move from any
  * thread (readers see a value some mover stored). */
 typedef struct fb_clock_manual {

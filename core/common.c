@@ -23,7 +23,8 @@ const char *fb_strerror(fb_err e)
 
 const char *const fb_bug_names[FB_BUGS] = {
         "none",         "ge-store",           "two-step",     "ignore-expiry", "blind-release",
-        "trust-client", "unregistered-reads", "batch-fences", "refuse-holder", "apply-refused"};
+        "trust-client", "unregistered-reads", "batch-fences", "refuse-holder", "apply-refused",
+        "stale-read",   "long-lease",         "renew-any",    "control-reads", "slow-core"};
 
 const char *const fb_bug_what[FB_BUGS] = {
         "no planted bug",
@@ -35,4 +36,10 @@ const char *const fb_bug_what[FB_BUGS] = {
         "the fenced store forgets to register the tokens of reads",
         "each thread takes fences from the global counter in batches of 64",
         "the fenced store refuses one token in 64, reads and writes, rightful or not",
-        "the fenced store applies one write in 8 that it reports refused"};
+        "the fenced store applies one write in 8 that it reports refused",
+        "the fenced store checks a read against the last accepted fence, not the highest "
+        "seen",
+        "a lease table slot holds its key for twice the TTL it grants",
+        "a lease renewal succeeds for a non-holder, and after expiry",
+        "the write-fenced store registers the tokens of reads: the control stops being one",
+        "the lease clock reads 2 ms behind on one CPU"};

@@ -48,7 +48,7 @@ static inline fb_u128 word_make(uint64_t fence, uint16_t owner, uint64_t expires
 
 static inline fb_lease word_lease(fb_u128 w)
 {
-	return (fb_lease){word_fence(w), w.hi, word_owner(w), 0, 0};
+	return (fb_lease){word_fence(w), w.hi, word_owner(w), 0, 0, 0};
 }
 
 const char *fb_fence_source_name(fb_fence_source s)
@@ -135,8 +135,12 @@ static fb_acquire bug_acquire(fb_lease_table *t, uint32_t key, uint16_t owner, f
 	fb_u128 cur = atomic_load_explicit(&s->word, memory_order_acquire);
 	for (;;) {
 		uint64_t now = fb_clock_now(t->clock);
-		if (t->bug != FB_BUG_IGNORE_EXPIRY && word_owner(cur) != 0 && cur.hi > now) {
+		/* PLANTED (long-lease): the slot holds the key for twice the TTL
+		 * it grants (and reports) */
+		uint64_t held_until = cur.hi + (t->bug == FB_BUG_LONG_LEASE ? t->ttl_ns : 0);
+		if (t->bug != FB_BUG_IGNORE_EXPIRY && word_owner(cur) != 0 && held_until > now) {
 			*out = word_lease(cur);
+			out->judged_at = now;
 			return FB_HELD;
 		}
 		uint64_t prev = word_fence(cur);
@@ -158,6 +162,7 @@ static fb_acquire bug_acquire(fb_lease_table *t, uint32_t key, uint16_t owner, f
 			        &s->word, &mine, next, memory_order_acq_rel, memory_order_acquire);
 			*out = word_lease(next);
 			out->replaced = prev;
+			out->judged_at = now;
 			return FB_ACQUIRED;
 		}
 		uint64_t fence = bug_mint(t, owner, prev);
@@ -168,6 +173,7 @@ static fb_acquire bug_acquire(fb_lease_table *t, uint32_t key, uint16_t owner, f
 		            &s->word, &cur, next, memory_order_acq_rel, memory_order_acquire)) {
 			*out = word_lease(next);
 			out->replaced = prev;
+			out->judged_at = now;
 			return FB_ACQUIRED;
 		}
 		st->cas_retries++;
@@ -197,6 +203,7 @@ fb_acquire fb_lease_acquire_from(fb_lease_table *t, uint32_t key, uint16_t owner
 		uint64_t now = fb_clock_now(t->clock);
 		if (word_owner(cur) != 0 && cur.hi > now) {
 			*out = word_lease(cur);
+			out->judged_at = now;
 			return FB_HELD;
 		}
 		uint64_t prev = word_fence(cur), fence;
@@ -225,6 +232,7 @@ fb_acquire fb_lease_acquire_from(fb_lease_table *t, uint32_t key, uint16_t owner
 		            &s->word, &cur, next, memory_order_acq_rel, memory_order_acquire)) {
 			*out = word_lease(next);
 			out->replaced = prev; /* what the CAS swapped out: the witness's */
+			out->judged_at = now;
 			return FB_ACQUIRED;
 		}
 		st->cas_retries++;
@@ -288,12 +296,16 @@ bool fb_lease_renew(fb_lease_table *t, uint32_t key, uint16_t owner, uint64_t fe
 	fb_u128 cur = atomic_load_explicit(&s->word, memory_order_acquire);
 	for (;;) {
 		uint64_t now = fb_clock_now(t->clock);
-		if (word_owner(cur) != owner || word_fence(cur) != fence || cur.hi <= now)
+		/* PLANTED (renew-any): the renewal takes the slot for its caller,
+		 * whoever holds it now and whether or not the lease expired */
+		if (t->bug != FB_BUG_RENEW_ANY &&
+		    (word_owner(cur) != owner || word_fence(cur) != fence || cur.hi <= now))
 			return false;
 		fb_u128 next = word_make(fence, owner, now + t->ttl_ns);
 		if (atomic_compare_exchange_weak_explicit(
 		            &s->word, &cur, next, memory_order_acq_rel, memory_order_acquire)) {
 			*out = word_lease(next);
+			out->judged_at = now;
 			return true;
 		}
 	}

@@ -50,6 +50,11 @@ typedef struct fb_lease {
 	 * witness judges `fence <= replaced` a regression with no timing in
 	 * the judgement. 0: none before, or the service cannot say. */
 	uint64_t replaced;
+	/* The instant, on the service's own clock, at which it granted this
+	 * lease (acquire, renew) or found it live (FB_HELD): the service's
+	 * evidence for the lease witness's liveness judgements (issue 27).
+	 * 0: the service does not say (then they are not judged). */
+	uint64_t judged_at;
 } fb_lease;
 
 typedef enum fb_acquire {

@@ -102,7 +102,7 @@ void fb_store_plant(fb_store *s, fb_bug bug)
 {
 	if (bug == FB_BUG_GE_STORE || bug == FB_BUG_TRUST_CLIENT ||
 	    bug == FB_BUG_UNREGISTERED_READS || bug == FB_BUG_REFUSE_HOLDER ||
-	    bug == FB_BUG_APPLY_REFUSED)
+	    bug == FB_BUG_APPLY_REFUSED || bug == FB_BUG_STALE_READ || bug == FB_BUG_CONTROL_READS)
 		s->bug = bug;
 }
 
@@ -156,9 +156,21 @@ bool fb_store_read(fb_store *s, uint32_t key, uint64_t token, fb_store_result *r
 		 * and registers nothing */
 		bool planted = s->bug == FB_BUG_TRUST_CLIENT ||
 		               (s->bug == FB_BUG_UNREGISTERED_READS && token >= high);
-		if (s->d != FB_FENCED || token == high || planted) {
+		/* PLANTED (control-reads): the write-fenced store registers a
+		 * read's token as the fenced one does (refusing none), so its
+		 * writes are checked against reads too: no update is lost */
+		bool control = s->bug == FB_BUG_CONTROL_READS && s->d == FB_WRITE_FENCED;
+		if ((s->d != FB_FENCED && !(control && token > high)) || token == high || planted) {
 			r->ok = true;
 			r->word_hi = cur.hi;
+			return true;
+		}
+		/* PLANTED (stale-read): a read between the last accepted fence
+		 * and the highest seen is served (it registers nothing: the
+		 * highest is above it) */
+		if (token < high && s->bug == FB_BUG_STALE_READ &&
+		    token > atomic_load_explicit(&rec->last_fence, memory_order_relaxed)) {
+			r->ok = true;
 			return true;
 		}
 		if (token < high) {
@@ -189,8 +201,9 @@ static bool admits(fb_discipline d, fb_bug bug, uint64_t hi, uint64_t token)
 	switch (d) {
 	case FB_FENCED:
 		return token > high || (token == high && !hi_written(hi));
-	case FB_WRITE_FENCED:
-		return token > high;
+	case FB_WRITE_FENCED: /* PLANTED (control-reads): as fenced */
+		return token > high ||
+		       (bug == FB_BUG_CONTROL_READS && token == high && !hi_written(hi));
 	default:
 		return true;
 	}
@@ -240,7 +253,8 @@ static bool apply(fb_store *s, uint32_t key, bool is_debit, int64_t value, uint6
 			r->stale = true;
 			/* PLANTED (apply-refused): the balance changes all the same,
 			 * outside the commit order (no version, no fence) */
-			if (s->bug == FB_BUG_APPLY_REFUSED && s->d == FB_FENCED && one_in(token, 3)) {
+			if (s->bug == FB_BUG_APPLY_REFUSED && s->d == FB_FENCED &&
+			    one_in(token, 3)) {
 				int64_t b = is_debit ? (int64_t)((uint64_t)cur.lo - (uint64_t)value)
 				                     : value;
 				fb_u128 next = {(uint64_t)b, cur.hi};

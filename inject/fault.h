@@ -51,12 +51,18 @@ extern const char *const fb_wire_dir_names[FB_WIRE_DIRS];
 
 /* Where in the cycle a fault strikes. */
 typedef enum fb_fault_at {
-	FB_AT_ANY,         /* a signal at whatever instant it arrives */
-	FB_AT_AFTER_READ,  /* between the read and the lease check */
-	FB_AT_AFTER_CHECK, /* between the lease check and the write: the TOCTOU */
-	FB_AT_TAKEOVER,    /* after-read, and the next holder of the key is held at
-	                      its own point until after this one wakes */
-	FB_AT_MIX,         /* each fault picks one of the four above */
+	FB_AT_ANY,           /* a signal at whatever instant it arrives */
+	FB_AT_AFTER_READ,    /* between the read and the lease check */
+	FB_AT_AFTER_CHECK,   /* between the lease check and the write: the TOCTOU */
+	FB_AT_TAKEOVER,      /* after-read, and the next holder of the key is held at
+	                        its own point until after this one wakes */
+	FB_AT_MIX,           /* each fault picks one of the four above; half of its
+	                        takeovers are takeover-read (by the pause length's
+	                        parity: the seed's stream stays the same) */
+	FB_AT_TAKEOVER_READ, /* before the read, and the next holder of the key is
+	                        held after its own read until after this one wakes:
+	                        this stale holder's read falls between the newer
+	                        holder's read and its write (issue 27, item 4) */
 	FB_AT_COUNT
 } fb_fault_at;
 

@@ -78,7 +78,8 @@ typedef struct fb_fault_port {
 	/* counters written only on the worker's own thread (main flow or handler,
 	 * never both at once: `pending` keeps them apart) */
 	fb_counter taken[FB_FAULTS];
-	fb_counter over_ttl[FB_FAULTS];  /* ... that lasted longer than the TTL */
+	fb_counter over_ttl[FB_FAULTS];  /* ... that lasted longer than the TTL (pauses: measured
+	                                    on the lease clock from begin to end) */
 	fb_counter takeovers[FB_FAULTS]; /* cycles under the fault whose lease was taken over */
 	fb_counter stale_attempts[FB_FAULTS]; /* cycles under the fault that wrote stale */
 	fb_counter hit;                       /* pauses that found the worker holding a lease */
@@ -138,14 +139,17 @@ void fb_pause_now(fb_fault_port *p, bool at_point);
 
 /*
  * The cycle's named points: the pause armed for `here` (after-read takes
- * a takeover pause too), begun, its length returned; 0 when none is. Two
+ * a takeover pause too, and a takeover-read one a cycle with no read
+ * missed: --op debit), begun, its length returned; 0 when none is. Two
  * relaxed loads when nothing is armed.
  */
 static inline uint64_t fb_port_pause_due(fb_fault_port *p, fb_fault_at here)
 {
 	uint32_t a = fb_port_armed(p);
 	if (a && FB_ARM_FAULT(a) == FB_FAULT_PAUSE &&
-	    (FB_ARM_AT(a) == here || (here == FB_AT_AFTER_READ && FB_ARM_AT(a) == FB_AT_TAKEOVER)))
+	    (FB_ARM_AT(a) == here ||
+	     (here == FB_AT_AFTER_READ &&
+	      (FB_ARM_AT(a) == FB_AT_TAKEOVER || FB_ARM_AT(a) == FB_AT_TAKEOVER_READ))))
 		return fb_port_pause_begin(p, true);
 	return 0;
 }

@@ -271,6 +271,35 @@ typedef struct batch_phase {
 		FB_STORE_DEBIT, d, v, NULL                                                         \
 	}
 
+void fb_test_store_fences_above_2_32(const fb_store_ops *S, void *conn)
+{
+	const uint64_t G = UINT64_C(1) << 32;
+	fb_store_result r;
+	int64_t bal;
+	uint64_t last;
+	for (int d = FB_FENCED; d <= FB_WRITE_FENCED; d++) {
+		const char *n = fb_discipline_name((fb_discipline)d);
+		if (d == FB_FENCED) {
+			check_eq(S->read(conn, FB_FENCED, 0, G + 5, &r), FB_IO_OK,
+			         "fenced: a read with 2^32 + 5 is served");
+			check_eq(S->read(conn, FB_FENCED, 0, 6, &r), FB_IO_REFUSED,
+			         "fenced: a read with 6 after 2^32 + 5 is refused (6 < 2^32 + 5)");
+		}
+		check(S->write(conn, (fb_discipline)d, 0, 90, G + 5, NULL, &r) == FB_IO_OK,
+		      "%s: a write with 2^32 + 5 is accepted", n);
+		check(S->write(conn, (fb_discipline)d, 0, 80, 6, NULL, &r) == FB_IO_REFUSED,
+		      "%s: a write with 6 after 2^32 + 5 is stale (kept in 32 bits, 5 < 6)", n);
+		check(S->write(conn, (fb_discipline)d, 0, 70, G + 4, NULL, &r) == FB_IO_REFUSED,
+		      "%s: a write with 2^32 + 4 after 2^32 + 5 is stale", n);
+		check(S->write(conn, (fb_discipline)d, 0, 60, 2 * G + 1, NULL, &r) == FB_IO_OK,
+		      "%s: a write with 2^33 + 1 is accepted", n);
+		check(S->final(conn, (fb_discipline)d, 1, &bal, &last) == FB_IO_OK, "%s: final", n);
+		check(last == 2 * G + 1 && bal == 60,
+		      "%s: the last fence is the whole 2^33 + 1 (%llu), the balance 60 (%lld)", n,
+		      (unsigned long long)last, (long long)bal);
+	}
+}
+
 void fb_test_store_batch_contract(const fb_store_ops *S, void *conn)
 {
 	const fb_discipline F = FB_FENCED, W = FB_WRITE_FENCED, U = FB_UNFENCED;

@@ -84,6 +84,15 @@ int fb_test_start_with_store(fb_server_kind kind, fb_server *svc, fb_server *sto
 void fb_test_store_batch_contract(const fb_store_ops *S, void *conn);
 
 /*
+ * Issue 27: a store's fence path above 2^32, on key 0 of a fresh store (all
+ * disciplines): fenced and write-fenced compare whole 64-bit tokens (a
+ * token that differs from the newest only above bit 31 is stale by all its
+ * bits), and the final last fence is the whole token. A 32-bit column, cast
+ * or format anywhere in the engine fails it.
+ */
+void fb_test_store_fences_above_2_32(const fb_store_ops *S, void *conn);
+
+/*
  * The caller broke the write-fenced record of `key` (the server fails
  * every write to it, and every read too when reads_fail): in a batch that
  * store's operation is FB_IO_ERROR naming it ("write-fenced write"), the

@@ -72,6 +72,32 @@ static void test_equal_fence_is_stale(void **state)
 	fb_checker_destroy(c);
 }
 
+/* Issue 27: fences above 2^32 are whole 64-bit numbers to the checker. A
+ * fence that differs from the newest only above bit 31 is stale or not by
+ * all its bits: 2^32 + 5 then 6 (6 < 2^32 + 5) is stale; 5 then 2^32 + 4 is
+ * in order, though 2^32 + 4 kept in 32 bits would be 4 < 5. */
+static void test_fences_above_2_32_are_compared_whole(void **state)
+{
+	(void)state;
+	const uint64_t G = UINT64_C(1) << 32;
+	fb_checker *c = checker(2, 10);
+	fb_check_key k;
+	put(c, 0, 1, G + 5, 10, 10, 9);
+	put(c, 0, 2, 6, 9, 9, 8);
+	fb_checker_key(c, 0, &k);
+	check_eq(k.stale_accepted, 1, "fence 6 after fence 2^32 + 5 is stale");
+	check(k.max_fence == G + 5, "the highest fence accepted is 2^32 + 5, whole: %llu",
+	      (unsigned long long)k.max_fence);
+	put(c, 1, 1, 5, 10, 10, 9);
+	put(c, 1, 2, G + 4, 9, 9, 8);
+	put(c, 1, 3, G + 3, 8, 8, 7);
+	fb_checker_key(c, 1, &k);
+	check_eq(k.stale_accepted, 1, "5, 2^32 + 4 in order; 2^32 + 3 after it is stale");
+	check(k.max_fence == G + 4, "the highest: 2^32 + 4 (%llu)",
+	      (unsigned long long)k.max_fence);
+	fb_checker_destroy(c);
+}
+
 static void test_walk_waits_for_an_unpublished_version(void **state)
 {
 	(void)state;
@@ -786,6 +812,111 @@ static void test_witness_catches_every_fence_regression_by_construction(void **s
 	fb_witness_destroy(w);
 }
 
+/*
+ * Issue 27, liveness on the service's evidence: a takeover refused at an
+ * instant past the stated expiry plus the slack, a grant longer than the
+ * TTL plus the slack; just inside the slack, nothing. No clock is read:
+ * every instant is the service's own.
+ */
+static void test_witness_judges_liveness_on_the_services_instants(void **state)
+{
+	(void)state;
+	fb_witness *w;
+	const uint64_t ttl = 10 * MS, slack = 50000;
+	check_eq(fb_witness_create(1, ttl, slack, &w), FB_OK, "witness creation");
+	fb_witness_counts c = {0};
+	fb_witness_refused(w, 0, 7, 20 * MS, 20 * MS + slack, &c);
+	check_eq(c.held_past_ttl, 0, "refused at expiry + slack: within the slack");
+	fb_witness_refused(w, 0, 7, 20 * MS, 0, &c);
+	check_eq(c.held_past_ttl, 0, "no instant stated: not judged");
+	fb_witness_granted(w, 0, 7, 20 * MS + slack, 10 * MS, &c);
+	check_eq(c.held_past_ttl, 0, "granted for the TTL + slack: within the slack");
+	fb_witness_refused(w, 0, 7, 20 * MS, 20 * MS + slack + 1, &c);
+	check_eq(c.held_past_ttl, 1, "refused 1 ns past expiry + slack: held past the TTL");
+	fb_witness_granted(w, 0, 8, 20 * MS + slack + 1, 10 * MS, &c);
+	check_eq(c.held_past_ttl, 2, "granted 1 ns longer than TTL + slack");
+	fb_witness_example e;
+	fb_witness_example_of(w, FB_WIT_HELD_PAST_TTL, &e);
+	check(e.found && e.fence == 7 && e.other == slack + 1,
+	      "the first is the example: lease %llu, %llu ns past", (unsigned long long)e.fence,
+	      (unsigned long long)e.other);
+	check_eq(fb_witness_total(&c), 2, "liveness violations count in the lease's verdict");
+	fb_witness_destroy(w);
+}
+
+/* A renewal that succeeded for a lease a newer acquire had replaced, or
+ * sent after its expiry plus the slack, is a violation; a renewal of the
+ * newest lease inside its life is not. */
+static void test_witness_judges_renewals_for_non_holders_and_after_expiry(void **state)
+{
+	(void)state;
+	fb_witness *w;
+	const uint64_t ttl = 10 * MS, slack = 50000;
+	check_eq(fb_witness_create(1, ttl, slack, &w), FB_OK, "witness creation");
+	fb_witness_counts c = {0};
+	uint64_t at;
+	fb_witness_acquired(w, 0, 3, 0, ttl, &c); /* 3 acquired at 0 */
+	check_eq(fb_witness_newest(w, 0, &at), 3, "the newest fence heard of");
+	check_eq(at, 0, "and when it was acquired");
+	fb_witness_renewed(w, 0, 3, 0, 3, 0, 9 * MS, ttl, &c);
+	fb_witness_renewed(w, 0, 3, 0, 3, 0, ttl + slack, ttl, &c);
+	fb_witness_renewed(w, 0, 3, 0, 3, 0, 0, ttl, &c);
+	check(!c.renew_taken && !c.renew_expired,
+	      "the holder's renewals, live or within the slack, or not judged, are fine");
+	fb_witness_renewed(w, 0, 3, 0, 3, 0, ttl + slack + 1, ttl, &c);
+	check_eq(c.renew_expired, 1, "a renewal sent 1 ns past expiry + slack succeeded");
+	fb_witness_acquired(w, 0, 4, 3, 12 * MS + ttl, &c); /* 4 acquired at 12 ms */
+	uint64_t f = fb_witness_newest(w, 0, &at);
+	fb_witness_renewed(w, 0, 3, 0, f, at, 0, ttl, &c);
+	check_eq(c.renew_taken, 1, "fence 3 renewed after fence 4 acquired: a non-holder");
+	fb_witness_example e;
+	fb_witness_example_of(w, FB_WIT_RENEW_TAKEN, &e);
+	check(e.found && e.fence == 3 && e.other == 4, "the example names both fences");
+	/* a fence minted in a second step (SET, then INCR) can be higher and
+	 * older: fence 4 acquired before 5 (at 12 ms + slack) is no newer holder */
+	fb_witness_renewed(w, 0, 2, 12 * MS + slack, 4, 12 * MS, 0, ttl, &c);
+	fb_witness_renewed(w, 0, 2, 12 * MS - slack, 4, 12 * MS, 0, ttl, &c);
+	check_eq(c.renew_taken, 1,
+	         "a higher fence acquired no later (+ slack) is not a newer holder");
+	fb_witness_renewed(w, 0, 2, 12 * MS - slack - 1, 4, 12 * MS, 0, ttl, &c);
+	check_eq(c.renew_taken, 2, "acquired 1 ns beyond the slack later: a newer holder");
+	fb_witness_destroy(w);
+}
+
+/*
+ * Issue 27, the witness's slack: an overlap is judged against the engine's
+ * own bound, exactly. In process (slack 50 us, expiry exact) any overlap at
+ * all is two holders; a remote engine's bound (2 ms: Redis's millisecond
+ * grid) forgives an overlap up to it and not 1 ns more. The instants are
+ * injected: no clock is read.
+ */
+static void overlap_at(uint64_t slack, uint64_t before_end, uint64_t want, const char *what)
+{
+	fb_witness *w;
+	const uint64_t ttl = 10 * MS;
+	check_eq(fb_witness_create(1, ttl, slack, &w), FB_OK, "witness creation");
+	fb_witness_counts c = {0};
+	fb_witness_acquired(w, 0, 1, 0, 100 * MS + ttl, &c); /* 1: 100 ms to 110 ms */
+	/* 2 acquired `before_end` before 1's end, 1 never released */
+	fb_witness_acquired(w, 0, 2, 1, 110 * MS - before_end + ttl, &c);
+	check(c.overlaps == want,
+	      "slack %llu ns, fence 2 acquired %llu ns before fence 1's end: "
+	      "%llu overlaps, expected %llu (%s)",
+	      (unsigned long long)slack, (unsigned long long)before_end,
+	      (unsigned long long)c.overlaps, (unsigned long long)want, what);
+	fb_witness_destroy(w);
+}
+
+static void test_witness_overlap_is_judged_at_the_engines_own_bound(void **state)
+{
+	(void)state;
+	overlap_at(50000, 0, 0, "in process: at the expiry, the lease is over");
+	overlap_at(50000, 1, 1, "in process: 1 ns before the expiry is two holders");
+	overlap_at(2 * MS, 2 * MS, 0, "a 2 ms bound forgives 2 ms");
+	overlap_at(2 * MS, 2 * MS + 1, 1, "and not 1 ns more");
+	overlap_at(10 * MS / 2, 10 * MS / 2 + 1, 1, "a bound of TTL/2 forgives no more");
+}
+
 /* A reporter's memo spares loads; it must never change a verdict. The same
  * random reports (three reporters, out of order, late, doubled, some never
  * released) to a witness through memos and to one without. */
@@ -850,6 +981,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_stale_write_and_lost_update_are_counted),
 	        cmocka_unit_test(test_equal_fence_is_stale),
+	        cmocka_unit_test(test_fences_above_2_32_are_compared_whole),
 	        cmocka_unit_test(test_walk_waits_for_an_unpublished_version),
 	        cmocka_unit_test(test_a_history_out_of_step_with_the_store_is_a_chain_break),
 	        cmocka_unit_test(test_a_record_beyond_the_ring_is_handed_back),
@@ -868,6 +1000,9 @@ int main(void)
 	        cmocka_unit_test(test_witness_counts_each_contradiction_once),
 	        cmocka_unit_test(test_a_witness_memo_never_changes_a_verdict),
 	        cmocka_unit_test(test_witness_catches_every_fence_regression_by_construction),
+	        cmocka_unit_test(test_witness_judges_liveness_on_the_services_instants),
+	        cmocka_unit_test(test_witness_overlap_is_judged_at_the_engines_own_bound),
+	        cmocka_unit_test(test_witness_judges_renewals_for_non_holders_and_after_expiry),
 	};
 	return cmocka_run_group_tests_name("checker", tests, NULL, NULL);
 }

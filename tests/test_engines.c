@@ -30,6 +30,8 @@ static void test_redis_leases_postgres_store_fenced_safe_unfenced_corrupted(void
 	check_eq(fb_test_num(doc, "modes.fenced.stale_accepted"), 0,
 	         "fenced stale writes accepted");
 	check_eq(fb_test_num(doc, "modes.fenced.lost_updates"), 0, "fenced lost updates");
+	check_eq(fb_test_num(doc, "modes.fenced.stale_reads_served"), 0,
+	         "fenced stale reads served (a read below a fence the store admitted before)");
 	check_eq(fb_test_num(doc, "modes.write_fenced.stale_accepted"), 0,
 	         "write-fenced stale accepted");
 	const char *modes[] = {"modes.fenced.checker_agrees", "modes.write_fenced.checker_agrees",

@@ -170,6 +170,25 @@ static void test_an_accepted_write_carries_what_the_checker_needs(void **state)
 	      "a refusal: stale, and the highest fence the store had seen");
 	why = result_of("{\"ok\":true}", FB_XOP_READ, &res, &v);
 	check(why && strstr(why, "\"balance\""), "a served read needs its balance: %s", why);
+	/* Issue 27, item 9: a refusal of each operation is read as one. These
+	 * lines are well-formed refusals: if any reads as served or accepted,
+	 * the fault is fencebench's parser, never the adapter's. */
+	static const struct {
+		const char *line;
+		fb_exec_op op;
+	} refusals[] = {
+	        {"{\"ok\":false,\"seen\":12}", FB_XOP_READ},
+	        {"{\"ok\":false}", FB_XOP_READ},
+	        {"{\"ok\":false,\"seen\":12,\"last_fence\":8}", FB_XOP_DEBIT},
+	        {"{\"ok\":false,\"reason\":\"quota\"}", FB_XOP_WRITE},
+	};
+	for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++) {
+		why = result_of(refusals[i].line, refusals[i].op, &res, &v);
+		check(!why && !res.ok,
+		      "fencebench's reply parser (backends/exec_proto.c) read the refusal '%s' "
+		      "of a %s as %s: the parser's bug, not the adapter's",
+		      refusals[i].line, fb_exec_op_names[refusals[i].op], why ? why : "accepted");
+	}
 }
 
 static void test_the_hello_names_the_protocol_and_the_ops(void **state)

@@ -59,7 +59,7 @@ static void test_acquire_from_a_wrong_guess_still_decides_on_the_slot(void **sta
 	         "a stale guess must not win a held slot");
 	check_eq(held.owner, 2, "the refusal names the real holder");
 	check(fb_lease_release_lease(t, 0, &b), "B releases");
-	guess = (fb_lease){a.fence, 0, 0, 0, 0};
+	guess = (fb_lease){a.fence, 0, 0, 0, 0, 0};
 	check_eq(fb_lease_acquire_from(t, 0, 1, &guess, &a, &st), FB_ACQUIRED,
 	         "A acquires again from an out-of-date guess");
 	check_eq(a.fence, b.fence + 1, "and its fence is above B's, not above the guess's");
@@ -310,12 +310,65 @@ static void test_is_held_only_while_live_and_renew_only_while_live(void **state)
 	fb_lease_stats st = {0};
 	check_eq(fb_lease_acquire(t, 0, 1, &a, &st), FB_ACQUIRED, "A acquires");
 	fb_clock_manual_set(&m, 9 * MS);
+	check(!fb_lease_renew(t, 0, 2, a.fence, &r), "B cannot renew A's live lease");
+	check(!fb_lease_renew(t, 0, 1, a.fence + 1, &r), "nor A with a fence it never got");
 	check(fb_lease_renew(t, 0, 1, a.fence, &r), "renew of a live lease succeeds");
 	check_eq(r.expires_at, 19 * MS, "renewed expiry is now + TTL");
 	check_eq(r.fence, a.fence, "renew keeps the fence");
 	fb_clock_manual_set(&m, 19 * MS);
 	check(!fb_lease_is_held(t, 0, 1), "at expires_at the lease is over");
 	check(!fb_lease_renew(t, 0, 1, a.fence, &r), "a heartbeat after expiry must not revive it");
+	fb_lease_table_destroy(t);
+}
+
+/* Issue 27: the table states its instant with every answer, the lease
+ * witness's evidence for liveness: a refusal at an instant before the
+ * expiry it names, a grant for exactly the TTL. */
+static void test_every_answer_states_the_tables_instant(void **state)
+{
+	(void)state;
+	fb_clock_manual m;
+	fb_clock_manual_init(&m, 5 * MS);
+	fb_lease_table *t = table(&m.base, 1, FB_FENCE_GLOBAL);
+	fb_lease a, b, r;
+	fb_lease_stats st = {0};
+	check_eq(fb_lease_acquire(t, 0, 1, &a, &st), FB_ACQUIRED, "A acquires");
+	check_eq(a.judged_at, 5 * MS, "granted at the table's now");
+	check_eq(a.expires_at - a.judged_at, 10 * MS, "for exactly the TTL");
+	fb_clock_manual_set(&m, 15 * MS - 1);
+	check_eq(fb_lease_acquire(t, 0, 2, &b, &st), FB_HELD, "B is refused 1 ns before expiry");
+	check(b.judged_at == 15 * MS - 1 && b.judged_at < b.expires_at,
+	      "the refusal names an instant before the expiry it names (%llu < %llu)",
+	      (unsigned long long)b.judged_at, (unsigned long long)b.expires_at);
+	fb_clock_manual_set(&m, 12 * MS);
+	check(fb_lease_renew(t, 0, 1, a.fence, &r), "A renews");
+	check_eq(r.judged_at, 12 * MS, "renewed at the table's now");
+	check_eq(r.expires_at, 22 * MS, "for exactly the TTL");
+	fb_lease_table_destroy(t);
+}
+
+/* The planted long-lease bug holds a key past the expiry it states: its
+ * refusal is the witness's evidence. */
+static void test_a_slot_held_past_its_stated_expiry_says_so(void **state)
+{
+	(void)state;
+	fb_clock_manual m;
+	fb_clock_manual_init(&m, 0);
+	fb_lease_config cfg = {.keys = 1,
+	                       .ttl_ns = 10 * MS,
+	                       .source = FB_FENCE_GLOBAL,
+	                       .first_fence = 1,
+	                       .clock = &m.base,
+	                       .bug = FB_BUG_LONG_LEASE};
+	fb_lease_table *t;
+	check_eq(fb_lease_table_create(&cfg, &t), FB_OK, "table creation");
+	fb_lease a, b;
+	fb_lease_stats st = {0};
+	check_eq(fb_lease_acquire(t, 0, 1, &a, &st), FB_ACQUIRED, "A acquires");
+	fb_clock_manual_set(&m, 15 * MS);
+	check_eq(fb_lease_acquire(t, 0, 2, &b, &st), FB_HELD, "the bug refuses B after expiry");
+	check(b.judged_at > b.expires_at, "and its own answer shows it (%llu > %llu)",
+	      (unsigned long long)b.judged_at, (unsigned long long)b.expires_at);
 	fb_lease_table_destroy(t);
 }
 
@@ -374,6 +427,8 @@ int main(void)
 	        cmocka_unit_test(test_frozen_clock_many_threads_one_winner),
 	        cmocka_unit_test(test_fences_strictly_increase_in_slot_order),
 	        cmocka_unit_test(test_release_by_wrong_owner_or_old_fence_fails),
+	        cmocka_unit_test(test_every_answer_states_the_tables_instant),
+	        cmocka_unit_test(test_a_slot_held_past_its_stated_expiry_says_so),
 	        cmocka_unit_test(test_is_held_only_while_live_and_renew_only_while_live),
 	        cmocka_unit_test(test_concurrent_wrong_releases_never_free_the_holder),
 	};

@@ -148,6 +148,25 @@ static void test_fenced_read_refuses_below_highest_and_registers(void **state)
 	pg_end(&p);
 }
 
+/* Issue 27: a stale holder's read between a newer holder's read and write.
+ * The fence it carries is above the last accepted one and below the highest
+ * seen: checked against the last accepted, it would be served. */
+static void test_fenced_read_between_a_newer_read_and_its_write_is_refused(void **state)
+{
+	(void)state;
+	fb_engine_config cfg = config(1, 100);
+	pg p = pg_start(server.url, &cfg, true, 1);
+	fb_store_result r;
+	check(rd(&p, FENCED, 0, 3, &r) && wr(&p, FENCED, 0, 90, 3, &r), "the 3 holder writes");
+	check(rd(&p, FENCED, 0, 9, &r), "the newer holder (9) reads");
+	check(!rd(&p, FENCED, 0, 5, &r),
+	      "a read with 5 after a read with 9 must be refused: 5 > the last accepted 3, but "
+	      "below the highest seen 9");
+	check(wr(&p, FENCED, 0, 80, 9, &r), "the 9 holder writes");
+	check(!rd(&p, FENCED, 0, 5, &r), "5 is still refused after the 9 write");
+	pg_end(&p);
+}
+
 static void test_write_fenced_and_unfenced_reads_register_nothing(void **state)
 {
 	(void)state;
@@ -545,6 +564,16 @@ static void test_a_batch_takes_each_store_s_outcome_on_its_own(void **state)
 	fb_engine_config cfg = config(2, 100);
 	pg p = pg_start(server.url, &cfg, true, 1);
 	fb_test_store_batch_contract(ops, p.conn);
+	pg_end(&p);
+}
+
+/* Issue 27: the store's fence path above 2^32 (bigint columns, whole). */
+static void test_fences_above_2_32_are_whole(void **state)
+{
+	(void)state;
+	fb_engine_config cfg = config(1, 100);
+	pg p = pg_start(server.url, &cfg, true, 1);
+	fb_test_store_fences_above_2_32(ops, p.conn);
 	pg_end(&p);
 }
 
@@ -997,6 +1026,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_fenced_read_refuses_below_highest_and_registers),
+	        cmocka_unit_test(test_fenced_read_between_a_newer_read_and_its_write_is_refused),
 	        cmocka_unit_test(test_write_fenced_and_unfenced_reads_register_nothing),
 	        cmocka_unit_test(test_unfenced_stale_is_against_the_highest_accepted_not_the_last),
 	        cmocka_unit_test(test_read_registration_prevents_the_lost_update),
@@ -1006,6 +1036,7 @@ int main(void)
 	        cmocka_unit_test(test_concurrent_writers_leave_one_chain_per_key),
 	        cmocka_unit_test(test_isolation_is_pinned_to_read_committed),
 	        cmocka_unit_test(test_a_batch_takes_each_store_s_outcome_on_its_own),
+	        cmocka_unit_test(test_fences_above_2_32_are_whole),
 	        cmocka_unit_test(test_a_server_error_in_a_batch_is_that_store_s_alone),
 	        cmocka_unit_test(
 	                test_a_connection_lost_mid_batch_leaves_the_unanswered_indeterminate),

@@ -1004,6 +1004,35 @@ static void test_a_batch_takes_each_store_s_outcome_on_its_own(void **state)
 	S->close(e);
 }
 
+/* Issue 27: the store's fence path and the lease's counter above 2^32. */
+static void test_fences_above_2_32_are_whole_in_the_store_and_the_lease(void **state)
+{
+	(void)state;
+	fb_engine_config cfg = base_cfg();
+	void *e = store_engine(&cfg, srv.url, true);
+	void *c = sconn(e, 1);
+	fb_test_store_fences_above_2_32(S, c);
+	S->disconnect(c);
+	S->close(e);
+	const uint64_t G = UINT64_C(1) << 32;
+	for (int w = 0; w < 2; w++) {
+		fb_engine_config lc = base_cfg();
+		lc.first_fence = G - 1;
+		void *le = lease_engine(&lc, url_of(&srv, way_suffix[w]), true);
+		void *a = lconn(le, 1);
+		fb_lease l1, l2;
+		check_eq(acq(a, 0, &l1), FB_ACQUIRED, way_name[w]);
+		check(l1.fence == G - 1, "%s: the first fence is 2^32 - 1 (%llu)", way_name[w],
+		      (unsigned long long)l1.fence);
+		check_eq(L->release(a, 0, &l1), FB_IO_OK, "release");
+		check_eq(acq(a, 0, &l2), FB_ACQUIRED, way_name[w]);
+		check(l2.fence == G, "%s: the next is 2^32, whole (%llu)", way_name[w],
+		      (unsigned long long)l2.fence);
+		L->disconnect(a);
+		L->close(le);
+	}
+}
+
 /* A record of the wrong type: the server refuses every script on it with
  * WRONGTYPE, an error reply of that one command in the pipeline. */
 static void test_a_server_error_in_a_batch_is_that_store_s_alone(void **state)
@@ -1372,6 +1401,7 @@ int main(void)
 	        cmocka_unit_test(test_non_fresh_prepare_refuses_a_mismatched_meta_and_keeps_state),
 	        cmocka_unit_test(test_fresh_prepare_deletes_only_its_own_keys),
 	        cmocka_unit_test(test_a_batch_takes_each_store_s_outcome_on_its_own),
+	        cmocka_unit_test(test_fences_above_2_32_are_whole_in_the_store_and_the_lease),
 	        cmocka_unit_test(test_a_server_error_in_a_batch_is_that_store_s_alone),
 	        cmocka_unit_test(test_a_batch_after_script_flush_falls_back_to_eval),
 	        cmocka_unit_test(test_a_link_lost_mid_batch_leaves_the_unanswered_indeterminate),

@@ -123,7 +123,9 @@ static const opt opts[] = {
         {"fault-at", 0, "WHERE", K_ENUM, OFF(fault_at), 0, 0, 0, NAMES(fb_fault_at_names),
          "fault_at", 0, true,
          "where pauses strike: any (a signal anywhere), after-read, after-check, takeover (the "
-         "next holder is caught after its read too), mix (default)",
+         "next holder is caught after its read too), takeover-read (before the read: the stale "
+         "read falls between the next holder's read and write), mix (default: half its "
+         "takeovers are takeover-read)",
          NEED_FAULT(FB_FAULT_PAUSE), 0},
         {"pause-rate", 0, "R[,R...]", K_RATE_LIST, OFF(pause_rate_list), OFF(n_pause_rate), 0,
          1000000, NULL, 0, "pause_rate", 0, true,
@@ -203,7 +205,8 @@ static const opt opts[] = {
         {"bug", 0, "NAME", K_ENUM, OFF(bug), 0, 0, 0, NAMES(fb_bug_names), "bug", 0, true,
          "plant a bug to prove the checkers catch it: ge-store, two-step, ignore-expiry, "
          "blind-release, trust-client, unregistered-reads, batch-fences, refuse-holder, "
-         "apply-refused (default none)",
+         "apply-refused, stale-read, long-lease, renew-any, control-reads, slow-core (default "
+         "none)",
          0, 0},
         {"lease", 0, "URL", K_ENGINE, OFF(lease_url), 0, 0, 0, NULL, 0, "lease", 0, true,
          "where the leases live: inproc (default), redis://[:PASS@]HOST:PORT/DB (with "

@@ -253,6 +253,8 @@ static HOT fb_step acquired(fb_worker *w)
 		uint64_t twice = w->witness.duplicates + w->witness.regressions;
 		fb_witness_acquired_memo(e->witness, w->key, w->l.fence, w->l.replaced,
 		                         w->l.service_at + cfg->ttl_ns, &w->witness, &w->wmemo);
+		fb_witness_granted(e->witness, w->key, w->l.fence, w->l.expires_at, w->l.judged_at,
+		                   &w->witness);
 		/* a fence handed out twice: an equal fence can be another's
 		 * (seq_cst: stored before this holder sends any call with it) */
 		if (w->witness.duplicates + w->witness.regressions != twice)
@@ -290,6 +292,11 @@ static HOT fb_step acquired(fb_worker *w)
 	}
 	if (w->any_phase == FB_PHASE_HOLDING)
 		return nap(w, next, fb_port_pause_begin(&w->port, false), true);
+	/* The takeover-read point, before the read: the next holder is held
+	 * after its read until this one wakes, so this stale read falls
+	 * between that holder's read and its write. */
+	if (next == FB_PC_READ)
+		return nap(w, next, fb_port_pause_due(&w->port, FB_AT_TAKEOVER_READ), true);
 	return go(w, next);
 }
 
@@ -308,6 +315,9 @@ static HOT fb_step op_acquire(fb_worker *w)
 		return acquired(w);
 	if (a == FB_HELD) {
 		fb_counter_add(&w->contended, 1);
+		if (e->witnessing) /* held past its TTL, by the service's own instant? */
+			fb_witness_refused(e->witness, w->key, w->l.fence, w->l.expires_at,
+			                   w->l.judged_at, &w->witness);
 		if (atomic_load_explicit(&e->stop, memory_order_relaxed))
 			return stop(w);
 		w->fails++;
@@ -352,6 +362,45 @@ static HOT void sending(fb_env *e, fb_discipline d, uint32_t key, uint64_t f)
 	while (cur < f && !atomic_compare_exchange_weak_explicit(s, &cur, f, memory_order_seq_cst,
 	                                                         memory_order_relaxed))
 		;
+}
+
+/* The fenced store admitted a call carrying f on key (a read served, a
+ * write accepted) and its reply is back: from now on it has seen f, and
+ * must refuse a read below it. seq_cst: ordered before any call sent after
+ * this reply, whose sender reads the record. */
+static HOT void admitted(fb_env *e, uint32_t key, uint64_t f)
+{
+	_Atomic uint64_t *a = &e->admitted[key];
+	uint64_t cur = atomic_load_explicit(a, memory_order_relaxed);
+	while (cur < f && !atomic_compare_exchange_weak_explicit(a, &cur, f, memory_order_seq_cst,
+	                                                         memory_order_relaxed))
+		;
+}
+
+/* A fenced read is about to be sent: what the store admitted before it. */
+static HOT void reading(fb_worker *w)
+{
+	w->admitted = atomic_load_explicit(&w->env->admitted[w->key], memory_order_seq_cst);
+}
+
+/*
+ * The fenced store served this cycle's read. If a call carrying a higher
+ * fence had been admitted by it, and answered, before this read was sent,
+ * a correct store had registered that fence and must have refused this
+ * read: a stale read served (the read checked against the last accepted
+ * fence, not the highest seen). Judged on fencebench's own record of
+ * replies, with no timing: a late report only hides one, never makes one.
+ */
+static HOT void read_served(fb_worker *w)
+{
+	fb_env *e = w->env;
+	if (__builtin_expect(w->admitted > w->l.fence, 0)) {
+		fb_counter_add(&w->m[FB_FENCED].stale_reads, 1);
+		if (claim_once(&e->stale_read_claimed))
+			e->stale_read =
+			        (fb_stale_read){true, w->key, w->id, w->l.fence, w->admitted};
+	}
+	admitted(e, w->key, w->l.fence);
 }
 
 /* A store whose versions are its own counts its write calls on each key,
@@ -462,6 +511,8 @@ static HOT bool read_done(fb_worker *w, fb_discipline d, fb_io io)
 		return false;
 	}
 	w->served[d] = io == FB_IO_OK;
+	if (w->served[d] && d == FB_FENCED)
+		read_served(w);
 	if (!w->served[d]) {
 		fb_counter_add(&w->m[d].reads_refused, 1);
 		w->highest[d] = w->rd[d].highest;
@@ -484,8 +535,10 @@ static fb_step read_all(fb_worker *w)
 	fb_io io[FB_DISCIPLINES];
 	for (int i = 0; i < e->nactive; i++) {
 		ops[i] = (fb_store_op){FB_STORE_READ, rotated(e, w->first, i), 0, NULL};
-		if (ops[i].d == FB_FENCED)
+		if (ops[i].d == FB_FENCED) {
 			sending(e, FB_FENCED, w->key, w->l.fence);
+			reading(w);
+		}
 	}
 	uint64_t e0 = eop_start(e, e->remote);
 	e->sops->batch(w->sconn, e->nactive, ops, w->key, w->l.fence, r, io);
@@ -509,8 +562,10 @@ static HOT fb_step op_read(fb_worker *w)
 	fb_discipline d = rotated(e, w->first, w->i);
 	uint64_t e0 = eop_start(e, e->timed_modes >> d & 1);
 	w->rd[d] = (fb_store_result){0};
-	if (d == FB_FENCED)
+	if (d == FB_FENCED) {
 		sending(e, d, w->key, w->l.fence);
+		reading(w);
+	}
 	fb_io io = e->sops->read(w->sconn, d, w->key, w->l.fence, &w->rd[d]);
 	eop_end(e, w, FB_EOP_READ, e0);
 	if (!read_done(w, d, io)) /* the store fell silent: the run is over */
@@ -585,12 +640,26 @@ static HOT fb_step op_fault(fb_worker *w)
 static fb_step op_renew(fb_worker *w)
 {
 	fb_env *e = w->env;
-	fb_lease renewed;
+	fb_lease renewed = {0};
+	/* What the witness needs to judge the renewal: the newest holder it
+	 * heard of, and when it went out on the in-process table's own clock
+	 * (a monotonic one: a wall clock stepped back between this reading and
+	 * the table's would make a rightful renewal look late) */
+	uint64_t newest_at = 0;
+	uint64_t newest = e->witnessing ? fb_witness_newest(e->witness, w->key, &newest_at) : 0;
+	uint64_t sent_at =
+	        e->witnessing && !e->lops->remote && !e->stepping ? fb_clock_now(e->clock) : 0;
 	fb_io io = e->lops->renew(w->lconn, w->key, &w->l, &renewed);
 	if (io == FB_IO_ERROR)
 		fb_env_failed(e, "lease", e->lops->error(w->lconn));
 	if (io == FB_IO_OK) {
 		fb_counter_add(&w->renew_ok, 1);
+		if (e->witnessing) {
+			fb_witness_renewed(e->witness, w->key, w->l.fence, w->l.service_at, newest,
+			                   newest_at, sent_at, w->l.expires_at, &w->witness);
+			fb_witness_granted(e->witness, w->key, w->l.fence, renewed.expires_at,
+			                   renewed.judged_at, &w->witness);
+		}
 		w->l = renewed;
 	} else {
 		/* The bug: the client counts the heartbeat as sent and so the
@@ -718,6 +787,8 @@ static HOT bool wrote(fb_worker *w, fb_discipline d, bool copy, uint64_t now, fb
 		return true;
 	}
 	fb_counter_add(&mc->accepted, 1);
+	if (d == FB_FENCED)
+		admitted(e, w->key, w->l.fence);
 	w->outcome[d] = FB_OUT_ACCEPTED;
 	int64_t read = rmw ? w->bal[d] : res->before;
 	if (res->stale) {
@@ -1403,6 +1474,8 @@ bool fb_cycle_deliver(fb_env *e, const fb_delayed_write *dw, fb_check_rec *out)
 		return false;
 	}
 	fb_counter_add(&e->net[d].accepted, 1);
+	if (d == FB_FENCED)
+		admitted(e, dw->key, dw->fence);
 	uint64_t landed = fb_clock_now(e->clock);
 	int64_t read = dw->debit ? res.before : dw->read;
 	if (res.stale) {

@@ -78,6 +78,7 @@ typedef struct fb_mode_counters {
 	fb_counter false_rejections; /* writes and reads refused with no newer fence sent */
 	fb_counter refused_other;    /* ... refused for a reason the store gave */
 	fb_counter unjudged;         /* ... refused where fencebench's record is incomplete */
+	fb_counter stale_reads;      /* fenced reads served below a fence admitted before */
 	fb_counter indeterminate;    /* sent, and the engine never answered */
 } fb_mode_counters;
 
@@ -135,6 +136,7 @@ typedef struct fb_worker {
 	uint8_t rd_out[FB_DISCIPLINES];        /* a refused read, judged (fb_outcome) */
 	uint64_t highest[FB_DISCIPLINES];      /* the fence each store had seen, as it answered */
 	uint64_t highest0[FB_DISCIPLINES];     /* ... to a resent write's first copy */
+	uint64_t admitted;                     /* the fenced store's, when its read was sent */
 	fb_check_rec todo[2 * FB_DISCIPLINES]; /* accepted writes, for the checker */
 	uint8_t ntodo;
 	fb_feed_log *log; /* ... and its way there */
@@ -163,10 +165,11 @@ typedef fb_err (*fb_send_fn)(void *ctx, const fb_delayed_write *dw);
  * but for the atomics. */
 struct fb_env {
 	const fb_config *cfg;
-	const fb_clock *fast;     /* the driver's time: latency, takeovers, delays */
-	const fb_clock *clock;    /* the lease service's clock */
-	fb_clock_skewed service;  /* ... when it is a wall clock a skew fault steps */
-	const fb_lease_ops *lops; /* the engines (backends/backend.h) */
+	const fb_clock *fast;        /* the driver's time: latency, takeovers, delays */
+	const fb_clock *clock;       /* the lease service's clock */
+	fb_clock_skewed service;     /* ... when it is a wall clock a skew fault steps */
+	fb_clock_core_behind behind; /* ... planted slow-core: 2 ms behind on one CPU */
+	const fb_lease_ops *lops;    /* the engines (backends/backend.h) */
 	const fb_store_ops *sops;
 	void *leng, *seng;
 	void *net_lconn, *net_sconn; /* the deliveries' contexts, and the report's */
@@ -202,11 +205,18 @@ struct fb_env {
 	bool server_pausing;
 	bool jumping;         /* node-jump is on, and the lease service can take it */
 	uint64_t lease_slack; /* how far two readings of the lease clock may disagree */
+	uint64_t core_skew;   /* ... measured across this machine's cores (in process) */
 	uint32_t timed_modes; /* store calls timed as round trips: remote, not exec's controls */
 	/* Per key and discipline (key * 4 + d), the highest fence any call sent
 	 * to that store carried: a refusal is judged by what was sent, never
 	 * by the lease's promise (DESIGN section 3). */
 	_Atomic uint64_t *sent;
+	/* Per key, the highest fence the fenced store admitted (a read served,
+	 * a write accepted), recorded once its reply came back: a read sent
+	 * after that, with a lower fence, must be refused (issue 27). */
+	_Atomic uint64_t *admitted;
+	_Atomic int stale_read_claimed;
+	fb_stale_read stale_read;
 	_Atomic int dup_fences; /* the witness saw a fence handed out twice */
 	/* Per discipline whose versions are the store's own, per key, its
 	 * write calls (FB_CALLS_*): the ordered checker's evidence. */

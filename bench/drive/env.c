@@ -99,6 +99,7 @@ void fb_env_close(fb_env *e)
 		pthread_mutex_destroy(&e->outside_mu);
 	fb_witness_destroy(e->witness);
 	free(e->sent);
+	free(e->admitted);
 	for (int d = 0; d < FB_DISCIPLINES; d++)
 		free(e->calls[d]);
 	fb_plan_log_destroy(e->log);
@@ -318,10 +319,16 @@ static fb_err open_checks(fb_env *e, bool blocking)
 	const fb_config *cfg = e->cfg;
 	if (fb_witness_create(cfg->keys, cfg->ttl_ns, e->lease_slack, &e->witness) != FB_OK)
 		return FB_ENOMEM;
+	/* The in-process table and its witness time leases on this machine's
+	 * clock, read on every core: measure how far the cores disagree, so a
+	 * clock behind on one core is blamed on the clock, not the table. */
+	if (e->witnessing && !e->lops->remote && blocking)
+		e->core_skew = fb_clock_core_skew(e->clock, 200);
 	for (int d = 0; d < FB_DISCIPLINES; d++)
 		if (cfg->modes & (1u << d))
 			e->active[e->nactive++] = (fb_discipline)d;
-	if (!(e->sent = calloc((size_t)cfg->keys * 4, sizeof *e->sent)))
+	if (!(e->sent = calloc((size_t)cfg->keys * 4, sizeof *e->sent)) ||
+	    !(e->admitted = calloc(cfg->keys, sizeof *e->admitted)))
 		return FB_ENOMEM;
 	if (!e->checking)
 		return FB_OK;
@@ -428,6 +435,10 @@ fb_err fb_env_open(fb_env *e, const fb_config *cfg, const fb_env_driver *drv, fb
 		 * warning, made measurable. */
 		fb_clock_skewed_init(&e->service, drv->wall, 1.0, 0);
 		e->clock = &e->service.base;
+	}
+	if (cfg->bug == FB_BUG_SLOW_CORE && drv->blocking) { /* PLANTED */
+		fb_clock_core_behind_init(&e->behind, e->clock, 2000000);
+		e->clock = &e->behind.base;
 	}
 	e->blocking = drv->blocking;
 	e->send = drv->send;
@@ -558,6 +569,9 @@ static void sum_worker(fb_results *res, const fb_worker *wc, uint32_t i)
 	res->lease.inversions += w->witness.inversions;
 	res->lease.overlaps += w->witness.overlaps;
 	res->lease.regressions += w->witness.regressions;
+	res->lease.held_past_ttl += w->witness.held_past_ttl;
+	res->lease.renew_taken += w->witness.renew_taken;
+	res->lease.renew_expired += w->witness.renew_expired;
 	res->pause_hit += fb_counter_get(&w->port.hit);
 	res->pause_at_point += fb_counter_get(&w->port.at_point);
 	res->pause_trapped += fb_counter_get(&w->port.trapped);
@@ -585,6 +599,7 @@ static void sum_worker(fb_results *res, const fb_worker *wc, uint32_t i)
 		m->store_stale += fb_counter_get((fb_counter *)&c->store_stale);
 		m->zombie_writes += fb_counter_get((fb_counter *)&c->zombie);
 		m->false_rejections += fb_counter_get((fb_counter *)&c->false_rejections);
+		m->stale_reads += fb_counter_get((fb_counter *)&c->stale_reads);
 		m->refused_other += fb_counter_get((fb_counter *)&c->refused_other);
 		m->unjudged += fb_counter_get((fb_counter *)&c->unjudged);
 		m->indeterminate += fb_counter_get((fb_counter *)&c->indeterminate);
@@ -736,10 +751,21 @@ void fb_env_results(fb_env *e, fb_results *res)
 	newer_from(&res->first, &e->watch_first);
 	newer_from(&res->shaped, &e->watch_shaped);
 	res->false_rejection = e->false_rej; /* written by a thread joined since */
+	res->stale_read = e->stale_read;     /* the same */
 	snprintf(res->other_reason, sizeof res->other_reason, "%s", e->other_reason);
 	for (int k = 0; k < FB_WIT_KINDS; k++)
 		fb_witness_example_of(e->witness, (fb_witness_kind)k, &res->lease_example[k]);
 	res->exhausted = atomic_load(&e->exhausted);
+	res->core_skew_ns = e->core_skew;
+	res->clock_slack_ns = e->lease_slack;
+	if (e->core_skew > e->lease_slack) { /* every judgement that rests on timing */
+		fb_witness_counts *l = &res->lease, *b = &res->clock_blamed;
+		*b = (fb_witness_counts){.inversions = l->inversions,
+		                         .overlaps = l->overlaps,
+		                         .held_past_ttl = l->held_past_ttl,
+		                         .renew_expired = l->renew_expired};
+		l->inversions = l->overlaps = l->held_past_ttl = l->renew_expired = 0;
+	}
 }
 
 /* The injector's node-jump fault: one node's clock steps ns forward. */

@@ -30,6 +30,7 @@ typedef struct fb_mode_result {
 	uint64_t chain_breaks;
 	uint64_t duplicates;       /* accepted writes that shared a commit version */
 	uint64_t false_rejections; /* writes and reads refused to their rightful holder */
+	uint64_t stale_reads;      /* fenced reads served after a higher fence was admitted */
 	uint64_t checked;
 	bool checker_agrees;
 	bool unchecked;         /* no history checker ran: lost updates unknown */
@@ -56,6 +57,17 @@ typedef struct fb_false_rejection {
 	uint64_t highest; /* the highest fence the store said it had seen (0: not said) */
 	uint64_t sent;    /* the highest fence any call had carried to it by the reply */
 } fb_false_rejection;
+
+/* The first stale read a fenced store served (issue 27): a read whose fence
+ * was below one the same store had admitted (a read served, a write
+ * accepted) and answered before this read was sent. */
+typedef struct fb_stale_read {
+	bool found;
+	uint32_t key;
+	uint16_t worker;
+	uint64_t fence;    /* the reader's */
+	uint64_t admitted; /* the higher fence the store had admitted before it */
+} fb_stale_read;
 
 /* One fault type's vacuity proof: did it bite? */
 typedef struct fb_fault_result {
@@ -164,8 +176,14 @@ typedef struct fb_results {
 	fb_first_corruption first;  /* the run's first corruption */
 	fb_first_corruption shaped; /* the first of the article's shape (may be the same) */
 	fb_witness_counts lease;    /* the lease witness's violations */
+	/* Issue 27: the in-process clock read up to core_skew_ns apart on two
+	 * cores, beyond the witness's slack: the lease's timing judgements
+	 * (moved here from `lease`) are the clock's, not the table's. */
+	uint64_t core_skew_ns, clock_slack_ns;
+	fb_witness_counts clock_blamed;
 	fb_witness_example lease_example[FB_WIT_KINDS]; /* the first of each */
 	fb_false_rejection false_rejection;             /* the first */
+	fb_stale_read stale_read;                       /* the first */
 	char other_reason[160]; /* the first refusal for a reason the store gave: its words */
 	double floor_ops_s;     /* the matching floor pipeline's throughput, 0: not measured */
 	bool exhausted;         /* the fence space ran out: the run stopped */

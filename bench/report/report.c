@@ -350,8 +350,8 @@ int fb_report_verdict(const fb_results *res)
 {
 	const fb_mode_result *f = &res->mode[FB_FENCED], *w = &res->mode[FB_WRITE_FENCED],
 	                     *u = &res->mode[FB_UNFENCED];
-	if (f->on &&
-	    (f->stale_accepted || f->lost_updates || f->false_rejections || !f->checker_agrees))
+	if (f->on && (f->stale_accepted || f->lost_updates || f->false_rejections ||
+	              f->stale_reads || !f->checker_agrees))
 		return 1;
 	if (w->on && (w->stale_accepted || w->false_rejections || !w->checker_agrees))
 		return 1;
@@ -359,6 +359,8 @@ int fb_report_verdict(const fb_results *res)
 		return 1;
 	if (fb_witness_total(&res->lease))
 		return 1; /* the lease table broke its own promises */
+	if (res->core_skew_ns > res->clock_slack_ns)
+		return 1; /* the clock: the lease could not be judged */
 	return 0;
 }
 
@@ -505,8 +507,25 @@ static void print_faults(FILE *out, const fb_results *res)
 
 /* The lease witness's verdict, each kind of violation by name with its first
  * example. */
+/* Issue 27: a clock behind on one core, named, with the timing judgements
+ * it took from the lease table. */
+static void print_clock(FILE *out, const fb_results *res)
+{
+	if (res->core_skew_ns <= res->clock_slack_ns)
+		return;
+	const fb_witness_counts *b = &res->clock_blamed;
+	fprintf(out,
+	        "clock: NOT JUDGED !!! this machine's clock reads up to %s apart on two cores, "
+	        "beyond the lease witness's %s: the lease's timing judgements rest on it, so "
+	        "%s out of acquisition order, %s two live holders, %s held past the TTL and %s "
+	        "renewed after expiry are blamed on the clock, not the lease table\n",
+	        D(res->core_skew_ns), D(res->clock_slack_ns), G(b->inversions), G(b->overlaps),
+	        G(b->held_past_ttl), G(b->renew_expired));
+}
+
 static void print_lease(FILE *out, const fb_results *res)
 {
+	print_clock(out, res);
 	const fb_witness_counts *lw = &res->lease;
 	if (!fb_witness_total(lw)) {
 		fprintf(out,
@@ -517,8 +536,15 @@ static void print_lease(FILE *out, const fb_results *res)
 	fprintf(out,
 	        "lease: VIOLATED !!! %s fences not above the one they replaced, %s handed out "
 	        "twice, %s out of acquisition order, %s acquired while the previous lease was "
-	        "live\n",
+	        "live",
 	        G(lw->regressions), G(lw->duplicates), G(lw->inversions), G(lw->overlaps));
+	if (lw->held_past_ttl)
+		fprintf(out, ", %s held past the TTL", G(lw->held_past_ttl));
+	if (lw->renew_taken)
+		fprintf(out, ", %s renewed for a non-holder", G(lw->renew_taken));
+	if (lw->renew_expired)
+		fprintf(out, ", %s renewed after expiry", G(lw->renew_expired));
+	fprintf(out, "\n");
 	static const char *const what[FB_WIT_KINDS] = {
 	        [FB_WIT_REGRESSION] = "fence regression: fence %llu was minted over a slot that "
 	                              "held %llu",
@@ -526,9 +552,16 @@ static void print_lease(FILE *out, const fb_results *res)
 	        [FB_WIT_INVERSION] = "fence %llu out of acquisition order with %llu (an older "
 	                             "lease carries the newer fence)",
 	        [FB_WIT_OVERLAP] = "fence %llu acquired while %llu was live: two holders at once",
+	        [FB_WIT_HELD_PAST_TTL] = "lease %llu held past its TTL: the lease service kept "
+	                                 "it %llu ns beyond the expiry it stated",
+	        [FB_WIT_RENEW_TAKEN] = "lease %llu renewed for a non-holder: fence %llu had "
+	                               "acquired the key before the renewal was sent",
+	        [FB_WIT_RENEW_EXPIRED] = "lease %llu renewed after expiry: the renewal was sent "
+	                                 "%llu ns after the lease expired",
 	};
-	static const fb_witness_kind order[] = {FB_WIT_REGRESSION, FB_WIT_DUPLICATE,
-	                                        FB_WIT_INVERSION, FB_WIT_OVERLAP};
+	static const fb_witness_kind order[] = {
+	        FB_WIT_REGRESSION,    FB_WIT_DUPLICATE,   FB_WIT_INVERSION,    FB_WIT_OVERLAP,
+	        FB_WIT_HELD_PAST_TTL, FB_WIT_RENEW_TAKEN, FB_WIT_RENEW_EXPIRED};
 	for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
 		const fb_witness_example *e = &res->lease_example[order[i]];
 		if (!e->found)
@@ -555,6 +588,30 @@ static void print_false_rejection(FILE *out, const fb_results *res, fb_disciplin
 	if (x->highest)
 		fprintf(out, "; the store said it had seen %llu", (unsigned long long)x->highest);
 	fprintf(out, ")\n");
+	/* issue 27: the control that stops being one. A write-fenced store
+	 * that says it saw a fence no write had carried saw it on a read. */
+	if (x->d == FB_WRITE_FENCED && !x->read && x->highest > x->sent)
+		fprintf(out,
+		        "  write-fenced is not a control: it had seen fence %llu, which only a "
+		        "read "
+		        "carried (it registers reads, so the updates it should lose are not "
+		        "lost)\n",
+		        (unsigned long long)x->highest);
+}
+
+/* The first stale read the fenced store served, in one line, under its
+ * verdict. */
+static void print_stale_read(FILE *out, const fb_results *res)
+{
+	const fb_stale_read *x = &res->stale_read;
+	if (!x->found)
+		return;
+	fprintf(out,
+	        "  first stale read, key %u: w%u's read with fence %llu served by %s, after it had "
+	        "admitted fence %llu and answered (a read checked against the last accepted "
+	        "fence, not the highest seen?)\n",
+	        x->key, x->worker, (unsigned long long)x->fence, fb_column(res, FB_FENCED),
+	        (unsigned long long)x->admitted);
 }
 
 /* A fenced store that accepted almost nothing: broken, or so is the mapping
@@ -727,11 +784,16 @@ static void say_broken(FILE *out, const fb_mode_result *m, bool lost_counts)
 		fprintf(out, "%s%s updates lost", sep, G(m->lost_updates));
 		sep = ", ";
 	}
-	if (m->false_rejections)
+	if (m->false_rejections) {
 		fprintf(out,
 		        "%s%s refusals of its rightful holder (no call with a higher fence had "
 		        "been sent to it)",
 		        sep, G(m->false_rejections));
+		sep = ", ";
+	}
+	if (m->stale_reads)
+		fprintf(out, "%s%s stale reads served, below a fence it had admitted already", sep,
+		        G(m->stale_reads));
 }
 
 static void say_fenced(FILE *out, const fb_results *res, bool vacuous)
@@ -740,13 +802,13 @@ static void say_fenced(FILE *out, const fb_results *res, bool vacuous)
 	const char *name = fb_column(res, FB_FENCED);
 	if (!f->on)
 		return;
-	if (f->unchecked && !f->stale_accepted && !f->false_rejections) {
+	if (f->unchecked && !f->stale_accepted && !f->false_rejections && !f->stale_reads) {
 		fprintf(out,
 		        "%s: no stale write accepted by the store's own count (%s refused); "
 		        "not "
 		        "verified here\n",
 		        name, G(f->rejected_stale + f->reads_refused));
-	} else if (f->stale_accepted || f->lost_updates || f->false_rejections) {
+	} else if (f->stale_accepted || f->lost_updates || f->false_rejections || f->stale_reads) {
 		fprintf(out, "%s: VIOLATED !!! (", name);
 		say_broken(out, f, true);
 		fprintf(out, ")\n");
@@ -882,6 +944,7 @@ int fb_report_summary(fb_report *rp, FILE *out, const fb_results *res)
 	print_status(out, res);
 	say_fenced(out, res, vacuous);
 	print_false_rejection(out, res, FB_FENCED);
+	print_stale_read(out, res);
 	say_accepted_little(out, res, FB_FENCED);
 	say_other_refusals(out, res, FB_FENCED);
 	say_write_fenced(out, res);
@@ -1003,6 +1066,7 @@ static json_object *j_mode(const fb_results *res, fb_discipline d)
 	json_object_object_add(o, "lost_updates", m->unchecked ? NULL : j_i(m->lost_updates));
 	json_object_object_add(o, "zombie_writes", j_u(m->zombie_writes));
 	json_object_object_add(o, "false_rejections", j_u(m->false_rejections));
+	json_object_object_add(o, "stale_reads_served", j_u(m->stale_reads));
 	json_object_object_add(o, "refused_other", j_u(m->refused_other));
 	json_object_object_add(o, "refused_unjudged", j_u(m->unjudged));
 	json_object_object_add(o, "duplicate_versions", j_u(m->duplicates));
@@ -1123,6 +1187,20 @@ static json_object *j_run(const fb_results *res)
 	json_object_object_add(lo, "duplicate_fences", j_u(res->lease.duplicates));
 	json_object_object_add(lo, "out_of_order_fences", j_u(res->lease.inversions));
 	json_object_object_add(lo, "overlapping_leases", j_u(res->lease.overlaps));
+	json_object_object_add(lo, "held_past_ttl", j_u(res->lease.held_past_ttl));
+	json_object_object_add(lo, "renewed_for_a_non_holder", j_u(res->lease.renew_taken));
+	json_object_object_add(lo, "renewed_after_expiry", j_u(res->lease.renew_expired));
+	json_object_object_add(run, "clock_core_skew_ns", j_u(res->core_skew_ns));
+	if (res->core_skew_ns > res->clock_slack_ns) {
+		json_object *cb = json_object_new_object();
+		json_object_object_add(cb, "out_of_order_fences",
+		                       j_u(res->clock_blamed.inversions));
+		json_object_object_add(cb, "overlapping_leases", j_u(res->clock_blamed.overlaps));
+		json_object_object_add(cb, "held_past_ttl", j_u(res->clock_blamed.held_past_ttl));
+		json_object_object_add(cb, "renewed_after_expiry",
+		                       j_u(res->clock_blamed.renew_expired));
+		json_object_object_add(run, "blamed_on_the_clock", cb);
+	}
 	json_object_object_add(run, "lease_violations", lo);
 	json_object *eng = json_object_new_object();
 	json_object_object_add(eng, "lease", json_object_new_string(res->lease_engine));
@@ -1454,11 +1532,18 @@ static int emit(fb_report *rp, json_object *doc)
 void fb_report_reasons(FILE *out, const fb_results *res)
 {
 	const fb_witness_counts *l = &res->lease;
+	if (res->core_skew_ns > res->clock_slack_ns)
+		fprintf(out,
+		        " clock NOT JUDGED (two cores read %s apart: the lease's timing is the "
+		        "clock's);",
+		        D(res->core_skew_ns));
 	if (fb_witness_total(l))
 		fprintf(out,
 		        " lease VIOLATED (%s fences not above the one they replaced, %s handed out "
-		        "twice, %s out of acquisition order, %s two live holders);",
-		        G(l->regressions), G(l->duplicates), G(l->inversions), G(l->overlaps));
+		        "twice, %s out of acquisition order, %s two live holders, %s held past the "
+		        "TTL, %s renewed for a non-holder, %s renewed after expiry);",
+		        G(l->regressions), G(l->duplicates), G(l->inversions), G(l->overlaps),
+		        G(l->held_past_ttl), G(l->renew_taken), G(l->renew_expired));
 	for (int d = 0; d < FB_DISCIPLINES; d++) {
 		const fb_mode_result *m = &res->mode[d];
 		const char *name = fb_column(res, (fb_discipline)d);
@@ -1473,6 +1558,8 @@ void fb_report_reasons(FILE *out, const fb_results *res)
 		if (m->false_rejections)
 			fprintf(out, " %s refused its rightful holder %s times;", name,
 			        G(m->false_rejections));
+		if (m->stale_reads)
+			fprintf(out, " %s served %s stale reads;", name, G(m->stale_reads));
 	}
 }
 
@@ -1524,7 +1611,7 @@ void fb_report_sweep_line(FILE *out, const fb_config *row, const fb_results *res
 	        fb_config_fault(row, FB_FAULT_PAUSE) ? row->pause_rate : 0.0, G(throughput(res)),
 	        fr, D(fb_hist_quantile(&res->cycle, 0.99)),
 	        !f->on ? "-"
-	        : f->stale_accepted || f->lost_updates || f->false_rejections ||
+	        : f->stale_accepted || f->lost_updates || f->false_rejections || f->stale_reads ||
 	                        fb_witness_total(&res->lease)
 	                ? "VIOLATED"
 	        : !stale_attempts(res) ? "vacuous"

@@ -159,6 +159,46 @@ void fb_witness_acquired_memo(fb_witness *w, uint32_t key, uint64_t fence, uint6
 	}
 }
 
+void fb_witness_refused(fb_witness *w, uint32_t key, uint64_t fence, uint64_t expires_at,
+                        uint64_t judged_at, fb_witness_counts *c)
+{
+	if (judged_at && judged_at > expires_at + w->slack) {
+		c->held_past_ttl++;
+		note(w, FB_WIT_HELD_PAST_TTL, key, fence, judged_at - expires_at);
+	}
+}
+
+void fb_witness_granted(fb_witness *w, uint32_t key, uint64_t fence, uint64_t expires_at,
+                        uint64_t judged_at, fb_witness_counts *c)
+{
+	if (judged_at && expires_at > judged_at + w->ttl + w->slack) {
+		c->held_past_ttl++;
+		note(w, FB_WIT_HELD_PAST_TTL, key, fence, expires_at - judged_at - w->ttl);
+	}
+}
+
+uint64_t fb_witness_newest(fb_witness *w, uint32_t key, uint64_t *at)
+{
+	/* acquire: pairs with the release of the report it reads */
+	fb_u128 cur = atomic_load_explicit(&w->k[key].word, memory_order_acquire);
+	*at = cur.hi - w->ttl;
+	return cur.lo >> 1;
+}
+
+void fb_witness_renewed(fb_witness *w, uint32_t key, uint64_t fence, uint64_t acquired_at,
+                        uint64_t newest, uint64_t newest_at, uint64_t sent_at, uint64_t expires_at,
+                        fb_witness_counts *c)
+{
+	if (newest > fence && newest_at > acquired_at + w->slack) {
+		c->renew_taken++;
+		note(w, FB_WIT_RENEW_TAKEN, key, fence, newest);
+	}
+	if (sent_at && sent_at > expires_at + w->slack) {
+		c->renew_expired++;
+		note(w, FB_WIT_RENEW_EXPIRED, key, fence, sent_at - expires_at);
+	}
+}
+
 void fb_witness_releasing(fb_witness *w, uint32_t key, uint64_t fence, uint64_t expires_at)
 {
 	fb_witness_releasing_memo(w, key, fence, expires_at, NULL);

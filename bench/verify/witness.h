@@ -12,7 +12,16 @@
  *     the older lease carries the newer fence (the trap of DESIGN section 2);
  *   - an acquisition while the previous lease was live and not released:
  *     two holders at once (a lease that ignores expiry, a release that
- *     frees someone else's lease).
+ *     frees someone else's lease);
+ *   - liveness (issue 27), on the service's own evidence: a takeover
+ *     refused at an instant later than the expiry of the lease the service
+ *     named, or a lease granted (acquired, renewed) for longer than the TTL,
+ *     by the service's clock plus the slack; where the service gives no
+ *     instant (a remote engine), not judged;
+ *   - a renewal that succeeded for a lease a newer acquire had replaced
+ *     (reported before the renewal was sent), or that was sent after the
+ *     lease's expiry (plus the slack), on a clock the caller shares with
+ *     the service (the in-process table's; else not judged).
  *
  * Reports can arrive late and out of order (a reporter may be preempted);
  * only contradictions count, never mere lateness.
@@ -27,10 +36,13 @@
 typedef struct fb_witness fb_witness;
 
 typedef struct fb_witness_counts {
-	uint64_t duplicates;  /* a fence handed out twice for one key */
-	uint64_t inversions;  /* fence order against acquisition order */
-	uint64_t overlaps;    /* acquired while the previous lease was live */
-	uint64_t regressions; /* a fence not above the one its acquire replaced */
+	uint64_t duplicates;    /* a fence handed out twice for one key */
+	uint64_t inversions;    /* fence order against acquisition order */
+	uint64_t overlaps;      /* acquired while the previous lease was live */
+	uint64_t regressions;   /* a fence not above the one its acquire replaced */
+	uint64_t held_past_ttl; /* a takeover refused, or a lease granted, past the TTL */
+	uint64_t renew_taken;   /* a renewal succeeded for a lease already replaced */
+	uint64_t renew_expired; /* a renewal succeeded, sent after the lease expired */
 } fb_witness_counts;
 
 /* The kinds of violation, for the example the report names. */
@@ -39,6 +51,9 @@ typedef enum fb_witness_kind {
 	FB_WIT_INVERSION,
 	FB_WIT_OVERLAP,
 	FB_WIT_REGRESSION,
+	FB_WIT_HELD_PAST_TTL,
+	FB_WIT_RENEW_TAKEN,
+	FB_WIT_RENEW_EXPIRED,
 	FB_WIT_KINDS
 } fb_witness_kind;
 
@@ -52,7 +67,8 @@ typedef struct fb_witness_example {
 
 static inline uint64_t fb_witness_total(const fb_witness_counts *c)
 {
-	return c->duplicates + c->inversions + c->overlaps + c->regressions;
+	return c->duplicates + c->inversions + c->overlaps + c->regressions + c->held_past_ttl +
+	       c->renew_taken + c->renew_expired;
 }
 
 /*
@@ -87,6 +103,37 @@ void fb_witness_acquired_memo(fb_witness *w, uint32_t key, uint64_t fence, uint6
 /* The first violation of kind k seen (found false: none). Exact once the
  * reporters have stopped. */
 void fb_witness_example_of(fb_witness *w, fb_witness_kind k, fb_witness_example *out);
+
+/*
+ * Liveness, on the service's evidence. refused: the service refused an
+ * acquire of key at its own instant judged_at, naming the lease (fence,
+ * expires_at) as live: past expires_at + slack, the key was held past its
+ * TTL. granted: it granted (fence, expires_at) at judged_at: an expiry
+ * beyond judged_at + TTL + slack is a lease longer than the TTL. judged_at
+ * 0: the service did not say; nothing is judged.
+ */
+void fb_witness_refused(fb_witness *w, uint32_t key, uint64_t fence, uint64_t expires_at,
+                        uint64_t judged_at, fb_witness_counts *c);
+void fb_witness_granted(fb_witness *w, uint32_t key, uint64_t fence, uint64_t expires_at,
+                        uint64_t judged_at, fb_witness_counts *c);
+
+/* The newest fence reported acquired on key (0: none), and when it was
+ * acquired (*at, on the service's clock as the reports date it). */
+uint64_t fb_witness_newest(fb_witness *w, uint32_t key, uint64_t *at);
+
+/*
+ * A renewal of (key, fence), acquired at acquired_at, succeeded. newest,
+ * newest_at: fb_witness_newest read before it was sent. A newer holder's
+ * acquire had come back (a higher fence, acquired later than this lease by
+ * more than the slack: fence order alone is not acquisition order where
+ * the service mints fences in a second step), so the lease was no longer
+ * the caller's to renew. sent_at: when it was
+ * sent on the service's own clock, and expires_at the lease's expiry then
+ * (sent_at 0: the clocks are not shared; not judged).
+ */
+void fb_witness_renewed(fb_witness *w, uint32_t key, uint64_t fence, uint64_t acquired_at,
+                        uint64_t newest, uint64_t newest_at, uint64_t sent_at, uint64_t expires_at,
+                        fb_witness_counts *c);
 
 /* Its holder is about to release it: call before the table's release, so
  * the next acquire can never see the slot free and the witness not told. */
