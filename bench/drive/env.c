@@ -596,6 +596,9 @@ void fb_env_results(fb_env *e, fb_results *res)
 	snprintf(res->other_reason, sizeof res->other_reason, "%s", e->other_reason);
 	for (int k = 0; k < FB_WIT_KINDS; k++)
 		fb_witness_example_of(e->witness, (fb_witness_kind)k, &res->lease_example[k]);
+	res->lease_unjudged[0] = 0;
+	if (e->witnessing && e->leng && e->lops->unjudged)
+		e->lops->unjudged(e->leng, res->lease_unjudged, sizeof res->lease_unjudged);
 	res->exhausted = atomic_load(&e->exhausted);
 }
 

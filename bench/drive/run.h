@@ -157,7 +157,8 @@ typedef struct fb_results {
 	fb_first_corruption shaped; /* the first of the article's shape (may be the same) */
 	fb_witness_counts lease;    /* the lease witness's violations */
 	fb_witness_example lease_example[FB_WIT_KINDS]; /* the first of each */
-	fb_false_rejection false_rejection;             /* the first */
+	char lease_unjudged[400]; /* what the witness could not judge of this engine, or "" */
+	fb_false_rejection false_rejection; /* the first */
 	char other_reason[160]; /* the first refusal for a reason the store gave: its words */
 	double floor_ops_s;     /* the matching floor pipeline's throughput, 0: not measured */
 	bool exhausted;         /* the fence space ran out: the run stopped */

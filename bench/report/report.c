@@ -473,15 +473,9 @@ static void print_faults(FILE *out, const fb_results *res)
 
 /* The lease witness's verdict, each kind of violation by name with its first
  * example. */
-static void print_lease(FILE *out, const fb_results *res)
+static void print_lease_violations(FILE *out, const fb_results *res)
 {
 	const fb_witness_counts *lw = &res->lease;
-	if (!fb_witness_total(lw)) {
-		fprintf(out,
-		        "lease: kept its promises (every fence above the one it replaced, none "
-		        "twice, none out of acquisition order, no two live holders)\n");
-		return;
-	}
 	fprintf(out,
 	        "lease: VIOLATED !!! %s fences not above the one they replaced, %s handed out "
 	        "twice, %s out of acquisition order, %s acquired while the previous lease was "
@@ -506,6 +500,19 @@ static void print_lease(FILE *out, const fb_results *res)
 		        (unsigned long long)e->other);
 		fprintf(out, "\n");
 	}
+}
+
+static void print_lease(FILE *out, const fb_results *res)
+{
+	const fb_witness_counts *lw = &res->lease;
+	if (!fb_witness_total(lw))
+		fprintf(out,
+		        "lease: kept its promises (every fence above the one it replaced, none "
+		        "twice, none out of acquisition order, no two live holders)\n");
+	else
+		print_lease_violations(out, res);
+	if (res->lease_unjudged[0])
+		fprintf(out, "  not judged: %s\n", res->lease_unjudged);
 }
 
 /* The first refusal of a rightful holder, in one line, under the verdict
@@ -1067,6 +1074,9 @@ static json_object *j_run(const fb_results *res)
 	json_object_object_add(run, "lease_violations", lo);
 	json_object *eng = json_object_new_object();
 	json_object_object_add(eng, "lease", json_object_new_string(res->lease_engine));
+	if (res->lease_unjudged[0])
+		json_object_object_add(eng, "lease_not_judged",
+		                       json_object_new_string(res->lease_unjudged));
 	json_object_object_add(eng, "store", json_object_new_string(res->store_engine));
 	json_object *rtt = json_object_new_object();
 	for (int e = 0; e < FB_EOPS; e++)
