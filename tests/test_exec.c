@@ -31,11 +31,7 @@ static char *scratch;    /* this run's databases */
 /* "exec:PYTHON ROOT/PATH ARGS" */
 static const char *url_of(const char *path, const char *args)
 {
-	static char buf[4][2048];
-	static int next;
-	char *u = buf[next++ % 4];
-	snprintf(u, sizeof buf[0], "exec:%s %s/%s %s", python, root, path, args);
-	return u;
+	return fb_test_exec_url(python, root, path, args);
 }
 
 /* The reference adapter on a database of its own. */
@@ -692,26 +688,10 @@ static void test_a_hung_adapter_ends_the_run_by_the_deadline(void **state)
 
 int main(void)
 {
-	FILE *py =
-	        popen("python3 -c 'import sqlite3, sys; print(sys.executable)' 2>/dev/null", "r");
-	if (!py || !fgets(python, sizeof python, py) || pclose(py) != 0 || !*python) {
-		unsigned n = 16; /* the table below */
-		printf("SKIPPED: adapter tests, %u tests: python3 with sqlite3 is not installed "
-		       "(apt-get install -y python3)\n",
-		       n);
-		fb_test_skipped(n, "python3", "the reference adapters are Python");
+	if (!fb_test_adapter_setup(python, sizeof python, root, sizeof root,
+	                           16, /* the table below */
+	                           "adapter tests"))
 		return 0;
-	}
-	python[strcspn(python, "\n")] = 0;
-	const char *t = getenv("FB_TESTS");
-	char tests[512];
-	snprintf(tests, sizeof tests, "%s", t ? t : "tests");
-	char abs[PATH_MAX];
-	if (!realpath(tests, abs)) {
-		fprintf(stderr, "cannot resolve %s\n", tests);
-		return 1;
-	}
-	snprintf(root, sizeof root, "%s", dirname(abs));
 	scratch = fb_test_tmpdir();
 	start_hung_run();
 	const struct CMUnitTest tests_[] = {
