@@ -26,6 +26,9 @@ static const fb_lease_ops *const L = &fb_exec_lease_ops;
 #define LIVE_TTL_NS  (UINT64_C(5000) * 1000000)
 #define SHORT_TTL_NS (UINT64_C(300) * 1000000)
 #define MARGIN_NS    (UINT64_C(100) * 1000000)
+/* renew's: a quarter of it is the window in which the renewed lease must
+ * answer held, past the first TTL */
+#define RENEW_TTL_NS (UINT64_C(1000) * 1000000)
 /* The owners of a contract, and the race's rounds at most (each round is
  * a few calls per process). */
 #define OWNERS          3
@@ -342,26 +345,26 @@ static void c_renew(at *t)
 		return at_na(t, "the adapter offers no renew or no is_held");
 	if (!first_lease(t, &l, &s, &b))
 		return;
-	wait_until(s + SHORT_TTL_NS / 2);
+	wait_until(s + RENEW_TTL_NS / 2);
 	uint64_t rs = now();
 	if (!own(t, 1, renew, 0, l.fence, &io))
 		return;
-	if (now() >= s + SHORT_TTL_NS)
+	if (now() >= s + RENEW_TTL_NS)
 		return at_na(t, "the renew came back after the lease's TTL: too slow to judge");
 	if (io != FB_IO_OK)
 		return at_fail(t, "owner 1's renew of its live lease (fence %llu) was refused",
 		               (unsigned long long)l.fence);
-	wait_until(b + SHORT_TTL_NS + SHORT_TTL_NS / 4); /* past the first TTL */
+	wait_until(b + RENEW_TTL_NS + RENEW_TTL_NS / 4); /* past the first TTL */
 	if (!own(t, 1, L->is_held, 0, l.fence, &io))
 		return;
-	if (now() >= rs + SHORT_TTL_NS)
+	if (now() >= rs + RENEW_TTL_NS)
 		return at_na(t, "the is_held came back after the renewed TTL: too slow to judge");
 	if (io != FB_IO_OK)
 		at_fail(t,
 		        "owner 1's lease (fence %llu), renewed %llu ms into its TTL of %llu ms, "
 		        "was not held after its first TTL: renew did not extend it",
 		        (unsigned long long)l.fence, (unsigned long long)((rs - s) / 1000000),
-		        (unsigned long long)(SHORT_TTL_NS / 1000000));
+		        (unsigned long long)(RENEW_TTL_NS / 1000000));
 }
 
 /* ---- the race ------------------------------------------------------------------- */
@@ -494,7 +497,7 @@ static const lcontract contracts[] = {
         {"release", "a released key is free; its next fence is higher", LIVE_TTL_NS, c_release},
         {"expiry", "an expired lease is taken over with a new, higher fence", SHORT_TTL_NS,
          c_expiry},
-        {"renew", "renew extends a live lease by a TTL", SHORT_TTL_NS, c_renew},
+        {"renew", "renew extends a live lease by a TTL", RENEW_TTL_NS, c_renew},
 };
 
 int fb_adapter_test_lease(const at_opts *o)
