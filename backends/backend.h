@@ -249,6 +249,10 @@ typedef struct fb_store_ops {
 	 * revision, a timestamp), not fencebench's 1, 2, 3...: their checker
 	 * orders them itself (fb_checker_create_ordered). */
 	uint32_t (*own_versions)(void *eng);
+	/* Optional (NULL: none): the disciplines whose reads carry no token the
+	 * store checks (an adapter's hello may say so): the report says their
+	 * reads are not fenced, instead of counting them as fenced reads. */
+	uint32_t (*unfenced_reads)(void *eng);
 	/* Optional (NULL: every column is its discipline's name): the heading
 	 * of discipline d's column, for a store that is not fencebench's own
 	 * (an adapter's "yours"), or NULL for the discipline's name. */

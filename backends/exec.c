@@ -391,7 +391,8 @@ static bool recv_hello(xconn *c, uint64_t deadline)
 		e->hello = h;
 		return true;
 	}
-	if (strcmp(h.name, e->hello.name) || h.ops != e->hello.ops)
+	if (strcmp(h.name, e->hello.name) || h.ops != e->hello.ops ||
+	    h.unfenced_reads != e->hello.unfenced_reads)
 		return fb_x_bad_reply(c, "hello",
 		                      "it differs from the first process's hello (every "
 		                      "process of one adapter must offer the same)");
@@ -901,6 +902,12 @@ static uint32_t x_own_versions(void *eng)
 	return 1u << FB_FENCED;
 }
 
+/* The adapter's hello says its store keeps no token on reads. */
+static uint32_t x_unfenced_reads(void *eng)
+{
+	return ((xengine *)eng)->hello.unfenced_reads ? 1u << FB_FENCED : 0;
+}
+
 void fb_exec_last(void *conn, fb_exec_exchange *x)
 {
 	xconn *c = conn;
@@ -951,5 +958,6 @@ const fb_store_ops fb_exec_store_ops = {
         .meta = x_meta,
         .keeps_history = x_keeps_history,
         .own_versions = x_own_versions,
+        .unfenced_reads = x_unfenced_reads,
         .column = x_column,
 };

@@ -546,8 +546,11 @@ static bool hello_of(const fb_reply *r, fb_exec_hello *h, const char *side, int6
 
 bool fb_exec_hello_of(const fb_reply *r, fb_exec_hello *h, char *err, size_t errlen)
 {
-	if (!hello_of(r, h, "store", FB_EXEC_PROTOCOL, err, errlen))
+	bool fenced = true;
+	if (!hello_of(r, h, "store", FB_EXEC_PROTOCOL, err, errlen) ||
+	    (fb_reply_get(r, "fenced_reads") && !boolean(r, "fenced_reads", &fenced, err, errlen)))
 		return false;
+	h->unfenced_reads = !fenced;
 	for (int d = 0; d < FB_DISCIPLINES; d++)
 		if (d != FB_FENCED && strcmp(h->name, fb_discipline_name((fb_discipline)d)) == 0)
 			return fb_say(err, errlen,

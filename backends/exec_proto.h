@@ -100,6 +100,7 @@ typedef struct fb_exec_hello {
 	uint32_t ops;                    /* bit (1 << fb_exec_op) per op offered */
 	char name[FB_EXEC_NAME_MAX + 1]; /* the column's heading ("" if not given) */
 	char version[48];                /* the store's, for the report ("" if none) */
+	bool unfenced_reads; /* a store's "fenced_reads": false: no token on its reads */
 } fb_exec_hello;
 
 /* Each validator reads one kind of reply. False: what was wrong in err
@@ -111,7 +112,9 @@ const char *fb_exec_error_of(const fb_reply *r);
 
 /* The hello: protocol FB_EXEC_PROTOCOL, the ops as an array of strings
  * (unknown ones ignored), an optional name ([A-Za-z0-9._-], not a built-in
- * discipline's) and version (printable ASCII). */
+ * discipline's) and version (printable ASCII), and an optional
+ * "fenced_reads" (true unless false: a store that keeps no token on reads
+ * says so, and the report says its reads are not fenced). */
 bool fb_exec_hello_of(const fb_reply *r, fb_exec_hello *h, char *err, size_t errlen);
 
 /* ---- the lease side (--lease exec:COMMAND) ------------------------------

@@ -569,6 +569,38 @@ static void test_a_correct_store_with_gapped_versions_is_safe(void **state)
 	}
 }
 
+/* A store with no token on reads says so in its hello ("fenced_reads":
+ * false): the report says its reads are not fenced, and the JSON too;
+ * with --op debit its writes alone are judged, and they are fenced. */
+static void test_a_store_without_read_tokens_is_said_so(void **state)
+{
+	(void)state;
+	fb_reply r;
+	fb_exec_hello h;
+	char err[200], dec[256];
+	const char *line = "{\"protocol\":1,\"ops\":[\"read\"],\"fenced_reads\":false}";
+	check(fb_reply_parse(&r, line, strlen(line), dec, sizeof dec, err, sizeof err) &&
+	              fb_exec_hello_of(&r, &h, err, sizeof err) && h.unfenced_reads,
+	      "\"fenced_reads\": false is read: %s", err);
+	line = "{\"protocol\":1,\"ops\":[],\"fenced_reads\":\"no\"}";
+	check(fb_reply_parse(&r, line, strlen(line), dec, sizeof dec, err, sizeof err) &&
+	              !fb_exec_hello_of(&r, &h, err, sizeof err) && strstr(err, "fenced_reads"),
+	      "a \"fenced_reads\" that is no boolean is refused: %s", err);
+	char args[600];
+	snprintf(args, sizeof args, "%s/unfenced-reads.db", scratch);
+	const char *extra[] = {"-t", "4", "-d", "2s", "--op", "debit", NULL};
+	fb_test_proc p;
+	json_object *doc = run(&p, url_of("tests/adapters/unfenced_reads.py", args), extra, 0);
+	check(strstr(p.out, "noreadtok: SAFE") &&
+	              strstr(p.out, "noreadtok: reads are not fenced (its adapter's hello says"),
+	      "the report says its reads are not fenced:\n%s", p.out);
+	json_object *f = fb_test_json(doc, "modes.fenced.reads_fenced");
+	check(f && !json_object_get_boolean(f), "modes.fenced.reads_fenced is false");
+	check(!fb_test_json(doc, "modes.write_fenced.reads_fenced"), "only its column's");
+	json_object_put(doc);
+	fb_test_release(&p);
+}
+
 /* A store that refuses every newer holder (an equality check, as etcd's
  * contrib/lock storage has): false rejections, named so; the stale word
  * only where a newer fence had been sent; said to accept almost nothing;
@@ -689,7 +721,7 @@ static void test_a_hung_adapter_ends_the_run_by_the_deadline(void **state)
 int main(void)
 {
 	if (!fb_test_adapter_setup(python, sizeof python, root, sizeof root,
-	                           16, /* the table below */
+	                           17, /* the table below */
 	                           "adapter tests"))
 		return 0;
 	scratch = fb_test_tmpdir();
@@ -710,6 +742,7 @@ int main(void)
 	        cmocka_unit_test(test_each_broken_adapter_is_caught),
 	        cmocka_unit_test(test_a_correct_store_with_gapped_versions_is_safe),
 	        cmocka_unit_test(test_a_store_that_refuses_newer_holders_is_named_for_it),
+	        cmocka_unit_test(test_a_store_without_read_tokens_is_said_so),
 	        cmocka_unit_test(test_each_hostile_adapter_ends_the_run_with_its_results),
 	        cmocka_unit_test(test_bad_adapters_at_start_are_exit_2_or_3),
 	        cmocka_unit_test(test_a_hung_adapter_ends_the_run_by_the_deadline),

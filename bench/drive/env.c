@@ -163,6 +163,7 @@ static fb_err open_engines(fb_env *e, const fb_env_driver *drv, fb_results *res)
 		snprintf(res->column[d], sizeof res->column[d], "%s",
 		         fb_store_column(e->sops, e->seng, (fb_discipline)d));
 	e->own_versions = e->sops->own_versions ? e->sops->own_versions(e->seng) : 0;
+	res->unfenced_reads = e->sops->unfenced_reads ? e->sops->unfenced_reads(e->seng) : 0;
 	res->remote = e->remote;
 	res->batched = e->batched;
 	res->check_deferred = !e->checking && !cfg->no_check;

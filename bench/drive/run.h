@@ -152,6 +152,7 @@ typedef struct fb_results {
 	char failure[2560];  /* an engine that stopped answering: which, when, and why */
 	fb_mode_result mode[FB_DISCIPLINES];
 	char column[FB_DISCIPLINES][16]; /* each one's heading: its name, or an adapter's */
+	uint32_t unfenced_reads;         /* bit (1 << d): a store whose reads carry no token */
 	fb_key_result *keys;
 	fb_first_corruption first;  /* the run's first corruption */
 	fb_first_corruption shaped; /* the first of the article's shape (may be the same) */

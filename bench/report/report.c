@@ -714,6 +714,12 @@ static void say_fenced(FILE *out, const fb_results *res, bool vacuous)
 			        PL(f->reads_refused, "read", "reads"));
 		fprintf(out, ")\n");
 	}
+	if (res->unfenced_reads & (1u << FB_FENCED))
+		fprintf(out,
+		        "  %s: reads are not fenced (its adapter's hello says \"fenced_reads\": "
+		        "false): a stale holder's read is served; with --op rmw the updates lost "
+		        "show what that costs, --op debit judges its writes alone\n",
+		        name);
 }
 
 static void say_write_fenced(FILE *out, const fb_results *res)
@@ -944,6 +950,8 @@ static json_object *j_mode(const fb_results *res, fb_discipline d)
 	json_object *o = json_object_new_object();
 	double tput = res->elapsed_s > 0 ? (double)res->ops / res->elapsed_s : 0;
 	json_object_object_add(o, "column", json_object_new_string(fb_column(res, d)));
+	if (res->unfenced_reads & (1u << d))
+		json_object_object_add(o, "reads_fenced", json_object_new_boolean(false));
 	json_object_object_add(o, "ops", j_u(res->ops));
 	json_object_object_add(o, "acquired", j_u(res->acquired));
 	json_object_object_add(o, "contended", j_u(res->contended));
