@@ -164,7 +164,10 @@ static fb_engine_config config(uint64_t ttl_ns, uint32_t threads)
 	                          .first_fence = 1,
 	                          .clock = fb_clock_monotonic(),
 	                          .threads = threads,
-	                          .adapter_timeout_ns = 30000 * MS};
+	                          .adapter_timeout_ns = 30000 * MS,
+	                          /* a slow acquire (a busy machine, a sanitizer) stays
+	                           * one: the adapter counts what it grants */
+	                          .lease_undated = true};
 }
 
 static engine start(const char *url, fb_engine_config cfg)
@@ -193,9 +196,7 @@ static void test_the_reference_keeps_its_promises_across_processes(void **state)
 {
 	(void)state;
 	const fb_lease_ops *L = &fb_exec_lease_ops;
-	fb_engine_config cfg = config(60000 * MS, 3);
-	cfg.lease_undated = true; /* a slow acquire under load stays one */
-	engine e = start(lease_url("promises"), cfg);
+	engine e = start(lease_url("promises"), config(60000 * MS, 3));
 	char v[64];
 	L->version(e.eng, v, sizeof v);
 	check(strstr(v, "SQLite"), "its version: %s", v);
@@ -240,15 +241,22 @@ static void test_an_acquire_too_late_to_date_is_given_back(void **state)
 {
 	(void)state;
 	const fb_lease_ops *L = &fb_exec_lease_ops;
-	engine e = start(hostile_url("slow", 1), config(60000 * MS, 1));
+	fb_engine_config cfg = config(60000 * MS, 1);
+	cfg.lease_undated = false; /* dated as a run dates them */
+	engine e = start(hostile_url("slow", 1), cfg);
 	fb_lease a;
-	check_eq(L->acquire(e.conn[1], 0, &a, NULL), FB_ACQUIRED, "the acquire");
+	/* a busy machine can make the tries after it slow too: four in a row
+	 * answer held, and the next call tries again */
+	fb_acquire got = FB_HELD;
+	for (int i = 0; i < 5 && got == FB_HELD; i++)
+		got = L->acquire(e.conn[1], 0, &a, NULL);
+	check_eq(got, FB_ACQUIRED, "the acquire");
 	check(a.replaced && a.fence > a.replaced,
-	      "the lease replaced the withdrawn one (fence %llu over %llu)",
+	      "the lease replaced a withdrawn one (fence %llu over %llu)",
 	      (unsigned long long)a.fence, (unsigned long long)a.replaced);
 	char why[400];
 	L->unjudged(e.eng, why, sizeof why);
-	check(strstr(why, "1 acquire, answered more than 15 ms after the send"), "%s", why);
+	check(strstr(why, " answered more than 15 ms after the send, too late to date"), "%s", why);
 	stop(&e);
 }
 
@@ -408,7 +416,9 @@ static void test_adapter_test_passes_the_reference(void **state)
 {
 	(void)state;
 	fb_test_proc p;
-	const char *args[] = {"adapter-test", "-r", "20", "--lease", lease_url("at-ref"), NULL};
+	const char *args[] = {"adapter-test",      "-r",  "20",
+	                      "--adapter-timeout", "60s", "--lease",
+	                      lease_url("at-ref"), NULL};
 	int code = fb_test_run(&p, args);
 	check(code == 0 && strstr(p.out, "adapter-test: PASS") && !strstr(p.out, "FAIL"),
 	      "exit %d:\n%s\n%s", code, p.out, p.err);
@@ -439,6 +449,8 @@ static void test_adapter_test_names_each_defect(void **state)
 		const char *args[] = {"adapter-test",
 		                      "-r",
 		                      "10",
+		                      "--adapter-timeout",
+		                      "60s",
 		                      "--lease",
 		                      broken_url(cases[i].mistake, 9),
 		                      NULL};

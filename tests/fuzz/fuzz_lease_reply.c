@@ -35,8 +35,8 @@ static void validate(const fb_reply *r)
 	fb_exec_acquired a;
 	if (fb_exec_acquire_of(r, &a, err, sizeof err)) {
 		if (a.ok)
-			expect(a.fence >= 1 && a.fence <= FB_FENCE_MAX && a.replaced <= FB_FENCE_MAX &&
-			       (a.said_replaced || !a.replaced));
+			expect(a.fence >= 1 && a.fence <= FB_FENCE_MAX &&
+			       a.replaced <= FB_FENCE_MAX && (a.said_replaced || !a.replaced));
 		else
 			expect(a.fence <= FB_FENCE_MAX && !a.said_replaced && !a.ttl_ms);
 	} else {
