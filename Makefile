@@ -214,7 +214,8 @@ clean:
 # ---- fuzzing: libFuzzer harnesses, built with clang -------------------------
 #
 #   make fuzz                    build tests/fuzz/fuzz_*.c (the duration, option,
-#                                scenario, plan, adapter-reply and SQL-file parsers) and run each for
+#                                scenario, plan, store and lease adapter-reply and SQL-file parsers)
+#                                and run each for
 #                                FUZZ_SECONDS (default 30)
 #   make fuzz FUZZ_SECONDS=10    CI's short run
 #   make fuzz-build              build only
@@ -231,7 +232,7 @@ clean:
 CLANG        ?= clang
 FUZZ_SECONDS ?= 30
 FZ           := build/fuzz
-FUZZ_NAMES   := duration options scenario plan list doc reply sql
+FUZZ_NAMES   := duration options scenario plan list doc reply lease_reply sql
 FUZZ_CFLAGS  := -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 $(WARN) $(ARCH) -pthread \
                 -fsanitize=address,undefined -fno-sanitize-recover=all \
                 -fno-omit-frame-pointer -MMD -MP $(INC_tests) $(CFLAGS_JSON)
@@ -245,6 +246,7 @@ FUZZ_SRC_plan     := inject/plan.c inject/fault.c core/outfile.c core/stop.c
 FUZZ_SRC_list     := bench/config/options.c inject/fault.c core/common.c $(FUZZ_ENGINES)
 FUZZ_SRC_doc      := bench/report/compare.c bench/report/output.c
 FUZZ_SRC_reply    := core/common.c $(FUZZ_ENGINES)
+FUZZ_SRC_lease_reply := core/common.c $(FUZZ_ENGINES)
 FUZZ_SRC_sql      := core/common.c $(FUZZ_ENGINES)
 fuzz_objs = $(patsubst %.c,$(FZ)/%.o,tests/fuzz/fuzz_$(1).c $(FUZZ_SRC_$(1)))
 FUZZ_BINS := $(patsubst %,$(FZ)/fuzz_%,$(FUZZ_NAMES))

@@ -4,8 +4,9 @@
  * vectors, one for the lease service (--lease URL) and one for the store
  * (--store URL), and never to an engine directly. The in-process engine
  * (core/lease, core/store) is the default and the first instance; Redis
- * (leases and store), PostgreSQL (store) and exec (a store of the user's
- * own, through an adapter program: exec.h) are the others.
+ * (leases and store), PostgreSQL (store) and exec (a store or a lease
+ * service of the user's own, through an adapter program: exec.h) are the
+ * others.
  *
  * An engine is opened once per run (open), prepared (prepare: tables,
  * scripts, initial balances), then every worker thread connects for its own
@@ -57,6 +58,9 @@ typedef struct fb_engine_config {
 	/* An adapter's deadline for its hello and every call, as the user gave
 	 * it (--adapter-timeout): exact, no floor. 0: timeout_ns's rules. */
 	uint64_t adapter_timeout_ns;
+	/* No lease witness dates the leases (adapter-test): an engine that
+	 * withdraws an acquire too slow to date (exec's) keeps it. */
+	bool lease_undated;
 } fb_engine_config;
 
 /* The outcome of one remote (or in-process) call. */
@@ -139,6 +143,10 @@ typedef struct fb_lease_ops {
 	 * engine whose service_at is the caller's clock sets the bound it
 	 * enforces on its own round trip. */
 	uint64_t witness_slack_ns;
+	/* Optional (NULL: every judgement is made): after the run, what the
+	 * lease witness could not judge of this engine and why, into buf ("":
+	 * nothing), for the report's "not judged" line. */
+	void (*unjudged)(void *eng, char *buf, size_t len);
 } fb_lease_ops;
 
 /* ---- stores ------------------------------------------------------------ */
@@ -247,6 +255,10 @@ typedef struct fb_store_ops {
 	 * revision, a timestamp), not fencebench's 1, 2, 3...: their checker
 	 * orders them itself (fb_checker_create_ordered). */
 	uint32_t (*own_versions)(void *eng);
+	/* Optional (NULL: none): the disciplines whose reads carry no token the
+	 * store checks (an adapter's hello may say so): the report says their
+	 * reads are not fenced, instead of counting them as fenced reads. */
+	uint32_t (*unfenced_reads)(void *eng);
 	/* Optional (NULL: every column is its discipline's name): the heading
 	 * of discipline d's column, for a store that is not fencebench's own
 	 * (an adapter's "yours"), or NULL for the discipline's name. */

@@ -15,9 +15,9 @@
 
 const char *const fb_engine_op_names[FB_EOPS] = {"acquire", "release", "is_held", "read", "write"};
 
-static const fb_lease_ops *const lease_engines[] = {&fb_inproc_lease_ops, &fb_redis_lease_ops,
-                                                    &fb_zk_lease_ops, &fb_etcd_lease_ops,
-                                                    &fb_redlock_lease_ops};
+static const fb_lease_ops *const lease_engines[] = {&fb_inproc_lease_ops,  &fb_redis_lease_ops,
+                                                    &fb_zk_lease_ops,      &fb_etcd_lease_ops,
+                                                    &fb_redlock_lease_ops, &fb_exec_lease_ops};
 static const fb_store_ops *const store_engines[] = {&fb_inproc_store_ops, &fb_redis_store_ops,
                                                     &fb_pg_store_ops, &fb_exec_store_ops};
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -96,7 +96,8 @@ const char *fb_store_column(const fb_store_ops *ops, void *eng, fb_discipline d)
 const char *fb_lease_schemes(void)
 {
 	return "inproc, redis://HOST:PORT/DB, zk://HOST:PORT[,...][/PREFIX], "
-	       "etcd://HOST:PORT[,...][/PREFIX], redlock://HOST:PORT,HOST:PORT,HOST:PORT[,...]";
+	       "etcd://HOST:PORT[,...][/PREFIX], redlock://HOST:PORT,HOST:PORT,HOST:PORT[,...], "
+	       "exec:COMMAND (an adapter to your own lock service)";
 }
 
 const char *fb_store_schemes(void)

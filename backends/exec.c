@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "exec_impl.h"
 #include "exec_proto.h"
 #include "inproc.h"
 
@@ -30,64 +31,12 @@ extern char **environ;
 /* What a message quotes of a reply. */
 #define QUOTE_MAX 600
 
-typedef struct xengine xengine;
-
-/*
- * One adapter process: a socket pair as its standard input and output
- * (send with MSG_NOSIGNAL: a dead adapter is an error, never a SIGPIPE),
- * the line buffer, and the last failure. dead: the process is gone or out
- * of step, and every later call fails at once with err. hung: it did not
- * answer in time, so it is killed without grace.
- */
-typedef struct xconn {
-	xengine *e;
-	pid_t pid;
-	int fd, pidfd;
-	uint16_t worker;
-	int status; /* how it exited: its status, 128 + a signal, -1 not yet */
-	bool dead, hung;
-	bool broke;        /* it failed by breaking the protocol (fb_exec_last) */
-	uint64_t started;  /* when it was spawned, for a late hello's message */
-	char req[256];     /* the last request line, its newline left out */
-	size_t have, used; /* bytes in `in`; of them, the last reply line's */
-	const char *line;  /* the last reply line (in `in`), for messages */
-	size_t len;
-	void *inner; /* the in-process controls' context */
-	fb_reply reply;
-	char err[2400];
-	char in[FB_EXEC_LINE_MAX + 1];      /* a longest line and its newline */
-	char scratch[FB_EXEC_LINE_MAX + 2]; /* the parser's decoded strings */
-} xconn;
-
-struct xengine {
-	fb_engine_config cfg;
-	uint64_t timeout_ns;
-	char *cmd;
-	char shown[96];      /* "exec:CMD", shortened: how messages name the adapter */
-	fb_exec_hello hello; /* the first process's: every other must say the same */
-	void *inner;         /* the in-process engine of the controls, or NULL */
-	xconn *admin;        /* open's process, until connect hands it out */
-	xconn **pool;        /* the workers' processes, started together */
-	uint32_t npool, taken;
-	uint32_t hellos; /* ... of them, those that said hello */
-	/* Per key, the highest version a reply has given. A reply to a call
-	 * sent after another call's reply must give a higher one (the store
-	 * committed it later): relaxed loads can only see a lower value, so
-	 * the check can miss, never falsely accuse. */
-	_Atomic uint64_t *top;
-};
-
-static uint64_t now_ns(void)
+uint64_t fb_x_now(void)
 {
 	return fb_clock_now(fb_clock_monotonic());
 }
 
-/* A failure of c during `call`: "adapter 'NAME' exec:CMD, worker N: CALL:
- * WHAT" (the name once a hello gave one). The connection is out of step
- * from now on. */
-static bool failed(xconn *c, const char *call, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
-static bool failed(xconn *c, const char *call, const char *fmt, ...)
+bool fb_x_failed(xconn *c, const char *call, const char *fmt, ...)
 {
 	char what[2200];
 	va_list ap;
@@ -102,12 +51,12 @@ static bool failed(xconn *c, const char *call, const char *fmt, ...)
 }
 
 /* A reply that broke the protocol: what, and the reply itself. */
-static bool bad_reply(xconn *c, const char *call, const char *why)
+bool fb_x_bad_reply(xconn *c, const char *call, const char *why)
 {
 	c->broke = true;
 	char q[4 * QUOTE_MAX + 8];
 	fb_exec_quote(c->line, c->len, QUOTE_MAX, q, sizeof q);
-	return failed(c, call, "%s; the reply: %s", why, q);
+	return fb_x_failed(c, call, "%s; the reply: %s", why, q);
 }
 
 /* ---- the process ---------------------------------------------------------- */
@@ -135,20 +84,20 @@ static bool gone(xconn *c, const char *call)
 		c->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 		if (WIFEXITED(st) && c->status > 128 && c->status < 128 + NSIG)
 			/* the shell outlived the command: 128 + its signal */
-			return failed(c, call,
-			              "it was killed by signal %d (%s; the shell's status %d)",
-			              c->status - 128, strsignal(c->status - 128), c->status);
+			return fb_x_failed(c, call,
+			                   "it was killed by signal %d (%s; the shell's status %d)",
+			                   c->status - 128, strsignal(c->status - 128), c->status);
 		if (c->status == 127 || c->status == 126)
-			return failed(c, call,
-			              "it exited with status %d: the shell could not %s the "
-			              "command",
-			              c->status, c->status == 127 ? "find" : "run");
+			return fb_x_failed(c, call,
+			                   "it exited with status %d: the shell could not %s the "
+			                   "command",
+			                   c->status, c->status == 127 ? "find" : "run");
 		if (WIFEXITED(st))
-			return failed(c, call, "it exited with status %d", WEXITSTATUS(st));
-		return failed(c, call, "it was killed by signal %d (%s)", WTERMSIG(st),
-		              strsignal(WTERMSIG(st)));
+			return fb_x_failed(c, call, "it exited with status %d", WEXITSTATUS(st));
+		return fb_x_failed(c, call, "it was killed by signal %d (%s)", WTERMSIG(st),
+		                   strsignal(WTERMSIG(st)));
 	}
-	return failed(c, call, "it closed its standard output");
+	return fb_x_failed(c, call, "it closed its standard output");
 }
 
 /*
@@ -165,7 +114,7 @@ static fb_err spawn(xengine *e, uint16_t worker, xconn *c, char *err, size_t err
 	c->e = e;
 	c->worker = worker;
 	c->fd = c->pidfd = c->status = -1;
-	c->started = now_ns();
+	c->started = fb_x_now();
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
 		fb_say(err, errlen, "adapter %s: socketpair failed, errno=%d (%s)", e->shown, errno,
 		       strerror(errno));
@@ -208,7 +157,7 @@ static fb_err spawn(xengine *e, uint16_t worker, xconn *c, char *err, size_t err
 
 /* Close its input (its cue to exit), give it EXIT_GRACE_MS unless it hung,
  * kill its process group, reap it, and free the context. */
-static void reap(xconn *c)
+void fb_x_reap(xconn *c)
 {
 	if (!c)
 		return;
@@ -226,6 +175,7 @@ static void reap(xconn *c)
 		close(c->pidfd);
 	if (c->inner)
 		fb_inproc_store_ops.disconnect(c->inner);
+	free(c->fences);
 	free(c);
 }
 
@@ -237,7 +187,7 @@ static void reap(xconn *c)
 static int wait_fd(int fd, short events, uint64_t deadline)
 {
 	for (;;) {
-		uint64_t now = now_ns();
+		uint64_t now = fb_x_now();
 		uint64_t ms = now >= deadline ? 0 : (deadline - now + 999999) / 1000000;
 		struct pollfd p = {.fd = fd, .events = events};
 		int n = poll(&p, 1, ms > INT_MAX ? INT_MAX : (int)ms);
@@ -259,15 +209,15 @@ static bool timed_out(xconn *c, const char *call)
 			fb_say(others, sizeof others,
 			       " (%u of the workers' %u processes said hello)", c->e->hellos,
 			       c->e->npool);
-		return failed(
+		return fb_x_failed(
 		        c, call,
 		        "no hello %.3g s after it was started%s: it hangs before its loop, or "
 		        "its start is slow on a busy machine: --adapter-timeout D gives it "
 		        "longer",
-		        (double)(now_ns() - c->started) / 1e9, others);
+		        (double)(fb_x_now() - c->started) / 1e9, others);
 	}
-	return failed(c, call, "no reply within %.3g s (it hangs, or its store does)",
-	              (double)c->e->timeout_ns / 1e9);
+	return fb_x_failed(c, call, "no reply within %.3g s (it hangs, or its store does)",
+	                   (double)c->e->timeout_ns / 1e9);
 }
 
 /* The last reply line is read: what follows it in the buffer moves up. */
@@ -298,10 +248,10 @@ static bool quiet_before(xconn *c, const char *call)
 	char q[4 * QUOTE_MAX + 8];
 	fb_exec_quote(c->in, c->have - (c->in[c->have - 1] == '\n'), QUOTE_MAX, q, sizeof q);
 	c->broke = true;
-	return failed(c, call,
-	              "it wrote to its standard output unasked (stdout carries one "
-	              "reply line per request, the log goes to stderr): %s",
-	              q);
+	return fb_x_failed(c, call,
+	                   "it wrote to its standard output unasked (stdout carries one "
+	                   "reply line per request, the log goes to stderr): %s",
+	                   q);
 }
 
 static bool send_line(xconn *c, const char *buf, size_t n, uint64_t deadline, const char *call)
@@ -318,14 +268,14 @@ static bool send_line(xconn *c, const char *buf, size_t n, uint64_t deadline, co
 		if (errno == EPIPE || errno == ECONNRESET)
 			return gone(c, call);
 		if (errno != EAGAIN && errno != EWOULDBLOCK)
-			return failed(c, call, "send failed, errno=%d (%s)", errno,
-			              strerror(errno));
+			return fb_x_failed(c, call, "send failed, errno=%d (%s)", errno,
+			                   strerror(errno));
 		int r = wait_fd(c->fd, POLLOUT, deadline);
 		if (r == 0)
 			return timed_out(c, call);
 		if (r < 0)
-			return failed(c, call, "poll failed, errno=%d (%s)", errno,
-			              strerror(errno));
+			return fb_x_failed(c, call, "poll failed, errno=%d (%s)", errno,
+			                   strerror(errno));
 	}
 	return true;
 }
@@ -343,23 +293,23 @@ static bool recv_line(xconn *c, uint64_t deadline, const char *call)
 		}
 		if (c->have == sizeof c->in) {
 			c->broke = true;
-			return failed(c, call, "a reply line longer than %d bytes",
-			              FB_EXEC_LINE_MAX);
+			return fb_x_failed(c, call, "a reply line longer than %d bytes",
+			                   FB_EXEC_LINE_MAX);
 		}
 		int r = wait_fd(c->fd, POLLIN, deadline);
 		if (r == 0)
 			return timed_out(c, call);
 		if (r < 0)
-			return failed(c, call, "poll failed, errno=%d (%s)", errno,
-			              strerror(errno));
+			return fb_x_failed(c, call, "poll failed, errno=%d (%s)", errno,
+			                   strerror(errno));
 		ssize_t n = recv(c->fd, c->in + c->have, sizeof c->in - c->have, 0);
 		if (n > 0)
 			c->have += (size_t)n;
 		else if (n == 0 || errno == ECONNRESET)
 			return gone(c, call);
 		else if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)
-			return failed(c, call, "recv failed, errno=%d (%s)", errno,
-			              strerror(errno));
+			return fb_x_failed(c, call, "recv failed, errno=%d (%s)", errno,
+			                   strerror(errno));
 	}
 }
 
@@ -374,26 +324,26 @@ static bool next_reply(xconn *c, uint64_t deadline, const char *call)
 	                    sizeof why)) {
 		char full[200];
 		fb_say(full, sizeof full, "its reply is not one JSON object (%s)", why);
-		return bad_reply(c, call, full);
+		return fb_x_bad_reply(c, call, full);
 	}
 	const char *aerr = fb_exec_error_of(&c->reply);
 	if (aerr) {
 		char q[4 * QUOTE_MAX + 8];
 		fb_exec_quote(aerr, strlen(aerr), QUOTE_MAX, q, sizeof q);
-		return failed(c, call, "it answered with an error: %s", q);
+		return fb_x_failed(c, call, "it answered with an error: %s", q);
 	}
 	return true;
 }
 
 /* Send req, read its reply into c->reply. */
-static bool call(xconn *c, const char *req, size_t n, const char *what)
+bool fb_x_call(xconn *c, const char *req, size_t n, const char *what)
 {
 	if (c->dead) /* its failure stands */
 		return false;
 	if (!quiet_before(c, what))
 		return false;
 	fb_say(c->req, sizeof c->req, "%.*s", (int)(n && req[n - 1] == '\n' ? n - 1 : n), req);
-	uint64_t deadline = now_ns() + c->e->timeout_ns;
+	uint64_t deadline = fb_x_now() + c->e->timeout_ns;
 	return send_line(c, req, n, deadline, what) && next_reply(c, deadline, what);
 }
 
@@ -402,20 +352,27 @@ static bool call(xconn *c, const char *req, size_t n, const char *what)
 static uint64_t hello_deadline(const xengine *e)
 {
 	if (e->cfg.adapter_timeout_ns) /* the user's, exactly */
-		return now_ns() + e->cfg.adapter_timeout_ns;
-	return now_ns() + (e->timeout_ns > DEFAULT_TIMEOUT_NS ? e->timeout_ns : DEFAULT_TIMEOUT_NS);
+		return fb_x_now() + e->cfg.adapter_timeout_ns;
+	return fb_x_now() +
+	       (e->timeout_ns > DEFAULT_TIMEOUT_NS ? e->timeout_ns : DEFAULT_TIMEOUT_NS);
 }
 
 static bool send_hello(xconn *c)
 {
 	const fb_engine_config *cfg = &c->e->cfg;
 	char req[256];
-	int n = snprintf(req, sizeof req,
-	                 "{\"op\":\"hello\",\"protocol\":%d,\"worker\":%u,\"keys\":%u,"
-	                 "\"initial_balance\":%lld,\"amount\":%lld,\"cycle\":\"%s\"}\n",
-	                 FB_EXEC_PROTOCOL, (unsigned)c->worker, cfg->keys,
-	                 (long long)cfg->initial_balance, (long long)cfg->amount,
-	                 cfg->op == 1 ? "debit" : "rmw");
+	int n = c->e->lease ? snprintf(req, sizeof req,
+	                               "{\"op\":\"hello\",\"side\":\"lease\",\"protocol\":%d,"
+	                               "\"worker\":%u,\"keys\":%u,\"ttl_ms\":%llu}\n",
+	                               FB_EXEC_LEASE_PROTOCOL, (unsigned)c->worker, cfg->keys,
+	                               (unsigned long long)(cfg->ttl_ns / 1000000))
+	                    : snprintf(req, sizeof req,
+	                               "{\"op\":\"hello\",\"protocol\":%d,\"worker\":%u,"
+	                               "\"keys\":%u,\"initial_balance\":%lld,\"amount\":%lld,"
+	                               "\"cycle\":\"%s\"}\n",
+	                               FB_EXEC_PROTOCOL, (unsigned)c->worker, cfg->keys,
+	                               (long long)cfg->initial_balance, (long long)cfg->amount,
+	                               cfg->op == 1 ? "debit" : "rmw");
 	return quiet_before(c, "hello") &&
 	       send_line(c, req, (size_t)n, hello_deadline(c->e), "hello");
 }
@@ -428,16 +385,17 @@ static bool recv_hello(xconn *c, uint64_t deadline)
 	char why[200];
 	if (!next_reply(c, deadline, "hello"))
 		return false;
-	if (!fb_exec_hello_of(&c->reply, &h, why, sizeof why))
-		return bad_reply(c, "hello", why);
+	if (!(e->lease ? fb_exec_lease_hello_of : fb_exec_hello_of)(&c->reply, &h, why, sizeof why))
+		return fb_x_bad_reply(c, "hello", why);
 	if (!e->hello.protocol) {
 		e->hello = h;
 		return true;
 	}
-	if (strcmp(h.name, e->hello.name) || h.ops != e->hello.ops)
-		return bad_reply(c, "hello",
-		                 "it differs from the first process's hello (every "
-		                 "process of one adapter must offer the same)");
+	if (strcmp(h.name, e->hello.name) || h.ops != e->hello.ops ||
+	    h.unfenced_reads != e->hello.unfenced_reads)
+		return fb_x_bad_reply(c, "hello",
+		                      "it differs from the first process's hello (every "
+		                      "process of one adapter must offer the same)");
 	return true;
 }
 
@@ -460,7 +418,7 @@ static fb_err start(xengine *e, uint16_t worker, xconn **out, char *err, size_t 
 	if (!send_hello(c) || !recv_hello(c, hello_deadline(e))) {
 		fb_say(err, errlen, "%s", c->err);
 		rc = c->status == 127 || c->status == 126 ? FB_EINVAL : FB_ESYS;
-		reap(c);
+		fb_x_reap(c);
 		return rc;
 	}
 	*out = c;
@@ -474,13 +432,13 @@ static const char *column_name(const xengine *e)
 	return e->hello.name[0] ? e->hello.name : "yours";
 }
 
-static void close_engine(xengine *e)
+void fb_x_close_engine(xengine *e)
 {
 	if (!e)
 		return;
-	reap(e->admin);
+	fb_x_reap(e->admin);
 	for (uint32_t i = e->taken; i < e->npool; i++)
-		reap(e->pool[i]);
+		fb_x_reap(e->pool[i]);
 	free(e->pool);
 	if (e->inner)
 		fb_inproc_store_ops.close(e->inner);
@@ -491,7 +449,59 @@ static void close_engine(xengine *e)
 
 static void x_close(void *eng)
 {
-	close_engine(eng);
+	fb_x_close_engine(eng);
+}
+
+fb_err fb_x_open(const fb_engine_config *cfg, const char *url, bool lease, xengine **out, char *err,
+                 size_t errlen)
+{
+	*out = NULL;
+	const char *cmd = url && strncmp(url, "exec:", 5) == 0 ? url + 5 : "";
+	cmd += strspn(cmd, " \t");
+	if (!*cmd) {
+		fb_say(err, errlen, "exec: needs a command, run with /bin/sh -c: exec:COMMAND");
+		return FB_EINVAL;
+	}
+	if (cfg->client_id) {
+		fb_say(err, errlen,
+		       lease ? "exec:%.60s: a shared run (--client-id) needs one lease service "
+		               "every "
+		               "process names its holders to; the exec lease engine's owners are "
+		               "this process's workers"
+		             : "exec:%.60s: a shared run (--client-id) needs one store every "
+		               "process "
+		               "sees; the exec engine's controls live in this process",
+		       cmd);
+		return FB_EINVAL;
+	}
+	xengine *e = calloc(1, sizeof *e);
+	if (!e || !(e->cmd = strdup(cmd)) || !(e->top = calloc(cfg->keys, sizeof *e->top))) {
+		fb_x_close_engine(e);
+		fb_say(err, errlen, "out of memory");
+		return FB_ENOMEM;
+	}
+	for (uint32_t k = 0; k < cfg->keys; k++)
+		atomic_init(&e->top[k], 0);
+	atomic_init(&e->withdrawn, 0);
+	atomic_init(&e->replaced_unsaid, false);
+	e->cfg = *cfg;
+	e->lease = lease;
+	e->timeout_ns = cfg->adapter_timeout_ns ? cfg->adapter_timeout_ns
+	                : cfg->timeout_ns       ? cfg->timeout_ns
+	                                        : DEFAULT_TIMEOUT_NS;
+	size_t n =
+	        strlen(cmd); /* a long command keeps its head and its tail (the script, the args) */
+	if (n > 90)
+		fb_say(e->shown, sizeof e->shown, "exec:%.40s...%s", cmd, cmd + n - 47);
+	else
+		fb_say(e->shown, sizeof e->shown, "exec:%s", cmd);
+	fb_err rc = start(e, 0, &e->admin, err, errlen);
+	if (rc != FB_OK) {
+		fb_x_close_engine(e);
+		return rc;
+	}
+	*out = e;
+	return FB_OK;
 }
 
 /*
@@ -504,67 +514,38 @@ static fb_err x_open(const fb_engine_config *cfg, const char *url, void **eng, c
                      size_t errlen)
 {
 	*eng = NULL;
-	const char *cmd = url && strncmp(url, "exec:", 5) == 0 ? url + 5 : "";
-	cmd += strspn(cmd, " \t");
-	if (!*cmd) {
-		fb_say(err, errlen, "exec: needs a command, run with /bin/sh -c: exec:COMMAND");
-		return FB_EINVAL;
-	}
-	if (cfg->client_id) {
-		fb_say(err, errlen,
-		       "exec:%.60s: a shared run (--client-id) needs one store every process sees; "
-		       "the "
-		       "exec engine's controls live in this process",
-		       cmd);
-		return FB_EINVAL;
-	}
 	if (!(cfg->modes & (1u << FB_FENCED))) {
+		const char *cmd = url && strncmp(url, "exec:", 5) == 0 ? url + 5 : "";
 		fb_say(err, errlen,
 		       "exec:%.60s: the adapter's store is the fenced column: --mode must "
 		       "include fenced",
-		       cmd);
+		       cmd + strspn(cmd, " \t"));
 		return FB_EINVAL;
 	}
-	xengine *e = calloc(1, sizeof *e);
-	if (!e || !(e->cmd = strdup(cmd)) || !(e->top = calloc(cfg->keys, sizeof *e->top))) {
-		close_engine(e);
-		fb_say(err, errlen, "out of memory");
-		return FB_ENOMEM;
-	}
-	for (uint32_t k = 0; k < cfg->keys; k++)
-		atomic_init(&e->top[k], 0);
-	e->cfg = *cfg;
-	e->timeout_ns = cfg->adapter_timeout_ns ? cfg->adapter_timeout_ns
-	                : cfg->timeout_ns       ? cfg->timeout_ns
-	                                        : DEFAULT_TIMEOUT_NS;
-	size_t n =
-	        strlen(cmd); /* a long command keeps its head and its tail (the script, the args) */
-	if (n > 90)
-		fb_say(e->shown, sizeof e->shown, "exec:%.40s...%s", cmd, cmd + n - 47);
-	else
-		fb_say(e->shown, sizeof e->shown, "exec:%s", cmd);
+	xengine *e;
+	fb_err rc = fb_x_open(cfg, url, false, &e, err, errlen);
+	if (rc != FB_OK)
+		return rc;
 	fb_engine_config controls = *cfg;
 	controls.modes &= ~(1u << FB_FENCED);
-	fb_err rc = FB_OK;
 	if (controls.modes)
 		rc = fb_inproc_store_ops.open(&controls, NULL, &e->inner, err, errlen);
-	if (rc == FB_OK)
-		rc = start(e, 0, &e->admin, err, errlen);
 	if (rc != FB_OK) {
-		close_engine(e);
+		fb_x_close_engine(e);
 		return rc;
 	}
 	*eng = e;
 	return FB_OK;
 }
 
-static void x_version(void *eng, char *buf, size_t len)
+void fb_x_version(void *eng, char *buf, size_t len)
 {
 	xengine *e = eng;
 	if (e->hello.version[0])
 		fb_say(buf, len, "%s", e->hello.version);
 	else
-		fb_say(buf, len, "protocol %d", FB_EXEC_PROTOCOL);
+		fb_say(buf, len, "%sprotocol %d", e->lease ? "lease " : "",
+		       e->lease ? FB_EXEC_LEASE_PROTOCOL : FB_EXEC_PROTOCOL);
 }
 
 /* The ops a run of this configuration needs. */
@@ -575,16 +556,16 @@ static uint32_t needed(const fb_engine_config *cfg)
 }
 
 /* Whether the adapter offers op; else c->err says so. */
-static bool offers(xconn *c, fb_exec_op op)
+bool fb_x_offers(xconn *c, fb_exec_op op)
 {
 	if (c->e->hello.ops & (1u << op))
 		return true;
 	char has[128];
 	fb_exec_ops_list(c->e->hello.ops, has, sizeof has);
-	return failed(c, fb_exec_op_names[op],
-	              "the adapter does not implement %s (its hello offers "
-	              "%s)",
-	              fb_exec_op_names[op], has);
+	return fb_x_failed(c, fb_exec_op_names[op],
+	                   "the adapter does not implement %s (its hello offers "
+	                   "%s)",
+	                   fb_exec_op_names[op], has);
 }
 
 /* Before the run: what the run needs is offered (else FB_EINVAL: run it
@@ -605,21 +586,26 @@ static fb_err x_prepare(void *eng, bool fresh, char *err, size_t errlen)
 		                                        : "");
 		return FB_EINVAL;
 	}
-	xconn *c = e->admin;
-	if (!c) {
-		fb_say(err, errlen, "adapter %s: prepared after its first connection", e->shown);
-		return FB_EINVAL;
-	}
 	char req[256];
 	int n = snprintf(req, sizeof req,
 	                 "{\"op\":\"reset\",\"keys\":%u,\"initial_balance\":%lld,\"amount\":%lld,"
 	                 "\"cycle\":\"%s\"}\n",
 	                 e->cfg.keys, (long long)e->cfg.initial_balance, (long long)e->cfg.amount,
 	                 e->cfg.op == 1 ? "debit" : "rmw");
+	return fb_x_reset(e, req, (size_t)n, err, errlen);
+}
+
+fb_err fb_x_reset(xengine *e, const char *req, size_t n, char *err, size_t errlen)
+{
+	xconn *c = e->admin;
+	if (!c) {
+		fb_say(err, errlen, "adapter %s: prepared after its first connection", e->shown);
+		return FB_EINVAL;
+	}
 	char why[200];
-	bool ok = call(c, req, (size_t)n, "reset");
+	bool ok = fb_x_call(c, req, n, "reset");
 	if (ok && !fb_exec_ok_of(&c->reply, why, sizeof why))
-		ok = bad_reply(c, "reset", why);
+		ok = fb_x_bad_reply(c, "reset", why);
 	if (!ok) {
 		fb_say(err, errlen, "%s", c->err);
 		return FB_ESYS;
@@ -669,40 +655,49 @@ static fb_err warm(xengine *e, uint16_t first, char *err, size_t errlen)
 	return rc;
 }
 
+fb_err fb_x_take(xengine *e, uint16_t worker, xconn **out, char *err, size_t errlen)
+{
+	fb_err rc = FB_OK;
+	*out = NULL;
+	if (worker == 0 && e->admin) {
+		*out = e->admin; /* open's process serves fencebench's own connection */
+		e->admin = NULL;
+		return FB_OK;
+	}
+	if (!e->pool && worker > 0 && e->cfg.threads > 1)
+		rc = warm(e, worker, err, errlen);
+	if (rc != FB_OK)
+		return rc;
+	if (e->taken < e->npool && e->pool[e->taken]->worker == worker) {
+		*out = e->pool[e->taken++];
+		return FB_OK;
+	}
+	return start(e, worker, out, err, errlen);
+}
+
 static fb_err x_connect(void *eng, uint16_t worker, void **conn, char *err, size_t errlen)
 {
 	xengine *e = eng;
 	xconn *c = NULL;
-	fb_err rc = FB_OK;
 	*conn = NULL;
-	if (worker == 0 && e->admin) {
-		c = e->admin; /* open's process serves fencebench's own connection */
-		e->admin = NULL;
-	} else {
-		if (!e->pool && worker > 0 && e->cfg.threads > 1)
-			rc = warm(e, worker, err, errlen);
-		if (rc != FB_OK)
-			return rc;
-		if (e->taken < e->npool && e->pool[e->taken]->worker == worker)
-			c = e->pool[e->taken++];
-		else if ((rc = start(e, worker, &c, err, errlen)) != FB_OK)
-			return rc;
-	}
+	fb_err rc = fb_x_take(e, worker, &c, err, errlen);
+	if (rc != FB_OK)
+		return rc;
 	if (e->inner &&
 	    (rc = fb_inproc_store_ops.connect(e->inner, worker, &c->inner, err, errlen)) != FB_OK) {
-		reap(c);
+		fb_x_reap(c);
 		return rc;
 	}
 	*conn = c;
 	return FB_OK;
 }
 
-static void x_disconnect(void *conn)
+void fb_x_disconnect(void *conn)
 {
-	reap(conn);
+	fb_x_reap(conn);
 }
 
-static const char *x_error(void *conn)
+const char *fb_x_error(void *conn)
 {
 	xconn *c = conn;
 	return c->err[0] ? c->err : "no error";
@@ -744,22 +739,22 @@ static fb_io fenced_call(xconn *c, fb_exec_op op, uint32_t key, int64_t value, u
 	if (c->dead)
 		return FB_IO_ERROR;
 	if (key >= e->cfg.keys) {
-		failed(c, what, "key out of range (%u keys)", e->cfg.keys);
+		fb_x_failed(c, what, "key out of range (%u keys)", e->cfg.keys);
 		return FB_IO_ERROR;
 	}
-	if (!offers(c, op))
+	if (!fb_x_offers(c, op))
 		return FB_IO_ERROR;
 	if (token > FB_FENCE_MAX) { /* no lease service mints one: as core/store.c */
 		r->stale = op != FB_XOP_READ;
 		return FB_IO_REFUSED;
 	}
 	uint64_t floor = atomic_load_explicit(&e->top[key], memory_order_relaxed);
-	if (!call(c, req, (size_t)n, what))
+	if (!fb_x_call(c, req, (size_t)n, what))
 		return FB_IO_ERROR;
 	int64_t version;
 	char why[240];
 	if (!fb_exec_result_of(&c->reply, op, token, r, &version, why, sizeof why)) {
-		bad_reply(c, what, why);
+		fb_x_bad_reply(c, what, why);
 		return FB_IO_ERROR;
 	}
 	if (!r->ok) {
@@ -780,7 +775,7 @@ static fb_io fenced_call(xconn *c, fb_exec_op op, uint32_t key, int64_t value, u
 		       "version %llu is below %llu, which a reply to an earlier call gave key %u: "
 		       "its versions went backwards",
 		       (unsigned long long)v, (unsigned long long)floor, key);
-		bad_reply(c, what, why);
+		fb_x_bad_reply(c, what, why);
 		return FB_IO_ERROR;
 	}
 	uint64_t top = floor;
@@ -825,16 +820,16 @@ static fb_io x_final(void *conn, fb_discipline d, uint32_t keys, int64_t *balanc
 	if (d != FB_FENCED)
 		return c->inner ? fb_inproc_store_ops.final(c->inner, d, keys, balance, last_fence)
 		                : FB_IO_ERROR;
-	if (!offers(c, FB_XOP_FINAL))
+	if (!fb_x_offers(c, FB_XOP_FINAL))
 		return FB_IO_ERROR;
 	for (uint32_t k = 0; k < keys; k++) {
 		char what[48], req[64], why[200];
 		fb_say(what, sizeof what, "final key %u", k);
 		int n = snprintf(req, sizeof req, "{\"op\":\"final\",\"key\":%u}\n", k);
-		if (!call(c, req, (size_t)n, what))
+		if (!fb_x_call(c, req, (size_t)n, what))
 			return FB_IO_ERROR;
 		if (!fb_exec_final_of(&c->reply, &balance[k], &last_fence[k], why, sizeof why)) {
-			bad_reply(c, what, why);
+			fb_x_bad_reply(c, what, why);
 			return FB_IO_ERROR;
 		}
 	}
@@ -846,10 +841,10 @@ static fb_io x_meta(void *conn, fb_store_meta *out)
 	xconn *c = conn;
 	char why[200];
 	static const char req[] = "{\"op\":\"meta\"}\n";
-	if (!offers(c, FB_XOP_META) || !call(c, req, sizeof req - 1, "meta"))
+	if (!fb_x_offers(c, FB_XOP_META) || !fb_x_call(c, req, sizeof req - 1, "meta"))
 		return FB_IO_ERROR;
 	if (!fb_exec_meta_of(&c->reply, out, why, sizeof why)) {
-		bad_reply(c, "meta", why);
+		fb_x_bad_reply(c, "meta", why);
 		return FB_IO_ERROR;
 	}
 	return FB_IO_OK;
@@ -862,7 +857,7 @@ static fb_io x_history(void *conn, void (*row)(void *ctx, const fb_history_row *
 {
 	xconn *c = conn;
 	static const char req[] = "{\"op\":\"history\"}\n";
-	if (!offers(c, FB_XOP_HISTORY) || !call(c, req, sizeof req - 1, "history"))
+	if (!fb_x_offers(c, FB_XOP_HISTORY) || !fb_x_call(c, req, sizeof req - 1, "history"))
 		return FB_IO_ERROR;
 	for (uint64_t rows = 0;; rows++) {
 		fb_history_row h;
@@ -870,14 +865,14 @@ static fb_io x_history(void *conn, void (*row)(void *ctx, const fb_history_row *
 		char why[200], what[48];
 		fb_say(what, sizeof what, "history row %llu", (unsigned long long)rows + 1);
 		if (!fb_exec_row_of(&c->reply, &h, &end, why, sizeof why)) {
-			bad_reply(c, what, why);
+			fb_x_bad_reply(c, what, why);
 			return FB_IO_ERROR;
 		}
 		if (end)
 			return FB_IO_OK;
 		row(ctx, &h);
 		drop_line(c); /* the next line is the stream's too */
-		if (!next_reply(c, now_ns() + c->e->timeout_ns, what))
+		if (!next_reply(c, fb_x_now() + c->e->timeout_ns, what))
 			return FB_IO_ERROR;
 	}
 }
@@ -907,6 +902,12 @@ static uint32_t x_own_versions(void *eng)
 	return 1u << FB_FENCED;
 }
 
+/* The adapter's hello says its store keeps no token on reads. */
+static uint32_t x_unfenced_reads(void *eng)
+{
+	return ((xengine *)eng)->hello.unfenced_reads ? 1u << FB_FENCED : 0;
+}
+
 void fb_exec_last(void *conn, fb_exec_exchange *x)
 {
 	xconn *c = conn;
@@ -927,6 +928,11 @@ void fb_exec_setup_last(void *eng, fb_exec_exchange *x)
 		*x = (fb_exec_exchange){0};
 }
 
+const char *fb_exec_name(void *eng)
+{
+	return ((xengine *)eng)->hello.name;
+}
+
 uint32_t fb_exec_offers(void *eng)
 {
 	return ((xengine *)eng)->hello.ops;
@@ -938,12 +944,12 @@ const fb_store_ops fb_exec_store_ops = {
         .remote = true,
         .local_modes = 1u << FB_WRITE_FENCED | 1u << FB_UNFENCED,
         .open = x_open,
-        .version = x_version,
+        .version = fb_x_version,
         .prepare = x_prepare,
         .close = x_close,
         .connect = x_connect,
-        .disconnect = x_disconnect,
-        .error = x_error,
+        .disconnect = fb_x_disconnect,
+        .error = fb_x_error,
         .read = x_read,
         .write = x_write,
         .debit = x_debit,
@@ -952,5 +958,6 @@ const fb_store_ops fb_exec_store_ops = {
         .meta = x_meta,
         .keeps_history = x_keeps_history,
         .own_versions = x_own_versions,
+        .unfenced_reads = x_unfenced_reads,
         .column = x_column,
 };

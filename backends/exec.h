@@ -22,6 +22,11 @@
 
 extern const fb_store_ops fb_exec_store_ops;
 
+/* The lease side, --lease exec:COMMAND (exec_lease.c): the user's own lock
+ * service through an adapter of the protocol's lease side. Its conns are
+ * adapter connections too: fb_exec_last reads them. */
+extern const fb_lease_ops fb_exec_lease_ops;
+
 /* The last exchange on an adapter connection (a conn of fb_exec_store_ops),
  * for `fencebench adapter-test`, which prints the calls that broke a
  * contract: the request line and the reply line, each quoted (printable
@@ -44,5 +49,8 @@ void fb_exec_setup_last(void *eng, fb_exec_exchange *x);
 /* The operations the adapter's hello offered: bit (1 << fb_exec_op) each
  * (exec_proto.h). */
 uint32_t fb_exec_offers(void *eng);
+
+/* The name the adapter's hello gave ("" if none): either side's engine. */
+const char *fb_exec_name(void *eng);
 
 #endif

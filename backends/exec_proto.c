@@ -3,8 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *const fb_exec_op_names[FB_XOPS] = {"hello", "reset", "read", "write",
-                                               "debit", "final", "meta", "history"};
+const char *const fb_exec_op_names[FB_XOPS] = {"hello", "reset",   "read",    "write",   "debit",
+                                               "final", "meta",    "history", "acquire", "release",
+                                               "renew", "is_held", "peek"};
 
 /* ---- the parser ------------------------------------------------------- */
 
@@ -505,15 +506,29 @@ static bool printable(char c)
 	return c >= 0x20 && c < 0x7f;
 }
 
-bool fb_exec_hello_of(const fb_reply *r, fb_exec_hello *h, char *err, size_t errlen)
+/* What both sides' hellos hold: protocol, ops, name, version; side, the
+ * "side" the reply must give ("store" may go unsaid). */
+static bool hello_of(const fb_reply *r, fb_exec_hello *h, const char *side, int64_t protocol,
+                     char *err, size_t errlen)
 {
 	memset(h, 0, sizeof *h);
+	const fb_jfield *said = fb_reply_get(r, "side");
+	if (said && said->type != FB_J_STRING)
+		return fb_say(err, errlen, "\"side\" is %s, not a string", type_names[said->type]);
+	const char *is = said ? said->s : "store";
+	bool lease = strcmp(side, "lease") == 0;
+	if (strcmp(is, side) != 0)
+		return fb_say(err, errlen,
+		              "its hello says \"side\": \"%.20s\": it is not a %s adapter (give a "
+		              "store adapter to --store, a lease adapter to --lease)",
+		              is, side);
 	if (!integer(r, "protocol", 0, INT64_MAX, &h->protocol, err, errlen))
 		return false;
-	if (h->protocol != FB_EXEC_PROTOCOL)
+	if (h->protocol != protocol)
 		return fb_say(err, errlen,
-		              "it speaks protocol %lld; this fencebench speaks protocol %d",
-		              (long long)h->protocol, FB_EXEC_PROTOCOL);
+		              "it speaks %sprotocol %lld; this fencebench speaks %sprotocol %lld",
+		              lease ? "lease " : "", (long long)h->protocol, lease ? "lease " : "",
+		              (long long)protocol);
 	const fb_jfield *ops;
 	if (!typed(r, "ops", FB_J_ARRAY, &ops, err, errlen))
 		return false;
@@ -525,14 +540,81 @@ bool fb_exec_hello_of(const fb_reply *r, fb_exec_hello *h, char *err, size_t err
 			if (strcmp(s, fb_exec_op_names[k]) == 0)
 				h->ops |= 1u << k;
 	h->ops |= 1u << FB_XOP_HELLO; /* it just answered one */
-	if (!text(r, "name", FB_EXEC_NAME_MAX, name_char, h->name, err, errlen) ||
-	    !text(r, "version", sizeof h->version - 1, printable, h->version, err, errlen))
+	return text(r, "name", FB_EXEC_NAME_MAX, name_char, h->name, err, errlen) &&
+	       text(r, "version", sizeof h->version - 1, printable, h->version, err, errlen);
+}
+
+bool fb_exec_hello_of(const fb_reply *r, fb_exec_hello *h, char *err, size_t errlen)
+{
+	bool fenced = true;
+	if (!hello_of(r, h, "store", FB_EXEC_PROTOCOL, err, errlen) ||
+	    (fb_reply_get(r, "fenced_reads") && !boolean(r, "fenced_reads", &fenced, err, errlen)))
 		return false;
+	h->unfenced_reads = !fenced;
 	for (int d = 0; d < FB_DISCIPLINES; d++)
 		if (d != FB_FENCED && strcmp(h->name, fb_discipline_name((fb_discipline)d)) == 0)
 			return fb_say(err, errlen,
 			              "\"name\" is \"%s\", a control column's: choose another",
 			              h->name);
+	return true;
+}
+
+bool fb_exec_lease_hello_of(const fb_reply *r, fb_exec_hello *h, char *err, size_t errlen)
+{
+	return hello_of(r, h, "lease", FB_EXEC_LEASE_PROTOCOL, err, errlen);
+}
+
+bool fb_exec_acquire_of(const fb_reply *r, fb_exec_acquired *a, char *err, size_t errlen)
+{
+	memset(a, 0, sizeof *a);
+	int64_t fence = 0, owner = 0, ttl = 0;
+	if (!boolean(r, "ok", &a->ok, err, errlen))
+		return false;
+	if (!a->ok) {
+		if (!fence_opt(r, "fence", &a->fence, err, errlen) ||
+		    (fb_reply_get(r, "owner") &&
+		     !integer(r, "owner", 0, UINT16_MAX, &owner, err, errlen)))
+			return false;
+		a->owner = (uint16_t)owner;
+		return true;
+	}
+	if (!integer(r, "fence", 1, (int64_t)FB_FENCE_MAX, &fence, err, errlen)) {
+		char why[160];
+		snprintf(why, sizeof why, "%s", err);
+		return fb_say(err, errlen, "%s (a granted acquire needs \"fence\")", why);
+	}
+	a->fence = (uint64_t)fence;
+	a->said_replaced = fb_reply_get(r, "replaced") != NULL;
+	if (!fence_opt(r, "replaced", &a->replaced, err, errlen) ||
+	    (fb_reply_get(r, "ttl_ms") && !integer(r, "ttl_ms", 1, INT64_MAX, &ttl, err, errlen)))
+		return false;
+	a->ttl_ms = (uint64_t)ttl;
+	return true;
+}
+
+bool fb_exec_lease_ok_of(const fb_reply *r, bool *ok, char *err, size_t errlen)
+{
+	return boolean(r, "ok", ok, err, errlen);
+}
+
+bool fb_exec_peek_of(const fb_reply *r, bool *held, uint16_t *owner, uint64_t *fence,
+                     uint64_t *left_ms, char *err, size_t errlen)
+{
+	int64_t o = 0, left = 0;
+	*owner = 0;
+	*fence = *left_ms = 0;
+	if (!boolean(r, "held", held, err, errlen))
+		return false;
+	if (!*held)
+		return true;
+	if (!integer(r, "owner", 0, UINT16_MAX, &o, err, errlen) ||
+	    !integer(r, "fence", 1, (int64_t)FB_FENCE_MAX, &left, err, errlen))
+		return false;
+	*owner = (uint16_t)o;
+	*fence = (uint64_t)left;
+	if (!integer(r, "ttl_ms", 0, INT64_MAX, &left, err, errlen))
+		return false;
+	*left_ms = (uint64_t)left;
 	return true;
 }
 

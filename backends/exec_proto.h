@@ -81,6 +81,12 @@ typedef enum fb_exec_op {
 	FB_XOP_FINAL,
 	FB_XOP_META,
 	FB_XOP_HISTORY,
+	/* the lease side's (--lease exec:COMMAND) */
+	FB_XOP_ACQUIRE,
+	FB_XOP_RELEASE,
+	FB_XOP_RENEW,
+	FB_XOP_IS_HELD,
+	FB_XOP_PEEK,
 	FB_XOPS
 } fb_exec_op;
 
@@ -94,6 +100,7 @@ typedef struct fb_exec_hello {
 	uint32_t ops;                    /* bit (1 << fb_exec_op) per op offered */
 	char name[FB_EXEC_NAME_MAX + 1]; /* the column's heading ("" if not given) */
 	char version[48];                /* the store's, for the report ("" if none) */
+	bool unfenced_reads; /* a store's "fenced_reads": false: no token on its reads */
 } fb_exec_hello;
 
 /* Each validator reads one kind of reply. False: what was wrong in err
@@ -105,8 +112,46 @@ const char *fb_exec_error_of(const fb_reply *r);
 
 /* The hello: protocol FB_EXEC_PROTOCOL, the ops as an array of strings
  * (unknown ones ignored), an optional name ([A-Za-z0-9._-], not a built-in
- * discipline's) and version (printable ASCII). */
+ * discipline's) and version (printable ASCII), and an optional
+ * "fenced_reads" (true unless false: a store that keeps no token on reads
+ * says so, and the report says its reads are not fenced). */
 bool fb_exec_hello_of(const fb_reply *r, fb_exec_hello *h, char *err, size_t errlen);
+
+/* ---- the lease side (--lease exec:COMMAND) ------------------------------
+ *
+ * The same framing and the same hello, with "side": "lease" each way and
+ * the lease side's own version: a store adapter given to --lease (or a
+ * lease adapter to --store) is refused by name, not misread. */
+#define FB_EXEC_LEASE_PROTOCOL 1
+
+/* The hello of a lease adapter: "side": "lease", protocol
+ * FB_EXEC_LEASE_PROTOCOL, the ops, and the optional name and version of
+ * the store's hello. */
+bool fb_exec_lease_hello_of(const fb_reply *r, fb_exec_hello *h, char *err, size_t errlen);
+
+/* What an acquire's reply says. Granted ({"ok": true}): the fence minted
+ * (1..2^47-1), and where the service can say them, the fence of the lease
+ * it replaced ("replaced", 0..2^47-1) and the TTL it granted ("ttl_ms",
+ * >= 1). Held ({"ok": false}): where it can say them, the live lease's
+ * "owner" (0..65535) and "fence". 0: not said. */
+typedef struct fb_exec_acquired {
+	bool ok;
+	uint64_t fence, replaced;
+	uint64_t ttl_ms;
+	uint16_t owner;
+	bool said_replaced; /* granted, and "replaced" given (0 too: nothing before) */
+} fb_exec_acquired;
+
+bool fb_exec_acquire_of(const fb_reply *r, fb_exec_acquired *a, char *err, size_t errlen);
+
+/* A release, renew or is_held reply: {"ok": true} done / still ours,
+ * {"ok": false} not ours (taken over, expired, or never). */
+bool fb_exec_lease_ok_of(const fb_reply *r, bool *ok, char *err, size_t errlen);
+
+/* A peek reply: {"held": false}, or {"held": true, "owner", "fence",
+ * "ttl_ms"} (ttl_ms: what is left of it, >= 0). */
+bool fb_exec_peek_of(const fb_reply *r, bool *held, uint16_t *owner, uint64_t *fence,
+                     uint64_t *left_ms, char *err, size_t errlen);
 
 /* {"ok": true} (reset). */
 bool fb_exec_ok_of(const fb_reply *r, char *err, size_t errlen);

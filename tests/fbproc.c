@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -362,4 +363,39 @@ void fb_test_skipped(unsigned n, const char *packages, const char *why)
 	fputc('\n', f);
 	if (fclose(f))
 		fprintf(stderr, "cannot append to FB_SKIPS '%s': %s\n", file, strerror(errno));
+}
+
+bool fb_test_adapter_setup(char *python, size_t plen, char *root, size_t rlen, unsigned n,
+                           const char *what)
+{
+	FILE *py =
+	        popen("python3 -c 'import sqlite3, sys; print(sys.executable)' 2>/dev/null", "r");
+	if (!py || !fgets(python, (int)plen, py) || pclose(py) != 0 || !*python) {
+		printf("SKIPPED: %s, %u tests: python3 with sqlite3 is not installed (apt-get "
+		       "install -y python3)\n",
+		       what, n);
+		fb_test_skipped(n, "python3", "the reference adapters are Python");
+		return false;
+	}
+	python[strcspn(python, "\n")] = 0;
+	const char *t = getenv("FB_TESTS");
+	char tests[512];
+	snprintf(tests, sizeof tests, "%s", t ? t : "tests");
+	char abs[PATH_MAX];
+	if (!realpath(tests, abs)) {
+		fprintf(stderr, "cannot resolve %s\n", tests);
+		exit(1);
+	}
+	snprintf(root, rlen, "%s", dirname(abs));
+	return true;
+}
+
+const char *fb_test_exec_url(const char *python, const char *root, const char *path,
+                             const char *args)
+{
+	static char buf[4][2048];
+	static int next;
+	char *u = buf[next++ % 4];
+	snprintf(u, sizeof buf[0], "exec:%s %s/%s %s", python, root, path, args);
+	return u;
 }

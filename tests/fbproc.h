@@ -72,4 +72,17 @@ json_object *fb_test_run_doc(fb_test_proc *p, const char *const *extra, int want
 /* The same, whatever it exits (p->code): its document, or NULL if none. */
 json_object *fb_test_run_doc_any(fb_test_proc *p, const char *const *extra);
 
+/* The adapter tests' start: the python3 interpreter's own path (not a
+ * shim: starts stay quick) into python, the repository (the parent of
+ * $FB_TESTS, else of tests) into root. False when python3 with sqlite3 is
+ * missing: the n tests of `what` were reported skipped, and main returns 0.
+ * A repository not found exits 1. */
+bool fb_test_adapter_setup(char *python, size_t plen, char *root, size_t rlen, unsigned n,
+                           const char *what);
+
+/* "exec:PYTHON ROOT/PATH ARGS": an adapter of the repository run by the
+ * interpreter itself. The last four stay valid (they rotate). */
+const char *fb_test_exec_url(const char *python, const char *root, const char *path,
+                             const char *args);
+
 #endif

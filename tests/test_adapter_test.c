@@ -250,26 +250,10 @@ static void test_check_without_meta_is_exit_2_and_help_lists_subcommands(void **
 
 int main(void)
 {
-	FILE *py =
-	        popen("python3 -c 'import sqlite3, sys; print(sys.executable)' 2>/dev/null", "r");
-	if (!py || !fgets(python, sizeof python, py) || pclose(py) != 0 || !*python) {
-		unsigned n = 7; /* the table below */
-		printf("SKIPPED: adapter-test tests, %u tests: python3 with sqlite3 is not "
-		       "installed (apt-get install -y python3)\n",
-		       n);
-		fb_test_skipped(n, "python3", "the reference adapters are Python");
+	if (!fb_test_adapter_setup(python, sizeof python, root, sizeof root,
+	                           7, /* the table below */
+	                           "adapter-test tests"))
 		return 0;
-	}
-	python[strcspn(python, "\n")] = 0;
-	const char *t = getenv("FB_TESTS");
-	char tests[512];
-	snprintf(tests, sizeof tests, "%s", t ? t : "tests");
-	char abs[PATH_MAX];
-	if (!realpath(tests, abs)) {
-		fprintf(stderr, "cannot resolve %s\n", tests);
-		return 1;
-	}
-	snprintf(root, sizeof root, "%s", dirname(abs));
 	scratch = fb_test_tmpdir();
 	const struct CMUnitTest tests_[] = {
 	        cmocka_unit_test(test_the_reference_adapter_passes_every_contract),

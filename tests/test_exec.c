@@ -31,11 +31,7 @@ static char *scratch;    /* this run's databases */
 /* "exec:PYTHON ROOT/PATH ARGS" */
 static const char *url_of(const char *path, const char *args)
 {
-	static char buf[4][2048];
-	static int next;
-	char *u = buf[next++ % 4];
-	snprintf(u, sizeof buf[0], "exec:%s %s/%s %s", python, root, path, args);
-	return u;
+	return fb_test_exec_url(python, root, path, args);
 }
 
 /* The reference adapter on a database of its own. */
@@ -592,6 +588,38 @@ static void test_a_correct_store_with_gapped_versions_is_safe(void **state)
 	}
 }
 
+/* A store with no token on reads says so in its hello ("fenced_reads":
+ * false): the report says its reads are not fenced, and the JSON too;
+ * with --op debit its writes alone are judged, and they are fenced. */
+static void test_a_store_without_read_tokens_is_said_so(void **state)
+{
+	(void)state;
+	fb_reply r;
+	fb_exec_hello h;
+	char err[200], dec[256];
+	const char *line = "{\"protocol\":1,\"ops\":[\"read\"],\"fenced_reads\":false}";
+	check(fb_reply_parse(&r, line, strlen(line), dec, sizeof dec, err, sizeof err) &&
+	              fb_exec_hello_of(&r, &h, err, sizeof err) && h.unfenced_reads,
+	      "\"fenced_reads\": false is read: %s", err);
+	line = "{\"protocol\":1,\"ops\":[],\"fenced_reads\":\"no\"}";
+	check(fb_reply_parse(&r, line, strlen(line), dec, sizeof dec, err, sizeof err) &&
+	              !fb_exec_hello_of(&r, &h, err, sizeof err) && strstr(err, "fenced_reads"),
+	      "a \"fenced_reads\" that is no boolean is refused: %s", err);
+	char args[600];
+	snprintf(args, sizeof args, "%s/unfenced-reads.db", scratch);
+	const char *extra[] = {"-t", "4", "-d", "2s", "--op", "debit", NULL};
+	fb_test_proc p;
+	json_object *doc = run(&p, url_of("tests/adapters/unfenced_reads.py", args), extra, 0);
+	check(strstr(p.out, "noreadtok: SAFE") &&
+	              strstr(p.out, "noreadtok: reads are not fenced (its adapter's hello says"),
+	      "the report says its reads are not fenced:\n%s", p.out);
+	json_object *f = fb_test_json(doc, "modes.fenced.reads_fenced");
+	check(f && !json_object_get_boolean(f), "modes.fenced.reads_fenced is false");
+	check(!fb_test_json(doc, "modes.write_fenced.reads_fenced"), "only its column's");
+	json_object_put(doc);
+	fb_test_release(&p);
+}
+
 /* A store that refuses every newer holder (an equality check, as etcd's
  * contrib/lock storage has): false rejections, named so; the stale word
  * only where a newer fence had been sent; said to accept almost nothing;
@@ -719,26 +747,10 @@ static void test_a_hung_adapter_ends_the_run_by_the_deadline(void **state)
 
 int main(void)
 {
-	FILE *py =
-	        popen("python3 -c 'import sqlite3, sys; print(sys.executable)' 2>/dev/null", "r");
-	if (!py || !fgets(python, sizeof python, py) || pclose(py) != 0 || !*python) {
-		unsigned n = 16; /* the table below */
-		printf("SKIPPED: adapter tests, %u tests: python3 with sqlite3 is not installed "
-		       "(apt-get install -y python3)\n",
-		       n);
-		fb_test_skipped(n, "python3", "the reference adapters are Python");
+	if (!fb_test_adapter_setup(python, sizeof python, root, sizeof root,
+	                           17, /* the table below */
+	                           "adapter tests"))
 		return 0;
-	}
-	python[strcspn(python, "\n")] = 0;
-	const char *t = getenv("FB_TESTS");
-	char tests[512];
-	snprintf(tests, sizeof tests, "%s", t ? t : "tests");
-	char abs[PATH_MAX];
-	if (!realpath(tests, abs)) {
-		fprintf(stderr, "cannot resolve %s\n", tests);
-		return 1;
-	}
-	snprintf(root, sizeof root, "%s", dirname(abs));
 	scratch = fb_test_tmpdir();
 	start_hung_run();
 	const struct CMUnitTest tests_[] = {
@@ -757,6 +769,7 @@ int main(void)
 	        cmocka_unit_test(test_each_broken_adapter_is_caught),
 	        cmocka_unit_test(test_a_correct_store_with_gapped_versions_is_safe),
 	        cmocka_unit_test(test_a_store_that_refuses_newer_holders_is_named_for_it),
+	        cmocka_unit_test(test_a_store_without_read_tokens_is_said_so),
 	        cmocka_unit_test(test_each_hostile_adapter_ends_the_run_with_its_results),
 	        cmocka_unit_test(test_bad_adapters_at_start_are_exit_2_or_3),
 	        cmocka_unit_test(test_a_hung_adapter_ends_the_run_by_the_deadline),

@@ -213,8 +213,10 @@ static const opt opts[] = {
          "?fence=incr for the two-step SET-then-INCR fence; or the master of Sentinels "
          "HOST:PORT,HOST:PORT,.../DB?sentinel=NAME, followed across a failover), "
          "zk://HOST:PORT[,...][/PREFIX], "
-         "etcd://HOST:PORT[,...][/PREFIX], or redlock://HOST:PORT,HOST:PORT,HOST:PORT[,...]"
-         "[?fence=none|incr][&faketime=N:FILE]",
+         "etcd://HOST:PORT[,...][/PREFIX], redlock://HOST:PORT,HOST:PORT,HOST:PORT[,...]"
+         "[?fence=none|incr][&faketime=N:FILE], or exec:COMMAND: your own lock service, "
+         "through an adapter program that speaks the lease side of the protocol (README.md, "
+         "Bring your own lock service; --ttl in whole milliseconds)",
          0, W_STRESS},
         {"store", 0, "URL", K_ENGINE, OFF(store_url), 0, 0, 0, NULL, 0, "store", 0, true,
          "where the balances are written: inproc (default), redis://HOST:PORT/DB, "
@@ -227,7 +229,8 @@ static const opt opts[] = {
          0, W_STRESS},
         {"adapter-timeout", 0, "D", K_DURATION, OFF(adapter_timeout_ns), 0, 0, 0, NULL, 0,
          "adapter_timeout_s", 1e9, true,
-         "with --store exec:: how long an adapter has to say hello and to answer each call, "
+         "with --store exec: or --lease exec:: how long an adapter has to say hello and to "
+         "answer each call, "
          "exactly (default 10s, 10s + 2 x the longest pause when pauses are injected)",
          NEED_SET, W_STRESS},
         {"client-id", 0, "N", K_U32, OFF(client_id), 0, 1, 65535, NULL, 0, "client_id", 0, true,
@@ -834,6 +837,8 @@ static void usage(FILE *out)
 	        "       fencebench compare A.json B.json  two runs side by side\n"
 	        "       fencebench check --store URL    re-verify the history a store recorded\n"
 	        "       fencebench adapter-test exec:COMMAND  a store adapter's conformance test\n"
+	        "       fencebench adapter-test --lease exec:COMMAND  the same for a lease "
+	        "adapter\n"
 	        "Stress a lease table and three storage disciplines side by side: worker\n"
 	        "threads take leases that mint fencing tokens, debit accounts under them while\n"
 	        "an injector suspends lease holders past the TTL, and an independent checker\n"
@@ -1178,9 +1183,11 @@ static int check_cpus(const fb_config *cfg)
 static int check_combinations(const fb_config *cfg)
 {
 	if (cfg->adapter_timeout_ns &&
-	    (!cfg->store_url || fb_store_engine(cfg->store_url) != fb_store_engine("exec:x"))) {
+	    (!cfg->store_url || fb_store_engine(cfg->store_url) != fb_store_engine("exec:x")) &&
+	    (!cfg->lease_url || fb_lease_engine(cfg->lease_url) != fb_lease_engine("exec:x"))) {
 		fprintf(stderr, "fencebench: --adapter-timeout: an adapter's deadline; this run's "
-		                "store is no adapter (--store exec:COMMAND)\n");
+		                "store and lease service are no adapters (--store exec:COMMAND, "
+		                "--lease exec:COMMAND)\n");
 		return -1;
 	}
 	/* a paused worker's call is answered after its pause: a deadline

@@ -292,6 +292,7 @@ static fb_err open_engines(fb_env *e, const fb_env_driver *drv, fb_results *res)
 		snprintf(res->column[d], sizeof res->column[d], "%s",
 		         fb_store_column(e->sops, e->seng, (fb_discipline)d));
 	e->own_versions = e->sops->own_versions ? e->sops->own_versions(e->seng) : 0;
+	res->unfenced_reads = e->sops->unfenced_reads ? e->sops->unfenced_reads(e->seng) : 0;
 	res->remote = e->remote;
 	res->batched = e->batched;
 	res->check_deferred = !e->checking && !cfg->no_check;
@@ -755,6 +756,9 @@ void fb_env_results(fb_env *e, fb_results *res)
 	snprintf(res->other_reason, sizeof res->other_reason, "%s", e->other_reason);
 	for (int k = 0; k < FB_WIT_KINDS; k++)
 		fb_witness_example_of(e->witness, (fb_witness_kind)k, &res->lease_example[k]);
+	res->lease_unjudged[0] = 0;
+	if (e->witnessing && e->leng && e->lops->unjudged)
+		e->lops->unjudged(e->leng, res->lease_unjudged, sizeof res->lease_unjudged);
 	res->exhausted = atomic_load(&e->exhausted);
 	res->core_skew_ns = e->core_skew;
 	res->clock_slack_ns = e->lease_slack;

@@ -172,6 +172,7 @@ typedef struct fb_results {
 	char failure[2560];  /* an engine that stopped answering: which, when, and why */
 	fb_mode_result mode[FB_DISCIPLINES];
 	char column[FB_DISCIPLINES][16]; /* each one's heading: its name, or an adapter's */
+	uint32_t unfenced_reads;         /* bit (1 << d): a store whose reads carry no token */
 	fb_key_result *keys;
 	fb_first_corruption first;  /* the run's first corruption */
 	fb_first_corruption shaped; /* the first of the article's shape (may be the same) */
@@ -182,6 +183,7 @@ typedef struct fb_results {
 	uint64_t core_skew_ns, clock_slack_ns;
 	fb_witness_counts clock_blamed;
 	fb_witness_example lease_example[FB_WIT_KINDS]; /* the first of each */
+	char lease_unjudged[400]; /* what the witness could not judge of this engine, or "" */
 	fb_false_rejection false_rejection;             /* the first */
 	fb_stale_read stale_read;                       /* the first */
 	char other_reason[160]; /* the first refusal for a reason the store gave: its words */

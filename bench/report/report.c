@@ -505,8 +505,6 @@ static void print_faults(FILE *out, const fb_results *res)
 		        G(res->plan_slipped), G(res->plan_dropped));
 }
 
-/* The lease witness's verdict, each kind of violation by name with its first
- * example. */
 /* Issue 27: a clock behind on one core, named, with the timing judgements
  * it took from the lease table. */
 static void print_clock(FILE *out, const fb_results *res)
@@ -523,16 +521,11 @@ static void print_clock(FILE *out, const fb_results *res)
 	        G(b->held_past_ttl), G(b->renew_expired));
 }
 
-static void print_lease(FILE *out, const fb_results *res)
+/* The lease witness's verdict, each kind of violation by name with its first
+ * example. */
+static void print_lease_violations(FILE *out, const fb_results *res)
 {
-	print_clock(out, res);
 	const fb_witness_counts *lw = &res->lease;
-	if (!fb_witness_total(lw)) {
-		fprintf(out,
-		        "lease: kept its promises (every fence above the one it replaced, none "
-		        "twice, none out of acquisition order, no two live holders)\n");
-		return;
-	}
 	fprintf(out,
 	        "lease: VIOLATED !!! %s fences not above the one they replaced, %s handed out "
 	        "twice, %s out of acquisition order, %s acquired while the previous lease was "
@@ -571,6 +564,20 @@ static void print_lease(FILE *out, const fb_results *res)
 		        (unsigned long long)e->other);
 		fprintf(out, "\n");
 	}
+}
+
+static void print_lease(FILE *out, const fb_results *res)
+{
+	print_clock(out, res);
+	const fb_witness_counts *lw = &res->lease;
+	if (!fb_witness_total(lw))
+		fprintf(out,
+		        "lease: kept its promises (every fence above the one it replaced, none "
+		        "twice, none out of acquisition order, no two live holders)\n");
+	else
+		print_lease_violations(out, res);
+	if (res->lease_unjudged[0])
+		fprintf(out, "  not judged: %s\n", res->lease_unjudged);
 }
 
 /* The first refusal of a rightful holder, in one line, under the verdict
@@ -824,6 +831,12 @@ static void say_fenced(FILE *out, const fb_results *res, bool vacuous)
 			        PL(f->reads_refused, "read", "reads"));
 		fprintf(out, ")\n");
 	}
+	if (res->unfenced_reads & (1u << FB_FENCED))
+		fprintf(out,
+		        "  %s: reads are not fenced (its adapter's hello says \"fenced_reads\": "
+		        "false): a stale holder's read is served; with --op rmw the updates lost "
+		        "show what that costs, --op debit judges its writes alone\n",
+		        name);
 }
 
 static void say_write_fenced(FILE *out, const fb_results *res)
@@ -1055,6 +1068,8 @@ static json_object *j_mode(const fb_results *res, fb_discipline d)
 	json_object *o = json_object_new_object();
 	double tput = res->elapsed_s > 0 ? (double)res->ops / res->elapsed_s : 0;
 	json_object_object_add(o, "column", json_object_new_string(fb_column(res, d)));
+	if (res->unfenced_reads & (1u << d))
+		json_object_object_add(o, "reads_fenced", json_object_new_boolean(false));
 	json_object_object_add(o, "ops", j_u(res->ops));
 	json_object_object_add(o, "acquired", j_u(res->acquired));
 	json_object_object_add(o, "contended", j_u(res->contended));
@@ -1204,6 +1219,9 @@ static json_object *j_run(const fb_results *res)
 	json_object_object_add(run, "lease_violations", lo);
 	json_object *eng = json_object_new_object();
 	json_object_object_add(eng, "lease", json_object_new_string(res->lease_engine));
+	if (res->lease_unjudged[0])
+		json_object_object_add(eng, "lease_not_judged",
+		                       json_object_new_string(res->lease_unjudged));
 	json_object_object_add(eng, "store", json_object_new_string(res->store_engine));
 	json_object *rtt = json_object_new_object();
 	for (int e = 0; e < FB_EOPS; e++)

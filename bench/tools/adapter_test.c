@@ -21,34 +21,9 @@
 #define INITIAL 1000000
 #define AMOUNT  7
 
-#define LOG_MAX    8192 /* a contract's transcript */
-#define RACE_REPLY 240  /* what the race keeps of each reply */
+#define RACE_REPLY 240 /* what the race keeps of each reply */
 
-typedef struct at_opts {
-	const char *url;
-	uint32_t keys, procs, rounds;
-	uint64_t timeout_ns;
-} at_opts;
-
-typedef enum verdict { V_PASS, V_FAIL, V_NA } verdict;
-
-/*
- * One contract as it runs: its session with the adapter (an engine opened
- * and reset, and fencebench's own connection), the transcript of its calls,
- * its verdict and why. fatal: the adapter died, hung or answered an error
- * (exit 3), or cannot be run at all (exit 2): the test stops there.
- */
-typedef struct at {
-	const at_opts *o;
-	uint32_t offers; /* the hello's operations */
-	int op;          /* FB_OP_RMW or FB_OP_DEBIT: what reset announces */
-	void *eng, *conn;
-	verdict v;
-	int fatal; /* 0, or the exit code */
-	char why[2700];
-	char log[LOG_MAX];
-	size_t loglen;
-} at;
+#include "adapter_test_int.h"
 
 static const fb_store_ops *const X = &fb_exec_store_ops;
 
@@ -62,8 +37,7 @@ static void judge(at *t, verdict v, const char *fmt, va_list ap)
 }
 
 /* The contract failed. */
-static void fail(at *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void fail(at *t, const char *fmt, ...)
+void at_fail(at *t, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -73,8 +47,7 @@ static void fail(at *t, const char *fmt, ...)
 
 /* The contract cannot be judged (an operation not offered, or an earlier
  * contract's failure in the way). */
-static void na(at *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void na(at *t, const char *fmt, ...)
+void at_na(at *t, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -82,7 +55,7 @@ static void na(at *t, const char *fmt, ...)
 	va_end(ap);
 }
 
-static void fatal(at *t, int code, const char *msg)
+void at_fatal(at *t, int code, const char *msg)
 {
 	if (!t->fatal)
 		snprintf(t->why, sizeof t->why, "%s", msg);
@@ -112,7 +85,7 @@ static void log_exchange(at *t, const fb_exec_exchange *x)
 		note(t, "      < %s\n", x->reply);
 }
 
-static bool has(const at *t, fb_exec_op op)
+bool at_has(const at *t, fb_exec_op op)
 {
 	return t->offers & (1u << op);
 }
@@ -152,29 +125,36 @@ static bool session_open(at *t, uint32_t threads)
 	fb_engine_config cfg = config_of(t, threads);
 	char err[2600] = "";
 	fb_err e = X->open(&cfg, t->o->url, &t->eng, err, sizeof err);
-	if (e != FB_OK) {
-		t->eng = NULL;
-		fatal(t, e == FB_EINVAL ? 2 : 3, err);
+	if (at_setup_failed(t, e, err)) {
+		session_close(t);
 		return false;
 	}
 	e = X->prepare(t->eng, true, err, sizeof err);
-	if (e != FB_OK) {
-		fb_exec_exchange x;
-		fb_exec_setup_last(t->eng, &x);
-		if (e == FB_ESYS && x.broke) {
-			log_exchange(t, &x);
-			fail(t, "%s", err);
-		} else {
-			fatal(t, e == FB_EINVAL ? 2 : 3, err);
-		}
+	if (at_setup_failed(t, e, err)) {
 		session_close(t);
 		return false;
 	}
 	if (X->connect(t->eng, 0, &t->conn, err, sizeof err) != FB_OK) {
 		t->conn = NULL;
-		fatal(t, 3, err);
+		at_fatal(t, 3, err);
 		session_close(t);
 		return false;
+	}
+	return true;
+}
+
+bool at_setup_failed(at *t, fb_err e, const char *err)
+{
+	if (e == FB_OK)
+		return false;
+	fb_exec_exchange x = {0};
+	if (t->eng) /* an open that failed leaves it NULL */
+		fb_exec_setup_last(t->eng, &x);
+	if (e == FB_ESYS && x.broke) {
+		log_exchange(t, &x);
+		at_fail(t, "%s", err);
+	} else {
+		at_fatal(t, e == FB_EINVAL ? 2 : 3, err);
 	}
 	return true;
 }
@@ -183,7 +163,7 @@ static bool session_open(at *t, uint32_t threads)
 
 /* After a call on conn: the exchange logged; an error either fails the
  * contract (the adapter broke the protocol) or stops the test. */
-static bool after(at *t, void *conn, fb_io io)
+bool at_after(at *t, void *conn, fb_io io)
 {
 	fb_exec_exchange x;
 	fb_exec_last(conn, &x);
@@ -191,20 +171,20 @@ static bool after(at *t, void *conn, fb_io io)
 	if (io != FB_IO_ERROR)
 		return true;
 	if (x.broke)
-		fail(t, "its reply breaks the protocol: %s", X->error(conn));
+		at_fail(t, "its reply breaks the protocol: %s", X->error(conn));
 	else
-		fatal(t, 3, X->error(conn));
+		at_fatal(t, 3, X->error(conn));
 	return false;
 }
 
 static bool rd(at *t, uint32_t key, uint64_t token, fb_store_result *r)
 {
-	return after(t, t->conn, X->read(t->conn, FB_FENCED, key, token, r));
+	return at_after(t, t->conn, X->read(t->conn, FB_FENCED, key, token, r));
 }
 
 static bool db(at *t, uint32_t key, uint64_t token, fb_store_result *r)
 {
-	return after(t, t->conn, X->debit(t->conn, FB_FENCED, key, AMOUNT, token, r));
+	return at_after(t, t->conn, X->debit(t->conn, FB_FENCED, key, AMOUNT, token, r));
 }
 
 /* What a write with token sets: one balance per token, so that whose write
@@ -218,15 +198,15 @@ static int64_t wval(uint64_t token)
  * adapter offers no write. */
 static bool upd(at *t, uint32_t key, uint64_t token, fb_store_result *r)
 {
-	if (!has(t, FB_XOP_WRITE))
+	if (!at_has(t, FB_XOP_WRITE))
 		return db(t, key, token, r);
-	return after(t, t->conn, X->write(t->conn, FB_FENCED, key, wval(token), token, NULL, r));
+	return at_after(t, t->conn, X->write(t->conn, FB_FENCED, key, wval(token), token, NULL, r));
 }
 
 /* What upd(token) must leave over a balance of before. */
 static int64_t upd_after(const at *t, uint64_t token, int64_t before)
 {
-	return has(t, FB_XOP_WRITE) ? wval(token) : before - AMOUNT;
+	return at_has(t, FB_XOP_WRITE) ? wval(token) : before - AMOUNT;
 }
 
 /* Key's balance and last fence, by conn (the engine reads keys 0..key, one
@@ -237,8 +217,8 @@ static bool fin_on(at *t, void *conn, uint32_t key, int64_t *balance, uint64_t *
 	uint64_t *l = calloc((size_t)key + 1, sizeof *l);
 	bool ok = false;
 	if (!b || !l)
-		fatal(t, 3, "out of memory for the final balances");
-	else if ((ok = after(t, conn, X->final(conn, FB_FENCED, key + 1, b, l)))) {
+		at_fatal(t, 3, "out of memory for the final balances");
+	else if ((ok = at_after(t, conn, X->final(conn, FB_FENCED, key + 1, b, l)))) {
 		*balance = b[key];
 		*last = l[key];
 	}
@@ -281,7 +261,7 @@ static void row_seen(void *ctx, const fb_history_row *h)
 
 static bool history(at *t, void *conn, rows *r)
 {
-	return after(t, conn, X->history(conn, row_seen, r));
+	return at_after(t, conn, X->history(conn, row_seen, r));
 }
 
 /* ---- the contracts ------------------------------------------------------------ */
@@ -294,19 +274,19 @@ static void c_shape(at *t)
 	fb_store_result r;
 	int64_t bal;
 	uint64_t last;
-	if (has(t, FB_XOP_READ) && !rd(t, 0, 5, &r))
+	if (at_has(t, FB_XOP_READ) && !rd(t, 0, 5, &r))
 		return;
 	if (!upd(t, 0, 5, &r) || !upd(t, 0, 3, &r))
 		return;
-	if (has(t, FB_XOP_DEBIT) && has(t, FB_XOP_WRITE) && !db(t, 0, 6, &r))
+	if (at_has(t, FB_XOP_DEBIT) && at_has(t, FB_XOP_WRITE) && !db(t, 0, 6, &r))
 		return;
 	if (!fin(t, t->o->keys - 1, &bal, &last))
 		return;
 	fb_store_meta m;
-	if (has(t, FB_XOP_META) && !after(t, t->conn, X->meta(t->conn, &m)))
+	if (at_has(t, FB_XOP_META) && !at_after(t, t->conn, X->meta(t->conn, &m)))
 		return;
 	rows h = {.key = 0};
-	if (has(t, FB_XOP_HISTORY))
+	if (at_has(t, FB_XOP_HISTORY))
 		history(t, t->conn, &h);
 	free(h.fences);
 }
@@ -317,24 +297,24 @@ static void c_fresh(at *t)
 	if (!upd(t, 0, 5, &r))
 		return;
 	if (!r.ok)
-		return fail(t, "token 5, the first on a freshly reset key, was refused");
+		return at_fail(t, "token 5, the first on a freshly reset key, was refused");
 	if (!upd(t, 0, 6, &r))
 		return;
 	if (!r.ok)
-		return fail(t, "token 6 was refused after token 5 had been accepted, and no "
-		               "token above 6 was ever sent: a newer holder refused");
-	if (!has(t, FB_XOP_READ))
+		return at_fail(t, "token 6 was refused after token 5 had been accepted, and no "
+		                  "token above 6 was ever sent: a newer holder refused");
+	if (!at_has(t, FB_XOP_READ))
 		return;
 	if (!rd(t, 0, 7, &r))
 		return;
 	if (!r.ok)
-		return fail(t, "a read with token 7 was refused, the highest token sent before "
-		               "it being 6: a newer holder refused");
+		return at_fail(t, "a read with token 7 was refused, the highest token sent before "
+		                  "it being 6: a newer holder refused");
 	if (!upd(t, 0, 7, &r))
 		return;
 	if (!r.ok)
-		fail(t, "token 7 was refused after its own read registered it: a holder's "
-		        "read-modify-write refused");
+		at_fail(t, "token 7 was refused after its own read registered it: a holder's "
+		           "read-modify-write refused");
 }
 
 /* The key after the refusals of a contract must be as the accepted write
@@ -346,11 +326,12 @@ static void unchanged(at *t, uint64_t token, int64_t want)
 	if (!fin(t, 0, &bal, &last))
 		return;
 	if (bal != want || last != token)
-		fail(t,
-		     "after the refusals the key holds balance %lld, last fence %llu; token %llu's "
-		     "write left %lld, fence %llu: a refused call changed the key",
-		     (long long)bal, (unsigned long long)last, (unsigned long long)token,
-		     (long long)want, (unsigned long long)token);
+		at_fail(t,
+		        "after the refusals the key holds balance %lld, last fence %llu; token "
+		        "%llu's "
+		        "write left %lld, fence %llu: a refused call changed the key",
+		        (long long)bal, (unsigned long long)last, (unsigned long long)token,
+		        (long long)want, (unsigned long long)token);
 }
 
 static void c_lower(at *t)
@@ -359,16 +340,17 @@ static void c_lower(at *t)
 	if (!upd(t, 0, 10, &first))
 		return;
 	if (!first.ok)
-		return na(t, "token 10 on a freshly reset key was refused (see fresh)");
+		return at_na(t, "token 10 on a freshly reset key was refused (see fresh)");
 	if (!upd(t, 0, 7, &r))
 		return;
 	if (r.ok)
-		return fail(t, "token 7 was accepted after token 10: a stale write went in");
-	if (has(t, FB_XOP_DEBIT) && has(t, FB_XOP_WRITE)) {
+		return at_fail(t, "token 7 was accepted after token 10: a stale write went in");
+	if (at_has(t, FB_XOP_DEBIT) && at_has(t, FB_XOP_WRITE)) {
 		if (!db(t, 0, 8, &r))
 			return;
 		if (r.ok)
-			return fail(t, "a debit with token 8 was accepted after token 10: a stale "
+			return at_fail(t,
+			               "a debit with token 8 was accepted after token 10: a stale "
 			               "debit went in");
 	}
 	unchanged(t, 10, first.balance);
@@ -380,19 +362,19 @@ static void c_equal(at *t)
 	if (!upd(t, 0, 10, &first))
 		return;
 	if (!first.ok)
-		return na(t, "token 10 on a freshly reset key was refused (see fresh)");
+		return at_na(t, "token 10 on a freshly reset key was refused (see fresh)");
 	if (!upd(t, 0, 10, &r))
 		return;
 	if (r.ok)
-		return fail(t, "the same call with token 10 was accepted twice: a resent write "
-		               "lands twice (an equal token is stale)");
-	if (has(t, FB_XOP_DEBIT) && has(t, FB_XOP_WRITE)) {
+		return at_fail(t, "the same call with token 10 was accepted twice: a resent write "
+		                  "lands twice (an equal token is stale)");
+	if (at_has(t, FB_XOP_DEBIT) && at_has(t, FB_XOP_WRITE)) {
 		if (!db(t, 0, 10, &r))
 			return;
 		if (r.ok)
-			return fail(t,
-			            "a debit with token 10 was accepted after a write with token "
-			            "10: an equal token is stale");
+			return at_fail(
+			        t, "a debit with token 10 was accepted after a write with token "
+			           "10: an equal token is stale");
 	}
 	unchanged(t, 10, first.balance);
 }
@@ -400,35 +382,35 @@ static void c_equal(at *t)
 static void c_read(at *t)
 {
 	fb_store_result r;
-	if (!has(t, FB_XOP_READ))
-		return na(t, "the adapter offers no read");
+	if (!at_has(t, FB_XOP_READ))
+		return at_na(t, "the adapter offers no read");
 	if (!rd(t, 0, 20, &r))
 		return;
 	if (!r.ok)
-		return fail(t, "a read with token 20 on a freshly reset key was refused");
+		return at_fail(t, "a read with token 20 on a freshly reset key was refused");
 	if (!upd(t, 0, 15, &r))
 		return;
 	if (r.ok)
-		return fail(t, "token 15 was accepted after a read with token 20 had been "
-		               "served: the read did not register its token, so a stale holder "
-		               "overwrites what the newer one read");
+		return at_fail(t, "token 15 was accepted after a read with token 20 had been "
+		                  "served: the read did not register its token, so a stale holder "
+		                  "overwrites what the newer one read");
 	if (!rd(t, 0, 15, &r))
 		return;
 	if (r.ok)
-		return fail(t, "a read with token 15 was served after a read with token 20: a "
-		               "stale holder reads as if it held the key");
+		return at_fail(t, "a read with token 15 was served after a read with token 20: a "
+		                  "stale holder reads as if it held the key");
 	if (!upd(t, 0, 20, &r))
 		return;
 	if (!r.ok)
-		fail(t, "token 20 was refused after its own read registered it (a token equal "
-		        "to the highest seen and above the last written is the holder's)");
+		at_fail(t, "token 20 was refused after its own read registered it (a token equal "
+		           "to the highest seen and above the last written is the holder's)");
 }
 
 static void c_version(at *t)
 {
 	uint64_t prev = 0;
 	int accepted = 0;
-	bool both = has(t, FB_XOP_DEBIT) && has(t, FB_XOP_WRITE);
+	bool both = at_has(t, FB_XOP_DEBIT) && at_has(t, FB_XOP_WRITE);
 	for (uint64_t token = 1; token <= 6; token++) {
 		fb_store_result r;
 		if (!(both && token % 2 == 0 ? db(t, 0, token, &r) : upd(t, 0, token, &r)))
@@ -436,15 +418,17 @@ static void c_version(at *t)
 		if (!r.ok)
 			continue;
 		if (accepted++ && r.version <= prev)
-			return fail(t,
-			            "token %llu's write was given version %llu after version %llu: "
-			            "a version must grow at every accepted write (gaps are fine)",
-			            (unsigned long long)token, (unsigned long long)r.version,
-			            (unsigned long long)prev);
+			return at_fail(
+			        t,
+			        "token %llu's write was given version %llu after version %llu: "
+			        "a version must grow at every accepted write (gaps are fine)",
+			        (unsigned long long)token, (unsigned long long)r.version,
+			        (unsigned long long)prev);
 		prev = r.version;
 	}
 	if (accepted < 2)
-		na(t, "fewer than two of six writes with rising tokens were accepted (see fresh)");
+		at_na(t,
+		      "fewer than two of six writes with rising tokens were accepted (see fresh)");
 }
 
 /* An accepted update's reply against the balance it replaced. */
@@ -452,13 +436,13 @@ static bool replaced(at *t, const char *what, uint64_t token, const fb_store_res
                      int64_t held, int64_t want)
 {
 	if (r->before != held) {
-		fail(t, "%s with token %llu says before %lld, but the key held %lld", what,
-		     (unsigned long long)token, (long long)r->before, (long long)held);
+		at_fail(t, "%s with token %llu says before %lld, but the key held %lld", what,
+		        (unsigned long long)token, (long long)r->before, (long long)held);
 		return false;
 	}
 	if (r->balance != want) {
-		fail(t, "%s with token %llu says it left %lld, but it must leave %lld", what,
-		     (unsigned long long)token, (long long)r->balance, (long long)want);
+		at_fail(t, "%s with token %llu says it left %lld, but it must leave %lld", what,
+		        (unsigned long long)token, (long long)r->balance, (long long)want);
 		return false;
 	}
 	return true;
@@ -473,31 +457,31 @@ static void c_before(at *t)
 			return;
 		if (!r.ok) {
 			if (token == 5)
-				na(t, "token 5 on a freshly reset key was refused (see fresh)");
+				at_na(t, "token 5 on a freshly reset key was refused (see fresh)");
 			return;
 		}
 		if (!replaced(t, "the update", token, &r, held, upd_after(t, token, held)))
 			return;
 		held = r.balance;
 	}
-	if (has(t, FB_XOP_DEBIT) && has(t, FB_XOP_WRITE)) {
+	if (at_has(t, FB_XOP_DEBIT) && at_has(t, FB_XOP_WRITE)) {
 		if (!db(t, 0, 7, &r) || !r.ok)
 			return;
 		if (!replaced(t, "the debit", 7, &r, held, held - AMOUNT))
 			return;
 		held = r.balance;
 	}
-	if (!has(t, FB_XOP_READ) || !rd(t, 0, 8, &r) || !r.ok)
+	if (!at_has(t, FB_XOP_READ) || !rd(t, 0, 8, &r) || !r.ok)
 		return;
 	if (r.balance != held)
-		fail(t, "a read with token 8 served %lld, but the last accepted write left %lld",
-		     (long long)r.balance, (long long)held);
+		at_fail(t, "a read with token 8 served %lld, but the last accepted write left %lld",
+		        (long long)r.balance, (long long)held);
 }
 
 static void c_debit(at *t)
 {
-	if (!has(t, FB_XOP_DEBIT))
-		return na(t, "the adapter offers no debit");
+	if (!at_has(t, FB_XOP_DEBIT))
+		return at_na(t, "the adapter offers no debit");
 	fb_store_result r;
 	int64_t held = INITIAL;
 	uint64_t last = 0;
@@ -506,9 +490,9 @@ static void c_debit(at *t)
 			return;
 		if (!r.ok) {
 			if (token == 5)
-				fail(t,
-				     "a debit with token 5, the first on a freshly reset key, was "
-				     "refused");
+				at_fail(t, "a debit with token 5, the first on a freshly reset "
+				           "key, was "
+				           "refused");
 			break;
 		}
 		if (!replaced(t, "the debit", token, &r, held, held - AMOUNT))
@@ -523,11 +507,11 @@ static void c_debit(at *t)
 	if (!fin(t, 0, &bal, &fence))
 		return;
 	if (bal != held || fence != last)
-		fail(t,
-		     "after the debits the key holds %lld, last fence %llu; they left %lld, "
-		     "fence %llu",
-		     (long long)bal, (unsigned long long)fence, (long long)held,
-		     (unsigned long long)last);
+		at_fail(t,
+		        "after the debits the key holds %lld, last fence %llu; they left %lld, "
+		        "fence %llu",
+		        (long long)bal, (unsigned long long)fence, (long long)held,
+		        (unsigned long long)last);
 }
 
 /* Every key written, a high token registered; then a second reset: every
@@ -540,7 +524,7 @@ static void c_reset(at *t)
 	for (uint32_t k = 0; k < keys; k++)
 		if (!upd(t, k, 100 + k, &r))
 			return;
-	if (has(t, FB_XOP_READ) && !rd(t, 0, 200, &r))
+	if (at_has(t, FB_XOP_READ) && !rd(t, 0, 200, &r))
 		return;
 	session_close(t);
 	note(t, "      (a second reset)\n");
@@ -552,45 +536,48 @@ static void c_reset(at *t)
 		if (!fin(t, k, &bal, &last))
 			return;
 		if (bal != INITIAL || last != 0)
-			return fail(t,
-			            "after a reset key %u holds %lld, last fence %llu: a reset "
-			            "restores %d and fence 0",
-			            k, (long long)bal, (unsigned long long)last, INITIAL);
+			return at_fail(t,
+			               "after a reset key %u holds %lld, last fence %llu: a reset "
+			               "restores %d and fence 0",
+			               k, (long long)bal, (unsigned long long)last, INITIAL);
 	}
-	if (has(t, FB_XOP_META)) {
+	if (at_has(t, FB_XOP_META)) {
 		fb_store_meta m;
-		if (!after(t, t->conn, X->meta(t->conn, &m)))
+		if (!at_after(t, t->conn, X->meta(t->conn, &m)))
 			return;
 		if (m.keys != keys || m.initial_balance != INITIAL || m.amount != AMOUNT ||
 		    m.op != t->op)
-			return fail(t,
-			            "meta after a reset is not what the reset recorded (keys %u, "
-			            "initial_balance %d, amount %d, cycle %s)",
-			            keys, INITIAL, AMOUNT, t->op == FB_OP_DEBIT ? "debit" : "rmw");
+			return at_fail(
+			        t,
+			        "meta after a reset is not what the reset recorded (keys %u, "
+			        "initial_balance %d, amount %d, cycle %s)",
+			        keys, INITIAL, AMOUNT, t->op == FB_OP_DEBIT ? "debit" : "rmw");
 	}
-	if (has(t, FB_XOP_HISTORY)) {
+	if (at_has(t, FB_XOP_HISTORY)) {
 		rows h = {.key = 0};
 		bool ok = history(t, t->conn, &h);
 		free(h.fences);
 		if (!ok)
 			return;
 		if (h.n)
-			return fail(t, "after a reset the history still holds %llu rows",
-			            (unsigned long long)h.n);
+			return at_fail(t, "after a reset the history still holds %llu rows",
+			               (unsigned long long)h.n);
 	}
-	if (has(t, FB_XOP_READ)) {
+	if (at_has(t, FB_XOP_READ)) {
 		if (!rd(t, 0, 1, &r))
 			return;
 		if (!r.ok || r.balance != INITIAL)
-			return fail(t,
-			            "after a reset a read with token 1 %s: token 200, registered "
-			            "before the reset, survived it",
-			            r.ok ? "served another balance" : "was refused");
+			return at_fail(
+			        t,
+			        "after a reset a read with token 1 %s: token 200, registered "
+			        "before the reset, survived it",
+			        r.ok ? "served another balance" : "was refused");
 	}
 	if (!upd(t, 0, 1, &r))
 		return;
 	if (!r.ok)
-		return fail(t, "after a reset token 1 was refused: a fence from before the reset "
+		return at_fail(t,
+		               "after a reset token 1 was refused: a fence from before the reset "
 		               "survived it");
 	replaced(t, "the first update after a reset", 1, &r, INITIAL, upd_after(t, 1, INITIAL));
 }
@@ -613,15 +600,15 @@ static const contract contracts[] = {
         {"reset", "a reset restores every key and forgets every token", c_reset},
 };
 
-static const char *verdict_name(verdict v)
+const char *at_verdict_name(verdict v)
 {
 	return v == V_PASS ? "PASS" : v == V_FAIL ? "FAIL" : "n/a ";
 }
 
 /* The contract's line; on FAIL its exchange and why; n/a: why. */
-static void print(const at *t, const char *name, const char *says)
+void at_print(const at *t, const char *name, const char *says)
 {
-	printf("%s  %-8s %s\n", verdict_name(t->v), name, says);
+	printf("%s  %-8s %s\n", at_verdict_name(t->v), name, says);
 	if (t->v == V_FAIL)
 		printf("%.*s      %s\n", (int)t->loglen, t->log, t->why);
 	else if (t->v == V_NA)
@@ -709,7 +696,7 @@ static uint64_t xorshift(uint64_t *x)
 static void deal(race *ra)
 {
 	uint64_t x = 0x9e3779b97f4a7c15u;
-	bool both = has(ra->t, FB_XOP_DEBIT) && has(ra->t, FB_XOP_WRITE);
+	bool both = at_has(ra->t, FB_XOP_DEBIT) && at_has(ra->t, FB_XOP_WRITE);
 	for (uint32_t round = 0; round < ra->rounds; round++) {
 		uint64_t base = (uint64_t)round * ra->procs;
 		for (uint32_t i = 0; i < ra->procs; i++) {
@@ -719,7 +706,7 @@ static void deal(race *ra)
 		}
 		for (uint32_t i = 0; i < ra->procs; i++) {
 			race_op *o = op_at(ra, round, i);
-			o->debit = both ? round % 2 == 1 : !has(ra->t, FB_XOP_WRITE);
+			o->debit = both ? round % 2 == 1 : !at_has(ra->t, FB_XOP_WRITE);
 			if (round > 0 && i == round % ra->procs) {
 				/* below every fresh token of the round before, which a
 				 * correct store accepted the highest of */
@@ -762,25 +749,26 @@ static void judge_order(at *t, const race *ra, race_op **acc, size_t na)
 		const race_op *o = acc[i], *p = i ? acc[i - 1] : NULL;
 		int64_t want = o->debit ? o->r.before - AMOUNT : o->value;
 		if (p && o->r.version == p->r.version)
-			fail(t, "two accepted calls were given version %llu: one commit twice",
-			     (unsigned long long)o->r.version);
+			at_fail(t, "two accepted calls were given version %llu: one commit twice",
+			        (unsigned long long)o->r.version);
 		else if (p && o->token <= p->token)
-			fail(t,
-			     "token %llu was accepted after token %llu (versions %llu, %llu): a "
-			     "%s write went in; the check and the write are not one atomic step",
-			     (unsigned long long)o->token, (unsigned long long)p->token,
-			     (unsigned long long)p->r.version, (unsigned long long)o->r.version,
-			     o->stale ? "stale" : "lower");
+			at_fail(t,
+			        "token %llu was accepted after token %llu (versions %llu, %llu): a "
+			        "%s write went in; the check and the write are not one atomic step",
+			        (unsigned long long)o->token, (unsigned long long)p->token,
+			        (unsigned long long)p->r.version, (unsigned long long)o->r.version,
+			        o->stale ? "stale" : "lower");
 		else if (o->r.before != held)
-			fail(t,
-			     "version %llu replaced %lld, but the write before it (version %llu) "
-			     "left %lld: two calls applied to one state",
-			     (unsigned long long)o->r.version, (long long)o->r.before,
-			     p ? (unsigned long long)p->r.version : 0ULL, (long long)held);
+			at_fail(t,
+			        "version %llu replaced %lld, but the write before it (version "
+			        "%llu) "
+			        "left %lld: two calls applied to one state",
+			        (unsigned long long)o->r.version, (long long)o->r.before,
+			        p ? (unsigned long long)p->r.version : 0ULL, (long long)held);
 		else if (o->r.balance != want)
-			fail(t, "version %llu left %lld; its call computes %lld",
-			     (unsigned long long)o->r.version, (long long)o->r.balance,
-			     (long long)want);
+			at_fail(t, "version %llu left %lld; its call computes %lld",
+			        (unsigned long long)o->r.version, (long long)o->r.balance,
+			        (long long)want);
 		else
 			held = o->r.balance;
 		if (t->v == V_FAIL) {
@@ -807,11 +795,11 @@ static void judge_refusals(at *t, const race *ra)
 			const race_op *o = op_at(ra, round, i);
 			if (!o->sent || o->ok || o->token <= top)
 				continue;
-			fail(t,
-			     "token %llu was refused, yet no token at or above it had been "
-			     "accepted "
-			     "(the highest: %llu): a rightful holder refused",
-			     (unsigned long long)o->token, (unsigned long long)top);
+			at_fail(t,
+			        "token %llu was refused, yet no token at or above it had been "
+			        "accepted "
+			        "(the highest: %llu): a rightful holder refused",
+			        (unsigned long long)o->token, (unsigned long long)top);
 			print_op(t, ra, o);
 		}
 	}
@@ -826,26 +814,27 @@ static void judge_books(at *t, const race *ra, race_op **acc, size_t na)
 	if (!fin(t, ra->key, &bal, &last))
 		return;
 	if (bal != want || last != fence)
-		return fail(t,
-		            "the key ends at balance %lld, last fence %llu; the last accepted "
-		            "call (token %llu) left %lld",
-		            (long long)bal, (unsigned long long)last, (unsigned long long)fence,
-		            (long long)want);
-	if (!has(t, FB_XOP_HISTORY))
+		return at_fail(t,
+		               "the key ends at balance %lld, last fence %llu; the last accepted "
+		               "call (token %llu) left %lld",
+		               (long long)bal, (unsigned long long)last, (unsigned long long)fence,
+		               (long long)want);
+	if (!at_has(t, FB_XOP_HISTORY))
 		return;
 	rows h = {.key = ra->key};
 	if (history(t, t->conn, &h) && !h.nomem) {
 		if (h.of_key != na)
-			fail(t, "the history holds %llu writes of key %u, the replies accepted %zu",
-			     (unsigned long long)h.of_key, ra->key, na);
+			at_fail(t,
+			        "the history holds %llu writes of key %u, the replies accepted %zu",
+			        (unsigned long long)h.of_key, ra->key, na);
 		for (size_t i = 0; i < na && t->v == V_PASS; i++)
 			if (h.fences[i] != acc[i]->token)
-				fail(t,
-				     "the history's write %zu of key %u has fence %llu, the "
-				     "accepted "
-				     "call with that place in version order token %llu",
-				     i + 1, ra->key, (unsigned long long)h.fences[i],
-				     (unsigned long long)acc[i]->token);
+				at_fail(t,
+				        "the history's write %zu of key %u has fence %llu, the "
+				        "accepted "
+				        "call with that place in version order token %llu",
+				        i + 1, ra->key, (unsigned long long)h.fences[i],
+				        (unsigned long long)acc[i]->token);
 	}
 	free(h.fences);
 }
@@ -855,7 +844,7 @@ static void judge_race(at *t, const race *ra, size_t *accepted)
 	size_t total = (size_t)ra->rounds * ra->procs, na = 0;
 	race_op **acc = malloc((total ? total : 1) * sizeof *acc);
 	if (!acc)
-		return fatal(t, 3, "out of memory for the race's oracle");
+		return at_fatal(t, 3, "out of memory for the race's oracle");
 	for (size_t i = 0; i < total; i++)
 		if (ra->ops[i].sent && ra->ops[i].ok)
 			acc[na++] = &ra->ops[i];
@@ -879,44 +868,30 @@ static void c_race(at *t)
 	ra.conns = calloc(ra.procs, sizeof *ra.conns);
 	pthread_t *th = calloc(ra.procs, sizeof *th);
 	racer_arg *args = calloc(ra.procs, sizeof *args);
-	uint32_t conns = 0, started = 0;
+	uint32_t conns = 0;
 	char err[2600];
 	if (!ra.ops || !ra.conns || !th || !args) {
-		fatal(t, 3, "out of memory for the race");
+		at_fatal(t, 3, "out of memory for the race");
 		goto out;
 	}
 	deal(&ra);
 	for (; conns < ra.procs; conns++)
 		if (X->connect(t->eng, (uint16_t)(conns + 1), &ra.conns[conns], err, sizeof err) !=
 		    FB_OK) {
-			fatal(t, 3, err);
+			at_fatal(t, 3, err);
 			goto out;
 		}
 	if (pthread_barrier_init(&ra.bar, NULL, ra.procs) != 0) {
-		fatal(t, 3, "pthread_barrier_init failed");
+		at_fatal(t, 3, "pthread_barrier_init failed");
 		goto out;
 	}
-	for (; started < ra.procs; started++) {
-		args[started] = (racer_arg){&ra, started};
-		if (pthread_create(&th[started], NULL, racer, &args[started]) != 0)
-			break;
-	}
-	if (started < ra.procs) { /* the others wait at the barrier for ever: stop here */
-		fprintf(stderr, "fencebench adapter-test: pthread_create failed\n");
-		exit(3);
-	}
-	for (uint32_t i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
+	for (uint32_t i = 0; i < ra.procs; i++)
+		args[i] = (racer_arg){&ra, i};
+	at_threads(ra.procs, th, racer, args, sizeof *args);
 	pthread_barrier_destroy(&ra.bar);
 	size_t accepted = 0, stale = 0, sent = 0;
-	if (atomic_load(&ra.stop)) {
-		if (ra.broke)
-			fail(t, "its reply breaks the protocol: %s", ra.err);
-		else
-			fatal(t, 3, ra.err);
-	} else {
+	if (!at_race_stopped(t, atomic_load(&ra.stop), ra.broke, ra.err))
 		judge_race(t, &ra, &accepted);
-	}
 	for (size_t i = 0; i < (size_t)ra.rounds * ra.procs; i++) {
 		sent += ra.ops[i].sent;
 		stale += ra.ops[i].sent && ra.ops[i].stale;
@@ -935,11 +910,35 @@ out:
 	free(ra.ops);
 }
 
+void at_threads(uint32_t n, pthread_t *th, void *(*fn)(void *), void *args, size_t size)
+{
+	uint32_t started = 0;
+	for (; started < n; started++)
+		if (pthread_create(&th[started], NULL, fn, (char *)args + started * size) != 0)
+			break;
+	if (started < n) { /* the others wait at the barrier for ever: stop here */
+		fprintf(stderr, "fencebench adapter-test: pthread_create failed\n");
+		exit(3);
+	}
+	for (uint32_t i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+}
+
+bool at_race_stopped(at *t, bool stopped, bool broke, const char *err)
+{
+	if (stopped && broke)
+		at_fail(t, "its reply breaks the protocol: %s", err);
+	else if (stopped)
+		at_fatal(t, 3, err);
+	return stopped;
+}
+
 /* ---- the command -------------------------------------------------------------- */
 
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: fencebench adapter-test [OPTION]... exec:COMMAND\n"
+	             "       fencebench adapter-test [OPTION]... --lease exec:COMMAND\n"
 	             "\n"
 	             "The conformance test of a store adapter (README: \"Bring your own store\"),\n"
 	             "in seconds, before any benchmark. Each contract of the protocol runs on a\n"
@@ -951,9 +950,18 @@ static void usage(FILE *out)
 	             "shape. Then adapter processes race one key round after round, with fresh\n"
 	             "and stale tokens, and an exact oracle judges what the store accepted.\n"
 	             "\n"
+	             "With --lease, the conformance test of a lease adapter (README: \"Bring\n"
+	             "your own lock service\"): a free key is granted with a fence; a live lease\n"
+	             "is not taken; release, renew and is_held check the owner and the fence; a\n"
+	             "released key's next fence is higher; an expired lease is taken over with a\n"
+	             "new, higher fence; renew extends; then adapter processes race one key:\n"
+	             "one holder at a time, fences rising.\n"
+	             "\n"
+	             "      --lease exec:COMMAND  test a lease adapter instead of a store adapter\n"
 	             "  -k, --keys N              keys the store is reset to (default 4; the race\n"
 	             "                            uses the last)\n"
-	             "  -p, --processes N         adapter processes in the race, 2-64 (default 4)\n"
+	             "  -p, --processes N         adapter processes in the race, 2-64 (default 4;\n"
+	             "                            a lease race takes 8 at most)\n"
 	             "  -r, --rounds N            race rounds, one call per process each (default\n"
 	             "                            300)\n"
 	             "      --adapter-timeout D   how long a reply may take (default 10s)\n"
@@ -965,8 +973,7 @@ static void usage(FILE *out)
 	             "answers {\"error\": ...}.\n");
 }
 
-static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int bad(const char *fmt, ...)
+int at_bad(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -982,7 +989,7 @@ static int count_arg(const char *name, const char *s, uint32_t min, uint32_t max
 {
 	uint64_t v;
 	if (fb_parse_u64(s, min, max, &v) != 0)
-		return bad("%s '%s': not a whole number in %u..%u", name, s, min, max);
+		return at_bad("%s '%s': not a whole number in %u..%u", name, s, min, max);
 	*out = (uint32_t)v;
 	return 0;
 }
@@ -990,8 +997,9 @@ static int count_arg(const char *name, const char *s, uint32_t min, uint32_t max
 /* 0: run with *o; -1: --help printed; else the exit code (2). */
 static int parse(int argc, char **argv, at_opts *o)
 {
-	enum { OPT_TIMEOUT = 256 };
+	enum { OPT_TIMEOUT = 256, OPT_LEASE };
 	static const struct option lo[] = {
+	        {"lease", required_argument, NULL, OPT_LEASE},
 	        {"keys", required_argument, NULL, 'k'},
 	        {"processes", required_argument, NULL, 'p'},
 	        {"rounds", required_argument, NULL, 'r'},
@@ -1017,32 +1025,64 @@ static int parse(int argc, char **argv, at_opts *o)
 		case 'r':
 			rc = count_arg("--rounds", optarg, 1, 100000, &o->rounds);
 			break;
+		case OPT_LEASE:
+			o->url = optarg;
+			o->lease = true;
+			break;
 		case OPT_TIMEOUT: {
 			int e = fb_parse_duration(optarg, false, &o->timeout_ns);
 			if (e)
-				rc = bad("--adapter-timeout '%s': %s", optarg,
-				         fb_duration_error(e, false));
+				rc = at_bad("--adapter-timeout '%s': %s", optarg,
+				            fb_duration_error(e, false));
 			break;
 		}
 		case ':':
-			rc = bad("%s needs a value (see --help)", argv[optind - 1]);
+			rc = at_bad("%s needs a value (see --help)", argv[optind - 1]);
 			break;
 		default:
-			rc = optopt ? bad("unknown option '-%c' (see --help)", optopt)
-			            : bad("unknown option '%s' (see --help)", argv[optind - 1]);
+			rc = optopt ? at_bad("unknown option '-%c' (see --help)", optopt)
+			            : at_bad("unknown option '%s' (see --help)", argv[optind - 1]);
 		}
 	}
 	if (rc)
 		return rc;
+	if (o->lease && optind < argc)
+		return at_bad("'%s': one adapter at a time (--lease names it; quote a command "
+		              "with arguments: --lease \"exec:CMD ARG...\")",
+		              argv[optind]);
+	if (o->lease && strncmp(o->url, "exec:", 5) != 0)
+		return at_bad("--lease '%s': not an adapter; adapter-test takes --lease "
+		              "exec:COMMAND",
+		              o->url);
+	if (o->lease)
+		return 0;
 	if (optind == argc)
-		return bad("needs the adapter to test: fencebench adapter-test exec:COMMAND");
+		return at_bad("needs the adapter to test: fencebench adapter-test exec:COMMAND "
+		              "(a store adapter) or --lease exec:COMMAND (a lease adapter)");
 	if (optind + 1 < argc)
-		return bad("'%s': one adapter at a time (quote a command with arguments: "
-		           "\"exec:CMD ARG...\")",
-		           argv[optind + 1]);
+		return at_bad("'%s': one adapter at a time (quote a command with arguments: "
+		              "\"exec:CMD ARG...\")",
+		              argv[optind + 1]);
 	o->url = argv[optind];
 	if (strncmp(o->url, "exec:", 5) != 0)
-		return bad("'%s': not an adapter; adapter-test takes exec:COMMAND", o->url);
+		return at_bad("'%s': not an adapter; adapter-test takes exec:COMMAND", o->url);
+	return 0;
+}
+
+int at_probe(at *t, at_open_fn open, void (*version)(void *, char *, size_t), void (*close)(void *),
+             const fb_engine_config *cfg, char *name, size_t nlen, char *ver, size_t vlen)
+{
+	char err[2600] = "";
+	void *eng;
+	fb_err e = open(cfg, t->o->url, &eng, err, sizeof err);
+	if (e != FB_OK) {
+		fprintf(stderr, "fencebench adapter-test: %s\n", err);
+		return e == FB_EINVAL ? 2 : 3;
+	}
+	t->offers = fb_exec_offers(eng);
+	snprintf(name, nlen, "%s", *fb_exec_name(eng) ? fb_exec_name(eng) : "yours");
+	version(eng, ver, vlen);
+	close(eng);
 	return 0;
 }
 
@@ -1052,30 +1092,23 @@ static int parse(int argc, char **argv, at_opts *o)
 static int probe(at *t, char *name, size_t nlen, char *version, size_t vlen)
 {
 	fb_engine_config cfg = config_of(t, 1);
-	char err[2600] = "";
-	void *eng;
-	fb_err e = X->open(&cfg, t->o->url, &eng, err, sizeof err);
-	if (e != FB_OK) {
-		fprintf(stderr, "fencebench adapter-test: %s\n", err);
-		return e == FB_EINVAL ? 2 : 3;
-	}
-	t->offers = fb_exec_offers(eng);
-	snprintf(name, nlen, "%s", fb_store_column(X, eng, FB_FENCED));
-	X->version(eng, version, vlen);
-	X->close(eng);
-	bool rmw = has(t, FB_XOP_READ) && has(t, FB_XOP_WRITE);
-	if (!has(t, FB_XOP_RESET) || !has(t, FB_XOP_FINAL) || !(rmw || has(t, FB_XOP_DEBIT))) {
+	int rc = at_probe(t, X->open, X->version, X->close, &cfg, name, nlen, version, vlen);
+	if (rc)
+		return rc;
+	bool rmw = at_has(t, FB_XOP_READ) && at_has(t, FB_XOP_WRITE);
+	if (!at_has(t, FB_XOP_RESET) || !at_has(t, FB_XOP_FINAL) ||
+	    !(rmw || at_has(t, FB_XOP_DEBIT))) {
 		char offered[128];
 		fb_exec_ops_list(t->offers, offered, sizeof offered);
-		return bad("%s: its hello offers %s; a test (as a run) needs reset, final, and "
-		           "read + write or debit",
-		           t->o->url, offered);
+		return at_bad("%s: its hello offers %s; a test (as a run) needs reset, final, and "
+		              "read + write or debit",
+		              t->o->url, offered);
 	}
 	t->op = rmw ? FB_OP_RMW : FB_OP_DEBIT;
 	return 0;
 }
 
-static void begin(at *t)
+void at_begin(at *t)
 {
 	t->v = V_PASS;
 	t->why[0] = 0;
@@ -1089,6 +1122,8 @@ int fb_adapter_test_main(int argc, char **argv)
 	int rc = parse(argc, argv, &o);
 	if (rc)
 		return rc < 0 ? 0 : rc;
+	if (o.lease)
+		return fb_adapter_test_lease(&o);
 	at t = {.o = &o};
 	char name[32], version[64];
 	if ((rc = probe(&t, name, sizeof name, version, sizeof version)))
@@ -1102,12 +1137,11 @@ int fb_adapter_test_main(int argc, char **argv)
 	       o.url, name, named ? " (" : "", named ? version : "", named ? ")" : "", proto,
 	       o.keys, o.procs, o.rounds, o.keys - 1);
 	fflush(stdout);
-	unsigned failed = 0, ran = 0, skipped = 0;
-	char names[256] = "";
+	at_tally y = {.t0 = t0};
 	size_t n = sizeof contracts / sizeof contracts[0];
 	for (size_t i = 0; i <= n && !t.fatal; i++) {
 		bool is_race = i == n;
-		begin(&t);
+		at_begin(&t);
 		if (session_open(&t, is_race ? o.procs : 1)) {
 			if (is_race)
 				c_race(&t);
@@ -1118,35 +1152,45 @@ int fb_adapter_test_main(int argc, char **argv)
 		if (t.fatal)
 			break;
 		const char *cname = is_race ? "race" : contracts[i].name;
-		ran++;
 		if (is_race) {
 			char says[96];
 			snprintf(says, sizeof says, "%u processes race key %u, %u rounds", o.procs,
 			         o.keys - 1, o.rounds);
-			printf("%s  %-8s %s\n", verdict_name(t.v), cname, says);
+			printf("%s  %-8s %s\n", at_verdict_name(t.v), cname, says);
 			printf("%.*s      %s\n", t.v == V_FAIL ? (int)t.loglen : 0, t.log, t.why);
 		} else {
-			print(&t, cname, contracts[i].says);
+			at_print(&t, cname, contracts[i].says);
 		}
-		skipped += t.v == V_NA;
-		if (t.v == V_FAIL) {
-			size_t used = strlen(names);
-			snprintf(names + used, sizeof names - used, "%s%s", failed ? ", " : "",
-			         cname);
-			failed++;
-		}
+		at_count(&y, &t, cname);
 	}
-	double s = (double)(fb_clock_now(fb_clock_monotonic()) - t0) / 1e9;
-	if (t.fatal) {
+	return at_finish(&t, &y);
+}
+
+void at_count(at_tally *y, const at *t, const char *cname)
+{
+	y->ran++;
+	y->skipped += t->v == V_NA;
+	if (t->v == V_FAIL) {
+		size_t used = strlen(y->names);
+		snprintf(y->names + used, sizeof y->names - used, "%s%s", y->failed ? ", " : "",
+		         cname);
+		y->failed++;
+	}
+}
+
+int at_finish(const at *t, const at_tally *y)
+{
+	double s = (double)(fb_clock_now(fb_clock_monotonic()) - y->t0) / 1e9;
+	if (t->fatal) {
 		fflush(stdout);
-		fprintf(stderr, "fencebench adapter-test: %s\n", t.why);
-		return t.fatal;
+		fprintf(stderr, "fencebench adapter-test: %s\n", t->why);
+		return t->fatal;
 	}
-	if (failed)
+	if (y->failed)
 		printf("\nadapter-test: FAIL !!! %u of %u contracts broken (%s), in %.1f s\n",
-		       failed, ran, names, s);
+		       y->failed, y->ran, y->names, s);
 	else
 		printf("\nadapter-test: PASS, %u of %u contracts held%s, in %.1f s\n",
-		       ran - skipped, ran, skipped ? " (the others n/a)" : "", s);
-	return failed ? 1 : 0;
+		       y->ran - y->skipped, y->ran, y->skipped ? " (the others n/a)" : "", s);
+	return y->failed ? 1 : 0;
 }

@@ -77,20 +77,24 @@ class Store:
         keys, initial_balance, amount, cycle = self.one("SELECT * FROM meta")
         return {"keys": keys, "initial_balance": initial_balance, "amount": amount, "cycle": cycle}
 
+    def hello(self, name):
+        return {"protocol": 1, "name": name, "version": "SQLite " + sqlite3.sqlite_version,
+                "ops": ["read", "write", "debit", "reset", "final", "meta", "history"]}
+
     def history(self):
         for row in self.db.execute("SELECT * FROM history ORDER BY id, version"):
             yield dict(zip(("key", "version", "fence", "last_fence", "before", "after"), row))
 
 
 def serve(store, name):
-    """One reply line per request line, flushed; the log goes to stderr."""
+    """One reply line per request line, flushed; the log goes to stderr. store: any object
+    with a method per op (a lease service's too: sqlite_lease.py)."""
     for line in sys.stdin:
         req = json.loads(line)
         op = req.pop("op")
         try:
             if op == "hello":
-                reply = {"protocol": 1, "name": name, "version": "SQLite " + sqlite3.sqlite_version,
-                         "ops": ["read", "write", "debit", "reset", "final", "meta", "history"]}
+                reply = store.hello(name)
             elif op == "history":
                 for row in store.history():
                     sys.stdout.write(json.dumps(row) + "\n")
