@@ -440,7 +440,8 @@ static void test_figures_that_cannot_be_true_are_not_printed(void **state)
 	/* a thousand workers take longer to start than a 10 ms window */
 	const char *many[] = {"-t", "1000", "-d", "10ms", "-q", "--no-floor", "-o", dir, NULL};
 	check_eq(run_within(&p, many, 120), 0, "-t 1000 -d 10ms");
-	check(strstr(p.out, "starting 1000 workers;") && strstr(p.out, "of it stopping them"),
+	check(strstr(p.out, "starting 1000 workers;") &&
+	              strstr(p.out, "from its end until all had stopped"),
 	      "the start-up and the stop are said:\n%s", p.out);
 	fb_test_release(&p);
 	fb_test_rmtree(dir);

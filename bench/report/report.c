@@ -709,12 +709,15 @@ static void print_performance(FILE *out, const fb_results *res)
 	else
 		fprintf(out, "ops %s in %.2fs: %s ops/s", G(res->ops), res->elapsed_s, G(tput));
 	/* Time outside the window asked for, when it is not small beside it:
-	 * 16k threads take seconds to start and to join, and the rate above
-	 * is over elapsed, which counts the joining. */
+	 * 16k threads take seconds to start and to join. The rate above is
+	 * over elapsed, which ends as the last worker leaves its cycles (after
+	 * the end, by as long as a cycle under way takes); the joins follow. */
 	double window = (double)cfg->duration_ns / 1e9;
 	if (!res->sim.deterministic && (res->startup_s > fmax(0.001, window / 20) ||
 	                                res->stopping_s > fmax(0.001, window / 20)))
-		fprintf(out, " (%.2fs before it starting %s%u %s; %.2fs of it stopping them)",
+		fprintf(out,
+		        " (%.2fs before it, starting %s%u %s; %.2fs from its end until all had "
+		        "stopped)",
 		        res->startup_s, res->remote ? "the engines and " : "", cfg->threads,
 		        PL(cfg->threads, "worker", "workers"), res->stopping_s);
 	if (res->floor_ops_s > 0)
