@@ -583,9 +583,21 @@ static attempt try_acquire(econn *c, uint32_t key, fb_lease *out, fb_acquire *re
 	         "\"}},{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\",\"prev_kv\":true}}],"
 	         "\"failure\":[{\"request_range\":{\"key\":\"%s\"}}]}",
 	         lock, lock, val64, lease, last, val64, lock);
-	json_object *t = call_ok(c, "/v3/kv/txn", body, "acquire: txn");
-	if (!t)
+	json_object *t;
+	eres tr = call(c, "/v3/kv/txn", body, &t, "acquire: txn");
+	if (tr == E_REFUSED && strstr(c->err, "requested lease not found")) {
+		/* The grant expired before the transaction reached the server (a
+		 * transaction in flight longer than the TTL: a loaded machine).
+		 * etcd refused the whole transaction, so no lock was taken: try
+		 * again, as a grant found stale above is. */
+		json_object_put(t);
+		c->err[0] = 0;
+		return TRY_AGAIN;
+	}
+	if (tr != E_OK) {
+		json_object_put(t);
 		return TRY_DONE;
+	}
 	/* The lock is taken when the transaction commits, somewhere between
 	 * its send and its reply: dated by the send, it must be within the
 	 * slack of it, or the witness could read a late commit as an older

@@ -131,7 +131,13 @@ static void test_an_unrenewed_lease_expires_and_a_renewed_one_does_not(void **st
 	check_eq(got, FB_ACQUIRED, "B takes key 0 once A's lease expired");
 	check(took >= TTL - 50 * MS, "not before the TTL: %llu ms",
 	      (unsigned long long)(took / MS));
-	check_eq(lb.replaced, la.fence, "replacing A's fence");
+	/* A's fence, or on a loaded machine a withdrawn try's (a transaction
+	 * answered too late to date is revoked after it wrote the last
+	 * holder's key): between A's fence and B's own */
+	check(lb.replaced >= la.fence && lb.replaced < lb.fence,
+	      "replacing A's fence %llu or a withdrawn try's after it: %llu (B's %llu)",
+	      (unsigned long long)la.fence, (unsigned long long)lb.replaced,
+	      (unsigned long long)lb.fence);
 	check_eq(L->release(a, 0, &la), FB_IO_REFUSED, "A's lease is gone");
 	fb_lease lk2;
 	check_eq(acq(b, 1, &lk2), FB_HELD, "key 1, renewed all along, is still A's");

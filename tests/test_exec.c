@@ -639,8 +639,16 @@ static void test_a_store_that_refuses_newer_holders_is_named_for_it(void **state
 	check(num(doc, "modes.fenced.false_rejections") * 10 >
 	              9 * (num(doc, "modes.fenced.writes") - num(doc, "modes.fenced.accepted")),
 	      "nearly every refusal is a false rejection:\n%s", p.out);
-	check(strstr(p.out, "equal accepted ") && strstr(p.out, "a store that refuses nearly"),
-	      "a store that accepted under 1%% is said so:\n%s", p.out);
+	/* it accepts each key's first write: 16 of a few thousand, under 1%
+	 * unless a loaded machine made the run slow (then the line must not
+	 * say it: it is said exactly below 1%) */
+	int64_t acc = num(doc, "modes.fenced.accepted"), sent = num(doc, "modes.fenced.writes");
+	check(acc * 20 < sent, "the equality store accepted %lld of %lld writes:\n%s",
+	      (long long)acc, (long long)sent, p.out);
+	bool said =
+	        strstr(p.out, "equal accepted ") && strstr(p.out, "a store that refuses nearly");
+	check(said == (acc * 100 < sent),
+	      "a store that accepted under 1%% is said so, exactly:\n%s", p.out);
 	/* The article's story only where it is true: the equality store
 	 * accepts a key's first write, so when the newer holder's write was
 	 * its key's first (a scheduler that held the older holder back long
