@@ -26,6 +26,7 @@ struct fb_nemesis {
 	char *cmd;
 	uint64_t deadline_ns;
 	fb_nemesis_fail_fn fail;
+	fb_nemesis_healed_fn healed_fn;
 	void *ctx;
 	bool stop, busy, failed, go;
 	char name[NAMELEN]; /* the fault asked for, while busy */
@@ -186,6 +187,12 @@ static void *nemesis_main(void *arg)
 			pthread_cond_timedwait(&n->cv, &n->mu, &ts);
 		}
 		n->healed += call(n, "heal", name) && ok;
+		if (n->healed_fn) { /* unlocked: it takes its own locks, and a
+			             * strike holds those while it takes ours */
+			pthread_mutex_unlock(&n->mu);
+			n->healed_fn(n->ctx);
+			pthread_mutex_lock(&n->mu);
+		}
 		n->busy = false;
 	}
 	pthread_mutex_unlock(&n->mu);
@@ -220,6 +227,13 @@ fb_err fb_nemesis_start(const char *cmd, uint64_t deadline_ns, fb_nemesis_fail_f
 	}
 	*out = n;
 	return FB_OK;
+}
+
+void fb_nemesis_on_heal(fb_nemesis *n, fb_nemesis_healed_fn healed)
+{
+	pthread_mutex_lock(&n->mu);
+	n->healed_fn = healed;
+	pthread_mutex_unlock(&n->mu);
 }
 
 void fb_nemesis_go(fb_nemesis *n)

@@ -30,6 +30,13 @@ typedef void (*fb_nemesis_fail_fn)(void *ctx, const char *why);
 fb_err fb_nemesis_start(const char *cmd, uint64_t deadline_ns, fb_nemesis_fail_fn fail, void *ctx,
                         fb_nemesis **out);
 
+/* Each heal's end, told (on the nemesis's thread, none of its locks held,
+ * the ctx of fb_nemesis_start) once its command has returned, whether it
+ * succeeded or not: what the fault did lasted until then at least. Set
+ * before fb_nemesis_go. */
+typedef void (*fb_nemesis_healed_fn)(void *ctx);
+void fb_nemesis_on_heal(fb_nemesis *n, fb_nemesis_healed_fn healed);
+
 /* Take faults from now on (until then every strike is refused): called
  * once the run's start is written, so a failure can date itself. */
 void fb_nemesis_go(fb_nemesis *n);

@@ -21,8 +21,13 @@
 #              FB_REDLOCK=redlock://N1,N2,N3?fence=incr
 #              FB_REDLOCK_JUMPY=redlock://N1,N2,N3?faketime=3:FILE&fence=incr
 #              FB_NODE3_FAKETIME=FILE
+#   sentinel   a primary, its replica and three Sentinels watching it as master "fb"
+#              (down after 300 ms), ready once every Sentinel sees the other two and
+#              the replica: FB_SENTINEL='redis://S1,S2,S3/0?sentinel=fb' (for --lease),
+#              FB_SENTINELS=S1,S2,S3 (for scripts/nemesis-redis.sh),
+#              FB_SENTINEL_PRIMARY, FB_SENTINEL_REPLICA (HOST:PORT, at start)
 #
-# No name: all five. Nothing is installed or fsynced, nothing listens beyond
+# No name: the first five. Nothing is installed or fsynced, nothing listens beyond
 # 127.0.0.1. Debian packages: redis-server, postgresql, zookeeper (the jars; not
 # zookeeperd, which adds a system server on 2181), etcd-server, libfaketime.
 # Exit 77 when a server's binaries are missing (named on stderr), 3 when one
@@ -96,12 +101,13 @@ spawn() {
 	echo $!
 }
 
-start_redis() { # name port [faketime-file]
-	local name=$1 port=$2 ft=${3:-} d=$dir/$1
+start_redis() { # name port [faketime-file [primary-port]]
+	local name=$1 port=$2 ft=${3:-} of=${4:-} d=$dir/$1
 	need redis-server redis-server
 	mkdir -p "$d"
 	local cmd=(redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no
 		--dir "$d" --daemonize no)
+	[ -z "$of" ] || cmd+=(--replicaof 127.0.0.1 "$of")
 	local pid
 	if [ -n "$ft" ]; then
 		local lib
@@ -232,11 +238,53 @@ redis_on() {
 	start_redis "$1" "$port_taken" "${2:-}"
 }
 
+# A replica called $1 of the redis-server on port $2, on a free port.
+replica_on() {
+	port_taken=$(free_port)
+	start_redis "$1" "$port_taken" "" "$2"
+}
+
+# A Sentinel called $1 watching the primary on port $2 as master "fb":
+# quorum 2, down after 300 ms, a failover given up after 2 s (as
+# tests/servers.c). Its configuration is its own to rewrite.
+sentinel_on() {
+	local name=$1 of=$2 d=$dir/$1
+	port_taken=$(free_port)
+	mkdir -p "$d"
+	printf '%s\n' "port $port_taken" "bind 127.0.0.1" "dir $d" "daemonize no" \
+		"sentinel monitor fb 127.0.0.1 $of 2" "sentinel down-after-milliseconds fb 300" \
+		"sentinel failover-timeout fb 2000" "sentinel parallel-syncs fb 1" >"$d/sentinel.conf"
+	local pid
+	pid=$(spawn "$name" "$d/log" redis-server "$d/sentinel.conf" --sentinel)
+	await "$pid" "redis-cli -p $port_taken PING 2>/dev/null | grep -q PONG" "$d/log" "$name"
+}
+
+# Every Sentinel on ports $2... names the primary on $1, sees its replica
+# and the other two (they say hello every 2 s): 60 s at most.
+sentinels_agree() {
+	local primary=$1 end=$((SECONDS + 60)) s ok
+	shift
+	while [ "$SECONDS" -lt "$end" ]; do
+		ok=1
+		for s in "$@"; do
+			redis-cli -p "$s" SENTINEL get-master-addr-by-name fb 2>/dev/null |
+				grep -qx "$primary" || ok=0
+			[ "$(redis-cli -p "$s" SENTINEL replicas fb 2>/dev/null | grep -cx name)" = 1 ] || ok=0
+			[ "$(redis-cli -p "$s" SENTINEL sentinels fb 2>/dev/null | grep -cx name)" = 2 ] || ok=0
+		done
+		[ "$ok" = 0 ] || return 0
+		sleep 0.2
+	done
+	say "the Sentinels did not agree on their primary, replica and each other within 60 s"
+	exit 3
+}
+
 start() {
 	[ $# -gt 0 ] || set -- redis postgres zk etcd redlock
 	for what in "$@"; do
 		# one of each: a second would share the first's directory
 		[ "$what" != redlock ] || what=node1
+		[ "$what" != sentinel ] || what=primary
 		if [ -e "$dir/$what" ]; then
 			say "$what is started already in $dir (scripts/servers.sh env; stop first)"
 			exit 3
@@ -268,8 +316,28 @@ start() {
 				echo "export FB_NODE3_FAKETIME=$ft"
 			} >>"$envfile"
 			;;
+		sentinel)
+			need redis-cli redis-tools
+			local p r s1 s2 s3
+			with_retries redis_on primary
+			p=$port_taken
+			with_retries replica_on replica "$p"
+			r=$port_taken
+			with_retries sentinel_on sentinel1 "$p"
+			s1=$port_taken
+			with_retries sentinel_on sentinel2 "$p"
+			s2=$port_taken
+			with_retries sentinel_on sentinel3 "$p"
+			s3=$port_taken
+			sentinels_agree "$p" "$s1" "$s2" "$s3"
+			{
+				echo "export FB_SENTINEL='redis://127.0.0.1:$s1,127.0.0.1:$s2,127.0.0.1:$s3/0?sentinel=fb'"
+				echo "export FB_SENTINELS=127.0.0.1:$s1,127.0.0.1:$s2,127.0.0.1:$s3"
+				echo "export FB_SENTINEL_PRIMARY=127.0.0.1:$p FB_SENTINEL_REPLICA=127.0.0.1:$r"
+			} >>"$envfile"
+			;;
 		*)
-			say "unknown server '$what' (redis, postgres, zk, etcd, redlock)"
+			say "unknown server '$what' (redis, postgres, zk, etcd, redlock, sentinel)"
 			exit 2
 			;;
 		esac
@@ -305,7 +373,7 @@ start)
 env) cat "$envfile" ;;
 stop) stop ;;
 *)
-	sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'
 	exit 2
 	;;
 esac

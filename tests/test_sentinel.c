@@ -226,6 +226,14 @@ static void test_a_failover_that_loses_fences_is_named_and_fenced_stays_safe(voi
 	      "the fences the promoted replica handed out again are named:\n%s", p.out);
 	check(fb_test_num(doc, "modes.unfenced.stale_accepted") > 0,
 	      "the unfenced store took the stale writes:\n%s", p.out);
+	/* the stale writer took its re-minted fence after the kill, the newer
+	 * holder its fence before it, and the kill is inside the start command
+	 * (healed after it): the strike was under way between the two */
+	check(strstr(p.out, "--nemesis starts") && !strstr(p.out, "no fault was injected"),
+	      "the story names the failover's fault as the cause:\n%s", p.out);
+	json_object *kind = fb_test_json(doc, "first_corruption.fault.kind");
+	check(kind && !strcmp(json_object_get_string(kind), "nemesis"),
+	      "and so does the JSON's story:\n%s", p.out);
 	check_eq(fb_test_num(doc, "modes.fenced.stale_accepted"), 0, "fenced stale accepted");
 	check_eq(fb_test_num(doc, "modes.fenced.lost_updates"), 0, "fenced lost updates");
 	check_eq(fb_test_num(doc, "modes.fenced.false_rejections"), 0, "fenced false rejections");

@@ -980,19 +980,39 @@ static const uint8_t *told_outcome(const fb_worker *w, const uint64_t **highest)
 
 /* Issue 24: the first outside fault (the wire's, the nemesis's) logged
  * since this cycle's acquire began, if the log still holds it: the first
- * that can have held this writer back. */
+ * that can have held this writer back; and the nemesis faults logged
+ * before it, which can have re-minted the writer's fence. */
 static void tell_outside(fb_worker *w, fb_first_corruption *fc)
 {
 	fb_env *e = w->env;
 	pthread_mutex_lock(&e->outside_mu);
 	uint64_t s = w->outside0 + 1;
 	const fb_outside_fault *o = &e->outside[s % FB_OUTSIDE_LOG];
-	if (o->seq == s) { /* logged, and not yet written over */
+	if (fc->fault < 0 && o->seq == s) { /* logged, and not yet written over */
 		fc->fault = (int)o->fault;
 		fc->fault_at = o->at;
 		fc->fault_ns = o->ns;
 		fc->fault_where = o->what;
 	}
+	/* the nemesis faults before the acquire, if the log still holds them:
+	 * a failover re-mints fences after its fault (story.c judges which,
+	 * if any, was under way between the two acquires) */
+	int n = 0;
+	uint64_t keep[FB_STORY_BEFORE];
+	for (uint64_t q = w->outside0; q > 0 && n < FB_STORY_BEFORE; q--) {
+		const fb_outside_fault *b = &e->outside[q % FB_OUTSIDE_LOG];
+		if (b->seq != q)
+			break; /* written over: older ones are gone too */
+		if (b->fault == FB_FAULT_NEMESIS)
+			keep[n++] = q;
+	}
+	for (int i = 0; i < n; i++) { /* oldest first */
+		const fb_outside_fault *b = &e->outside[keep[n - 1 - i] % FB_OUTSIDE_LOG];
+		fc->before[i].at = b->at;
+		fc->before[i].end = b->end;
+		fc->before[i].name = b->what;
+	}
+	fc->nbefore = (uint8_t)n;
 	pthread_mutex_unlock(&e->outside_mu);
 }
 
@@ -1024,7 +1044,7 @@ static void tell(fb_worker *w, fb_first_corruption *fc)
 			fc->fault = f;
 			break;
 		}
-	if (fc->fault < 0 && e->wiring) /* issue 24 */
+	if (e->wiring) /* issue 24 */
 		tell_outside(w, fc);
 	if (fc->fault == FB_FAULT_PAUSE) {
 		fc->fault_at = atomic_load_explicit(&p->last_at, memory_order_relaxed);

@@ -153,6 +153,7 @@ typedef struct fb_worker {
 typedef struct fb_outside_fault {
 	uint64_t seq; /* its number, from 1; 0: unused */
 	uint64_t at, ns;
+	uint64_t end;         /* a nemesis fault's heal, done; 0: not yet */
 	uint32_t fault, what; /* fb_fault; dir | 1 << 8 on the store's wire, or a name */
 } fb_outside_fault;
 
@@ -192,6 +193,7 @@ struct fb_env {
 	pthread_mutex_t outside_mu; /* the log's: both sides are cold paths */
 	bool outside_mu_init;
 	_Atomic uint64_t outside_seq; /* faults logged so far */
+	uint64_t nemesis_seq;         /* the last nemesis fault's, under outside_mu */
 	bool remote;                  /* round trips: every engine call is timed */
 	bool batched;          /* the store takes a phase's reads (writes) in one round trip */
 	bool checking;         /* the history checker sees every write */

@@ -152,18 +152,43 @@ static fb_err open_wire(fb_env *e, char *err, size_t errlen, const char **opt)
 
 /* An outside fault struck (from the injector's thread only): counted for
  * the cycles that span it, logged for the story. */
-static void log_outside(fb_env *e, fb_fault f, uint64_t ns, uint32_t what)
+static void log_outside_locked(fb_env *e, fb_fault f, uint64_t ns, uint32_t what)
 {
-	pthread_mutex_lock(&e->outside_mu);
 	uint64_t seq = atomic_load_explicit(&e->outside_seq, memory_order_relaxed) + 1;
 	e->outside[seq % FB_OUTSIDE_LOG] =
-	        (fb_outside_fault){seq, fb_clock_now(e->clock), ns, (uint32_t)f, what};
+	        (fb_outside_fault){seq, fb_clock_now(e->clock), ns, 0, (uint32_t)f, what};
+	if (f == FB_FAULT_NEMESIS)
+		e->nemesis_seq = seq;
 	/* relaxed: a worker only snapshots it at its acquire, and reads the
 	 * log under the lock */
 	atomic_store_explicit(&e->outside_seq, seq, memory_order_relaxed);
-	pthread_mutex_unlock(&e->outside_mu);
+}
+
+static void count_outside(fb_env *e, fb_fault f)
+{
 	/* relaxed: workers only compare them across a cycle */
 	atomic_fetch_add_explicit(&e->wire_faults[f - FB_FAULT_PARTITION], 1, memory_order_relaxed);
+}
+
+static void log_outside(fb_env *e, fb_fault f, uint64_t ns, uint32_t what)
+{
+	pthread_mutex_lock(&e->outside_mu);
+	log_outside_locked(e, f, ns, what);
+	pthread_mutex_unlock(&e->outside_mu);
+	count_outside(e, f);
+}
+
+/* The nemesis healed its last fault: the story dates the fault's end by
+ * it (a failover outlasts the start command, and lasts until the heal at
+ * least as fencebench saw it). */
+static void nemesis_healed(void *ctx)
+{
+	fb_env *e = ctx;
+	pthread_mutex_lock(&e->outside_mu);
+	fb_outside_fault *o = &e->outside[e->nemesis_seq % FB_OUTSIDE_LOG];
+	if (e->nemesis_seq && o->seq == e->nemesis_seq && !o->end)
+		o->end = fb_clock_now(e->clock);
+	pthread_mutex_unlock(&e->outside_mu);
 }
 
 /* A nemesis command that failed or hung ends the run: exit 3, named. */
@@ -190,6 +215,7 @@ static fb_err open_nemesis(fb_env *e)
 		        strerror(errno));
 		return FB_ESYS;
 	}
+	fb_nemesis_on_heal(e->nemesis, nemesis_healed);
 	e->wiring = true;
 	return FB_OK;
 }
@@ -213,9 +239,18 @@ void fb_env_heal(fb_env *e)
 static int nemesis_fault(void *ctx, unsigned name, uint64_t ns)
 {
 	fb_env *e = ctx;
-	if (name >= e->n_nemesis_names || !fb_nemesis_strike(e->nemesis, e->nemesis_name[name], ns))
+	if (name >= e->n_nemesis_names)
 		return -1;
-	log_outside(e, FB_FAULT_NEMESIS, ns, name);
+	/* logged under the log's lock taken before the strike: its heal,
+	 * which takes that lock, finds it logged */
+	pthread_mutex_lock(&e->outside_mu);
+	bool struck = fb_nemesis_strike(e->nemesis, e->nemesis_name[name], ns);
+	if (struck)
+		log_outside_locked(e, FB_FAULT_NEMESIS, ns, name);
+	pthread_mutex_unlock(&e->outside_mu);
+	if (!struck)
+		return -1;
+	count_outside(e, FB_FAULT_NEMESIS);
 	return 0;
 }
 

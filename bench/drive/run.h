@@ -91,6 +91,8 @@ typedef enum fb_outcome {
 	FB_OUT_REFUSED,        /* not judged: fencebench does not see every call */
 } fb_outcome_t;
 
+#define FB_STORY_BEFORE 8 /* nemesis faults a story keeps from before its acquire */
+
 /* A stale write a store accepted, as a short timeline: the first of the
  * run, or the first of the article's shape (the unfenced store took it,
  * the fenced one refused it). Times are on the lease service's clock; t0
@@ -118,6 +120,15 @@ typedef struct fb_first_corruption {
 	uint64_t newer_acquired_at, newer_wrote_at;
 	uint8_t newer_outcome[FB_DISCIPLINES];
 	uint64_t t0;
+	/* issue 24: the nemesis faults struck before the writer's acquire (the
+	 * latest FB_STORY_BEFORE, oldest first): a failover that re-minted its
+	 * fence struck before it, and the story names one only if it was under
+	 * way between the newer holder's acquire and this writer's */
+	struct {
+		uint64_t at, end; /* end: its heal done, or 0: not healed when told */
+		uint32_t name;    /* an index into --nemesis-names */
+	} before[FB_STORY_BEFORE];
+	uint8_t nbefore;
 } fb_first_corruption;
 
 /* One second of the time series (CSV rows, the JSON's series and the
@@ -184,8 +195,8 @@ typedef struct fb_results {
 	fb_witness_counts clock_blamed;
 	fb_witness_example lease_example[FB_WIT_KINDS]; /* the first of each */
 	char lease_unjudged[400]; /* what the witness could not judge of this engine, or "" */
-	fb_false_rejection false_rejection;             /* the first */
-	fb_stale_read stale_read;                       /* the first */
+	fb_false_rejection false_rejection; /* the first */
+	fb_stale_read stale_read;           /* the first */
 	char other_reason[160]; /* the first refusal for a reason the store gave: its words */
 	double floor_ops_s;     /* the matching floor pipeline's throughput, 0: not measured */
 	bool exhausted;         /* the fence space ran out: the run stopped */

@@ -144,9 +144,61 @@ static bool pause_spans_expiry(const fb_first_corruption *fc)
 	       (fc->fault_at <= fc->expires_at && fc->fault_at + fc->fault_ns >= fc->expires_at);
 }
 
-/* A, the fault, A's lease running out. */
-static void tell_writer(timeline *tl, const fb_first_corruption *fc)
+/*
+ * Issue 24: the nemesis fault a failover re-minted A's fence in, or -1.
+ * Only a lease service hands out a lower fence after a higher one (A
+ * acquired its fence after B acquired the newer one), and it does so after
+ * losing what it had granted: a fault of the servers. One is named only
+ * if it was under way between the two acquires (struck before A's, not
+ * healed before B's); the earliest such, as the one that began it. A fault
+ * not healed when the story was taken lasted past A's write.
+ */
+static int failover_fault(const fb_first_corruption *fc)
 {
+	if (!fc->newer_acquired_at || !fc->expires_at || fc->newer_acquired_at >= fc->acquired_at)
+		return -1;
+	for (int i = 0; i < fc->nbefore && i < FB_STORY_BEFORE; i++) {
+		uint64_t end = fc->before[i].end ? fc->before[i].end : fc->wrote_at;
+		if (fc->before[i].at <= fc->acquired_at && end >= fc->newer_acquired_at)
+			return i;
+	}
+	return -1;
+}
+
+/* The i-th of --nemesis-names, or "" */
+static void nemesis_name(char *buf, size_t len, const fb_results *res, uint32_t i)
+{
+	buf[0] = 0;
+	const char *s = res->cfg ? res->cfg->nemesis_names : NULL;
+	for (uint32_t k = 0; s && k < i; k++)
+		s = strchr(s, ',') ? strchr(s, ',') + 1 : NULL;
+	if (s)
+		snprintf(buf, len, "%.*s", (int)strcspn(s, ","), s);
+}
+
+/* The failover as the cause: the fault, and the fence it re-minted. */
+static void tell_failover(timeline *tl, const fb_results *res, const fb_first_corruption *fc, int i)
+{
+	char name[64];
+	nemesis_name(name, sizeof name, res, fc->before[i].name);
+	char healed[64] = "not healed by then";
+	if (fc->before[i].end)
+		snprintf(healed, sizeof healed, "healed at %.3f ms", ms(fc, fc->before[i].end));
+	add(tl, true, ms(fc, fc->before[i].at),
+	    "--nemesis starts its fault%s%s%s (%s): under way between the acquires of fence "
+	    "%llu and fence %llu",
+	    name[0] ? " '" : "", name, name[0] ? "'" : "", healed,
+	    (unsigned long long)fc->newer_fence, (unsigned long long)fc->fence);
+	add(tl, false, 0,
+	    "the lease service handed fence %llu out after fence %llu: a failover lost what "
+	    "it had granted (the fault, not w%u, made its write stale)",
+	    (unsigned long long)fc->fence, (unsigned long long)fc->newer_fence, fc->writer);
+}
+
+/* A, the fault, A's lease running out. */
+static void tell_writer(timeline *tl, const fb_results *res, const fb_first_corruption *fc)
+{
+	int failover = fc->fault < 0 ? failover_fault(fc) : -1;
 	if (fc->expires_at)
 		add(tl, true, ms(fc, fc->acquired_at),
 		    "w%u acquires fence %llu (lease until %.3f ms)", fc->writer,
@@ -199,6 +251,8 @@ static void tell_writer(timeline *tl, const fb_first_corruption *fc)
 	} else if (fc->fault >= 0 && !fc->resent) { /* a resend is told as it happens */
 		add(tl, false, 0, "w%u's cycle was hit by a %s fault", fc->writer,
 		    fb_fault_names[fc->fault]);
+	} else if (failover >= 0) {
+		tell_failover(tl, res, fc, failover);
 	} else if (fc->fault < 0) {
 		add(tl, false, 0,
 		    "no fault was injected into w%u's cycle: the machine itself held it back "
@@ -265,12 +319,18 @@ static void tell_newer(timeline *tl, const fb_results *res, const fb_first_corru
 	}
 }
 
+/* By time, stably; an untimed line goes with the timed one it was said
+ * after (it explains that one), or first if none was. */
 static void sort(timeline *tl)
 {
-	for (int i = 1; i < tl->n; i++) /* stable: untimed lines stay where they were said */
-		for (int j = i;
-		     j > 0 && tl->e[j].timed && tl->e[j - 1].timed && tl->e[j].ms < tl->e[j - 1].ms;
-		     j--) {
+	double key[sizeof tl->e / sizeof tl->e[0]];
+	for (int i = 0; i < tl->n; i++)
+		key[i] = tl->e[i].timed ? tl->e[i].ms : i ? key[i - 1] : -1e300;
+	for (int i = 1; i < tl->n; i++)
+		for (int j = i; j > 0 && key[j] < key[j - 1]; j--) {
+			double k = key[j];
+			key[j] = key[j - 1];
+			key[j - 1] = k;
 			event t = tl->e[j];
 			tl->e[j] = tl->e[j - 1];
 			tl->e[j - 1] = t;
@@ -282,7 +342,7 @@ static void print_stores(FILE *out, const fb_results *res, const fb_first_corrup
 static void print_one(FILE *out, const fb_results *res, const fb_first_corruption *fc)
 {
 	timeline tl = {.n = 0};
-	tell_writer(&tl, fc);
+	tell_writer(&tl, res, fc);
 	tell_newer(&tl, res, fc);
 	if (fc->resent)
 		add(&tl, true, ms(fc, fc->wrote_at),
@@ -414,7 +474,15 @@ static json_object *j_story(const fb_results *res, const fb_first_corruption *fc
 	json_object_object_add(a, "resent_copy", json_object_new_boolean(fc->resent));
 	json_object_object_add(o, "writer", a);
 	json_object *f = NULL;
-	if (fc->fault >= 0) {
+	int failover = fc->fault < 0 ? failover_fault(fc) : -1;
+	if (failover >= 0) { /* issue 24: a failover's fault, before A's acquire */
+		f = json_object_new_object();
+		json_object_object_add(f, "kind",
+		                       json_object_new_string(fb_fault_names[FB_FAULT_NEMESIS]));
+		json_object_object_add(f, "failover", json_object_new_boolean(true));
+		json_object_object_add(f, "began_ms", j_ms(fc, fc->before[failover].at));
+		json_object_object_add(f, "healed_ms", j_ms(fc, fc->before[failover].end));
+	} else if (fc->fault >= 0) {
 		f = json_object_new_object();
 		json_object_object_add(f, "kind",
 		                       json_object_new_string(fb_fault_names[fc->fault]));
