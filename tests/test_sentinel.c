@@ -172,6 +172,13 @@ static int stop_and_check(void **state)
 static void test_a_failover_that_loses_fences_is_named_and_fenced_stays_safe(void **state)
 {
 	(void)state;
+	/* timed to a plain build's ~1,000 acquires a second: a sanitized one
+	 * makes a few dozen, so the 300 ms the primary holds alone may lose no
+	 * fence (a vacuous run), and on a busy machine the engine's wait for
+	 * the Sentinels to name the promoted master can run out (seen 2 runs
+	 * of 3 under ASan); the plain build's suite runs it */
+	if (getenv("FB_SANITIZED"))
+		fb_skip(NULL, "a failover timed to a plain build's rate: not under the sanitizers");
 	char *dir = fb_test_tmpdir();
 	char script[300], cmd[400], url[600];
 	snprintf(script, sizeof script, "%s/primary-kill.sh", dir);
