@@ -59,7 +59,7 @@ static void test_acquire_from_a_wrong_guess_still_decides_on_the_slot(void **sta
 	         "a stale guess must not win a held slot");
 	check_eq(held.owner, 2, "the refusal names the real holder");
 	check(fb_lease_release_lease(t, 0, &b), "B releases");
-	guess = (fb_lease){a.fence, 0, 0, 0, 0, 0};
+	guess = (fb_lease){a.fence, 0, 0, 0, 0, 0, 0};
 	check_eq(fb_lease_acquire_from(t, 0, 1, &guess, &a, &st), FB_ACQUIRED,
 	         "A acquires again from an out-of-date guess");
 	check_eq(a.fence, b.fence + 1, "and its fence is above B's, not above the guess's");
