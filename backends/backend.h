@@ -143,6 +143,13 @@ typedef struct fb_lease_ops {
 	 * engine whose service_at is the caller's clock sets the bound it
 	 * enforces on its own round trip. */
 	uint64_t witness_slack_ns;
+	/* Optional (NULL): how much shorter than the TTL the validity this
+	 * engine states (expires_at) is, by its own documented rule (Redlock's
+	 * drift allowance), for a TTL of ttl_ns. Set, the engine dates its
+	 * acquires on the caller's clock and fills answered_at, and the lease
+	 * witness judges an overlap by its own bound: a new holder's reply
+	 * more than 50 us before the previous lease's stated validity end. */
+	uint64_t (*validity_short_ns)(uint64_t ttl_ns);
 	/* Optional (NULL: every judgement is made): after the run, what the
 	 * lease witness could not judge of this engine and why, into buf ("":
 	 * nothing), for the report's "not judged" line. */

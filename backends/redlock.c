@@ -41,6 +41,13 @@
 #define AIM_POLL_NS (UINT64_C(1) * 1000000)
 #define AIM_KEYS    16u
 
+/* redis.io's clock-drift allowance for a TTL: 1% of it, and 2 ms for the
+ * servers' millisecond expiry. */
+static uint64_t drift_of(uint64_t ttl_ns)
+{
+	return ttl_ns / 100 + 2000000;
+}
+
 static const char release_script[] = "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
                                      "  return redis.call('DEL', KEYS[1])\n"
                                      "end\n"
@@ -323,7 +330,7 @@ static fb_err lease_open(const fb_engine_config *cfg, const char *url, void **en
 	e->ttl_ms = (cfg->ttl_ns + 999999) / 1000000;
 	/* redis.io's allowance: 1% of the TTL, and 2 ms for the servers'
 	 * millisecond expiry */
-	e->drift_ns = cfg->ttl_ns / 100 + 2000000;
+	e->drift_ns = drift_of(cfg->ttl_ns);
 	if (cfg->ttl_ns <= e->drift_ns + ROUND_SLACK_NS) {
 		/* the least whole-ms TTL above its own allowance and a round */
 		uint64_t least = 1;
@@ -579,7 +586,8 @@ static fb_acquire lease_acquire(void *conn, uint32_t key, fb_lease *out, fb_leas
 	*out = (fb_lease){.fence = fence,
 	                  .owner = c->worker,
 	                  .expires_at = t0 + e->cfg.ttl_ns - e->drift_ns,
-	                  .service_at = t0};
+	                  .service_at = t0,
+	                  .answered_at = t0 + elapsed};
 	fb_held_put(&c->held, key, fence, 0, val);
 	return FB_ACQUIRED;
 }
@@ -858,4 +866,5 @@ const fb_lease_ops fb_redlock_lease_ops = {
         .server_pause = lease_server_pause,
         .node_jump = lease_node_jump,
         .witness_slack_ns = ROUND_SLACK_NS,
+        .validity_short_ns = drift_of,
 };

@@ -48,7 +48,7 @@ static inline fb_u128 word_make(uint64_t fence, uint16_t owner, uint64_t expires
 
 static inline fb_lease word_lease(fb_u128 w)
 {
-	return (fb_lease){word_fence(w), w.hi, word_owner(w), 0, 0, 0};
+	return (fb_lease){word_fence(w), w.hi, word_owner(w), 0, 0, 0, 0};
 }
 
 const char *fb_fence_source_name(fb_fence_source s)

@@ -55,6 +55,10 @@ typedef struct fb_lease {
 	 * evidence for the lease witness's liveness judgements (issue 27).
 	 * 0: the service does not say (then they are not judged). */
 	uint64_t judged_at;
+	/* When the acquire's reply came back, on service_at's clock (issue
+	 * 27): filled by an engine that states a validity shorter than the
+	 * TTL (fb_lease_ops.validity_short_ns). 0: not given. */
+	uint64_t answered_at;
 } fb_lease;
 
 typedef enum fb_acquire {

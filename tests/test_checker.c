@@ -923,6 +923,66 @@ static void test_witness_overlap_is_judged_at_the_engines_own_bound(void **state
 	overlap_at(10 * MS / 2, 10 * MS / 2 + 1, 1, "a bound of TTL/2 forgives no more");
 }
 
+/*
+ * Issue 27, item 7: Redlock by its own bound. Its client states each lock
+ * valid until t0 + TTL - drift (t0: when it sent the round; drift: 1% of
+ * the TTL + 2 ms), and a node expires the key no sooner than t0 + TTL (its
+ * TTL is rounded up to whole ms, and all nodes run at this host's clock
+ * rate), so a correct Redlock's next holder cannot have its reply before
+ * the previous lock's t0 + TTL less Redis's rounding (1 ms), which is
+ * after the stated end by the drift less that. The witness judges the
+ * reply against the stated end with 50 us: an overlap at 50 us + 1 ns
+ * before it, none at 50 us, none where a node's clock ran a little (less
+ * than the drift) ahead, and one there for a client that forgot to
+ * subtract the drift (it states t0 + TTL). Injected instants only; the
+ * witness is made as the run makes it for Redlock (slack 10 ms, a round).
+ */
+static uint64_t redlock_overlaps(uint64_t stated_end, uint64_t t0_b, uint64_t answered_b,
+                                 bool released)
+{
+	const uint64_t ttl = 100 * MS, drift = ttl / 100 + 2 * MS;
+	fb_witness *w;
+	check_eq(fb_witness_create(1, ttl, 10 * MS, &w), FB_OK, "witness creation");
+	fb_witness_judge_answers(w, drift);
+	fb_witness_counts c = {0};
+	/* A: the run gives the stated end plus the drift */
+	fb_witness_acquired_answered(w, 0, 1, 0, stated_end + drift, 100 * MS + 1 * MS, &c, NULL);
+	if (released)
+		fb_witness_releasing(w, 0, 1, stated_end + drift);
+	fb_witness_acquired_answered(w, 0, 2, 1, t0_b + ttl, answered_b, &c, NULL);
+	fb_witness_destroy(w);
+	return c.overlaps + c.inversions + c.duplicates + c.regressions;
+}
+
+static void test_witness_judges_redlock_on_its_drift_allowance(void **state)
+{
+	(void)state;
+	const uint64_t us = 1000, t0_a = 100 * MS, ttl = 100 * MS, drift = 3 * MS;
+	const uint64_t end = t0_a + ttl - drift; /* 197 ms: what A was told */
+	/* B's round began 1 ms before its reply: the round bound (10 ms) alone
+	 * would forgive all of these */
+	check_eq(redlock_overlaps(end, end - 50 * us - MS, end - 50 * us, false), 0,
+	         "a reply 50 us before the stated end: within the slack");
+	check_eq(redlock_overlaps(end, end - 50 * us - 1 - MS, end - 50 * us - 1, false), 1,
+	         "a reply 50 us + 1 ns before the stated end: two holders");
+	check_eq(redlock_overlaps(end, end - 50 * us - 1 - MS, end - 50 * us - 1, true), 0,
+	         "the same after A released: one holder");
+	check_eq(redlock_overlaps(end, end - 50 * us - 1 - MS, 0, false), 0,
+	         "no reply instant given: judged on the round's start, within 10 ms");
+	/* the earliest a correct Redlock's next reply can come, Redis's 1 ms
+	 * rounding included, and a node whose clock ran 1.9 ms ahead */
+	uint64_t earliest = t0_a + ttl - MS, jumped = t0_a + ttl - 1900 * us;
+	check_eq(redlock_overlaps(end, earliest - MS, earliest, false), 0,
+	         "a correct Redlock, the next reply at A's send + TTL - 1 ms: no overlap");
+	check_eq(redlock_overlaps(end, jumped - MS, jumped, false), 0,
+	         "a node 1.9 ms ahead, under the drift: no overlap for a correct Redlock");
+	/* a client that forgot to subtract the drift told A t0 + TTL */
+	check_eq(redlock_overlaps(t0_a + ttl, jumped - MS, jumped, false), 1,
+	         "the same for a Redlock that forgot the drift: two holders");
+	check_eq(redlock_overlaps(t0_a + ttl, earliest - MS, earliest, false), 1,
+	         "and at Redis's rounding alone");
+}
+
 /* A reporter's memo spares loads; it must never change a verdict. The same
  * random reports (three reporters, out of order, late, doubled, some never
  * released) to a witness through memos and to one without. */
@@ -1008,6 +1068,7 @@ int main(void)
 	        cmocka_unit_test(test_witness_catches_every_fence_regression_by_construction),
 	        cmocka_unit_test(test_witness_judges_liveness_on_the_services_instants),
 	        cmocka_unit_test(test_witness_overlap_is_judged_at_the_engines_own_bound),
+	        cmocka_unit_test(test_witness_judges_redlock_on_its_drift_allowance),
 	        cmocka_unit_test(test_witness_judges_renewals_for_non_holders_and_after_expiry),
 	};
 	return cmocka_run_group_tests_name("checker", tests, NULL, NULL);

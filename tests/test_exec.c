@@ -518,6 +518,43 @@ static void test_the_sqlite_adapter_passes_a_stress_run_with_pauses(void **state
 	fb_test_release(&p);
 }
 
+/* Issue 27, item 3: fences past 2^32 through an exec store. From
+ * --first-fence 4294967000 one key's fences cross 2^32 within the first
+ * few hundred acquires; the reference adapter's fenced column must stay
+ * SAFE (a 32-bit fence would wrap and refuse every newer holder, or take
+ * stale writes) and the JSON carry the key's last fence past 2^32 exactly.
+ * A short run on a loaded machine may acquire less: one that did not cross
+ * 2^32 is run again, 3 runs at most, failing only if none did. */
+static void test_an_exec_store_keeps_fences_past_2_to_the_32(void **state)
+{
+	(void)state;
+	const int64_t two32 = INT64_C(1) << 32;
+	const char *args[] = {"-t",         "4", "-k", "1", "-d", "2s", "--first-fence",
+	                      "4294967000", NULL};
+	int64_t last = 0;
+	for (int i = 0; i < 3 && last <= two32; i++) {
+		fb_test_proc p;
+		json_object *doc = run(&p, sqlite_url("past32"), args, 0);
+		check(strstr(p.out, "sqlite: SAFE"), "its column is SAFE past 2^32:\n%s", p.out);
+		check_eq(num(doc, "modes.fenced.stale_accepted"), 0, "stale writes accepted");
+		check_eq(num(doc, "modes.fenced.false_rejections"), 0, "false rejections");
+		check_eq(num(doc, "modes.fenced.lost_updates"), 0, "lost updates");
+		json_object *k =
+		        json_object_array_get_idx(fb_test_json(doc, "modes.fenced.per_key"), 0);
+		json_object *f = NULL;
+		check(k && json_object_object_get_ex(k, "last_fence", &f), "per_key[0].last_fence");
+		last = json_object_get_int64(f);
+		check(last >= 4294967000, "the last fence %lld is at least --first-fence",
+		      (long long)last);
+		if (last <= two32)
+			fprintf(stderr, "run %d of 3: last fence %lld, not past 2^32 yet: again\n",
+			        i + 1, (long long)last);
+		json_object_put(doc);
+		fb_test_release(&p);
+	}
+	check(last > two32, "one of 3 runs carried fences past 2^32: last %lld", (long long)last);
+}
+
 /* Each mistake people make, caught by the run: exit 1, and the verdict
  * names what it did. */
 static void broken(const char *mistake, const char *const *extra, const char *words)
@@ -774,6 +811,7 @@ int main(void)
 	        cmocka_unit_test(test_versions_that_go_backwards_are_an_error),
 	        cmocka_unit_test(test_a_bad_hello_or_command_fails_at_open),
 	        cmocka_unit_test(test_the_sqlite_adapter_passes_a_stress_run_with_pauses),
+	        cmocka_unit_test(test_an_exec_store_keeps_fences_past_2_to_the_32),
 	        cmocka_unit_test(test_each_broken_adapter_is_caught),
 	        cmocka_unit_test(test_a_correct_store_with_gapped_versions_is_safe),
 	        cmocka_unit_test(test_a_store_that_refuses_newer_holders_is_named_for_it),

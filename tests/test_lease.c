@@ -42,6 +42,37 @@ static void test_first_fence_is_configurable_for_both_sources(void **state)
 	}
 }
 
+/* Issue 27, item 3: the table's mint across 2^32, for both sources: from
+ * 2^32 - 1 a key's fences run 2^32 - 1, 2^32, 2^32 + 1 exactly, and each
+ * is above the one its acquire replaced (the slot word keeps 48 bits). */
+static void test_the_mint_crosses_2_to_the_32_exactly(void **state)
+{
+	(void)state;
+	const uint64_t two32 = UINT64_C(1) << 32;
+	fb_clock_manual m;
+	fb_clock_manual_init(&m, 0);
+	fb_fence_source src[] = {FB_FENCE_GLOBAL, FB_FENCE_PER_KEY};
+	for (int i = 0; i < 2; i++) {
+		fb_lease_config cfg = {.keys = 1,
+		                       .ttl_ns = MS,
+		                       .source = src[i],
+		                       .first_fence = two32 - 1,
+		                       .clock = &m.base};
+		fb_lease_table *t;
+		check_eq(fb_lease_table_create(&cfg, &t), FB_OK, "create");
+		fb_lease_stats st = {0};
+		for (uint64_t want = two32 - 1; want <= two32 + 1; want++) {
+			fb_lease l;
+			check_eq(fb_lease_acquire(t, 0, 7, &l, &st), FB_ACQUIRED, "acquire");
+			check_eq(l.fence, want, fb_fence_source_name(src[i]));
+			if (want > two32 - 1)
+				check_eq(l.replaced, want - 1, "the fence it replaced, exactly");
+			check(fb_lease_release_lease(t, 0, &l), "release");
+		}
+		fb_lease_table_destroy(t);
+	}
+}
+
 static void test_acquire_from_a_wrong_guess_still_decides_on_the_slot(void **state)
 {
 	(void)state;
@@ -59,7 +90,7 @@ static void test_acquire_from_a_wrong_guess_still_decides_on_the_slot(void **sta
 	         "a stale guess must not win a held slot");
 	check_eq(held.owner, 2, "the refusal names the real holder");
 	check(fb_lease_release_lease(t, 0, &b), "B releases");
-	guess = (fb_lease){a.fence, 0, 0, 0, 0, 0};
+	guess = (fb_lease){a.fence, 0, 0, 0, 0, 0, 0};
 	check_eq(fb_lease_acquire_from(t, 0, 1, &guess, &a, &st), FB_ACQUIRED,
 	         "A acquires again from an out-of-date guess");
 	check_eq(a.fence, b.fence + 1, "and its fence is above B's, not above the guess's");
@@ -422,6 +453,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_first_fence_is_configurable_for_both_sources),
+	        cmocka_unit_test(test_the_mint_crosses_2_to_the_32_exactly),
 	        cmocka_unit_test(test_bad_configuration_is_refused),
 	        cmocka_unit_test(test_acquire_from_a_wrong_guess_still_decides_on_the_slot),
 	        cmocka_unit_test(test_frozen_clock_many_threads_one_winner),

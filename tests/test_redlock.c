@@ -127,6 +127,36 @@ static void test_the_lease_contract_with_incr_and_with_none(void **state)
 	L->close(e);
 }
 
+/* Issue 27, item 3: ?fence=incr's counter across 2^32. Prepared one below
+ * --first-fence (2^32 - 2), the INCR's fences run 2^32 - 1, 2^32, 2^32 + 1
+ * exactly: nothing on the way (the reply's parse, fb_lease, the engine's
+ * own bound) keeps 32 bits; and the counter itself reads 2^32 + 1 after. */
+static void test_incr_fences_cross_2_to_the_32(void **state)
+{
+	(void)state;
+	const uint64_t two32 = UINT64_C(1) << 32;
+	fb_engine_config cfg = base_cfg();
+	cfg.keys = 1;
+	cfg.fence = FB_FENCE_GLOBAL;
+	cfg.first_fence = two32 - 1;
+	void *e = fb_test_lease_open(L, &cfg, url_with("?fence=incr"), true);
+	void *a = fb_test_lease_conn(L, e, 1);
+	for (uint64_t want = two32 - 1; want <= two32 + 1; want++) {
+		fb_lease l;
+		check_eq(acq_winning(a, 0, &l), FB_ACQUIRED, "acquired");
+		check_eq(l.fence, want, "the INCR's fence, past 32 bits");
+		check_eq(L->release(a, 0, &l), FB_IO_OK, "released");
+	}
+	redisContext *c = redisConnect("127.0.0.1", node[0].port);
+	redisReply *r = c ? redisCommand(c, "GET fb:redlock:fence") : NULL;
+	check(r && r->type == REDIS_REPLY_STRING && strcmp(r->str, "4294967297") == 0,
+	      "the counter on node 1 reads 2^32 + 1: %s", r && r->str ? r->str : "(none)");
+	freeReplyObject(r);
+	redisFree(c);
+	L->disconnect(a);
+	L->close(e);
+}
+
 /* A majority is enough: with a node's key taken by someone else, a lock
  * on the two others holds; with two taken, it does not, and what it set
  * on the third is deleted again. */
@@ -460,6 +490,7 @@ int main(void)
 	        cmocka_unit_test(test_bad_urls_and_configurations_are_einval_naming_the_url),
 	        cmocka_unit_test(test_a_node_down_at_the_start_is_esys_naming_it),
 	        cmocka_unit_test(test_the_lease_contract_with_incr_and_with_none),
+	        cmocka_unit_test(test_incr_fences_cross_2_to_the_32),
 	        cmocka_unit_test(test_a_majority_holds_and_a_minority_is_undone),
 	        cmocka_unit_test(test_a_dead_minority_is_survived_and_a_dead_majority_is_an_error),
 	        cmocka_unit_test(test_incr_gives_the_older_lock_the_newer_fence),

@@ -243,6 +243,16 @@ static void time_takeover(fb_worker *w)
 	}
 }
 
+/* The lease's end as the witness keeps it: its acquisition + TTL; for an
+ * engine that states a shorter validity, the end it stated plus the
+ * shortfall (the same, for a correct engine; later, for one that forgot
+ * it, which the witness then judges on the reply). */
+static inline uint64_t witness_end(const fb_env *e, const fb_lease *l)
+{
+	return e->validity_short && l->answered_at ? l->expires_at + e->validity_short
+	                                           : l->service_at + e->cfg->ttl_ns;
+}
+
 /* The cycle's lease was granted: what every later operation reads. */
 static HOT fb_step acquired(fb_worker *w)
 {
@@ -251,8 +261,9 @@ static HOT fb_step acquired(fb_worker *w)
 	fb_counter_add(&w->acquired, 1);
 	if (e->witnessing) { /* on the service's own clock */
 		uint64_t twice = w->witness.duplicates + w->witness.regressions;
-		fb_witness_acquired_memo(e->witness, w->key, w->l.fence, w->l.replaced,
-		                         w->l.service_at + cfg->ttl_ns, &w->witness, &w->wmemo);
+		fb_witness_acquired_answered(e->witness, w->key, w->l.fence, w->l.replaced,
+		                             witness_end(e, &w->l), w->l.answered_at, &w->witness,
+		                             &w->wmemo);
 		fb_witness_granted(e->witness, w->key, w->l.fence, w->l.expires_at, w->l.judged_at,
 		                   &w->witness);
 		/* a fence handed out twice: an equal fence can be another's
@@ -1113,8 +1124,8 @@ static HOT fb_step op_release(fb_worker *w)
 	if (!w->tw)
 		w->tw = w->t2;
 	if (e->witnessing)
-		fb_witness_releasing_memo(e->witness, w->key, w->l.fence,
-		                          w->l.service_at + e->cfg->ttl_ns, &w->wmemo);
+		fb_witness_releasing_memo(e->witness, w->key, w->l.fence, witness_end(e, &w->l),
+		                          &w->wmemo);
 	uint64_t e0 = eop_start(e, e->remote);
 	fb_io rel = e->lops->release(w->lconn, w->key, &w->l);
 	eop_end(e, w, FB_EOP_RELEASE, e0);

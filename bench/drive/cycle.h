@@ -207,6 +207,9 @@ struct fb_env {
 	bool server_pausing;
 	bool jumping;         /* node-jump is on, and the lease service can take it */
 	uint64_t lease_slack; /* how far two readings of the lease clock may disagree */
+	/* the engine's stated validity short of the TTL (validity_short_ns);
+	 * 0: none stated, overlaps judged on the acquisition instant */
+	uint64_t validity_short;
 	uint64_t core_skew;   /* ... measured across this machine's cores (in process) */
 	uint32_t timed_modes; /* store calls timed as round trips: remote, not exec's controls */
 	/* Per key and discipline (key * 4 + d), the highest fence any call sent

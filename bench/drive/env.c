@@ -355,6 +355,8 @@ static fb_err open_checks(fb_env *e, bool blocking)
 	const fb_config *cfg = e->cfg;
 	if (fb_witness_create(cfg->keys, cfg->ttl_ns, e->lease_slack, &e->witness) != FB_OK)
 		return FB_ENOMEM;
+	if (e->validity_short)
+		fb_witness_judge_answers(e->witness, e->validity_short);
 	/* The in-process table and its witness time leases on this machine's
 	 * clock, read on every core: measure how far the cores disagree, so a
 	 * clock behind on one core is blamed on the clock, not the table. */
@@ -498,6 +500,8 @@ fb_err fb_env_open(fb_env *e, const fb_config *cfg, const fb_env_driver *drv, fb
 	e->lease_slack = !e->lops->remote            ? 50000
 	                 : e->lops->witness_slack_ns ? e->lops->witness_slack_ns
 	                                             : 2000000;
+	e->validity_short =
+	        e->lops->validity_short_ns ? e->lops->validity_short_ns(cfg->ttl_ns) : 0;
 	atomic_init(&e->counting, cfg->warmup_ns == 0);
 	atomic_init(&e->end_at, UINT64_MAX); /* the threaded driver's, when its gate opens */
 	atomic_init(&e->look_at, 0);

@@ -34,6 +34,8 @@ struct fb_witness {
 	uint64_t ttl;
 	uint64_t slack;         /* inversions */
 	uint64_t overlap_slack; /* overlaps: 0 in process, where expiry is exact */
+	bool answers;           /* overlaps judged on the reply (fb_witness_judge_answers) */
+	uint64_t answer_slack;  /* then: the stated validity's shortfall + 50 us */
 };
 
 fb_err fb_witness_create(uint32_t keys, uint64_t ttl_ns, uint64_t slack_ns, fb_witness **out)
@@ -54,8 +56,16 @@ fb_err fb_witness_create(uint32_t keys, uint64_t ttl_ns, uint64_t slack_ns, fb_w
 	w->ttl = ttl_ns;
 	w->slack = slack_ns;
 	w->overlap_slack = slack_ns > 50000 ? slack_ns : 0;
+	w->answers = false;
+	w->answer_slack = 0;
 	*out = w;
 	return FB_OK;
+}
+
+void fb_witness_judge_answers(fb_witness *w, uint64_t short_ns)
+{
+	w->answers = true;
+	w->answer_slack = short_ns + 50000;
 }
 
 void fb_witness_destroy(fb_witness *w)
@@ -98,6 +108,13 @@ void fb_witness_acquired(fb_witness *w, uint32_t key, uint64_t fence, uint64_t r
 
 void fb_witness_acquired_memo(fb_witness *w, uint32_t key, uint64_t fence, uint64_t replaced,
                               uint64_t expires_at, fb_witness_counts *c, fb_witness_memo *memo)
+{
+	fb_witness_acquired_answered(w, key, fence, replaced, expires_at, 0, c, memo);
+}
+
+void fb_witness_acquired_answered(fb_witness *w, uint32_t key, uint64_t fence, uint64_t replaced,
+                                  uint64_t expires_at, uint64_t answered_at, fb_witness_counts *c,
+                                  fb_witness_memo *memo)
 {
 	/* By construction: each acquire replaces exactly the slot word before
 	 * it, so if every fence is above the one it replaced, a key's fences
@@ -142,7 +159,15 @@ void fb_witness_acquired_memo(fb_witness *w, uint32_t key, uint64_t fence, uint6
 		 * live and still held. Counted once the report is in: a CAS that
 		 * fails goes round again and must not count twice. */
 		bool inverted = f && at + w->slack < cur_at;
-		bool overlap = !inverted && f && !released && at + w->overlap_slack < cur.hi;
+		/* On the reply too, where asked: the previous holder was told its
+		 * lease is valid until cur.hi - shortfall; a correct service
+		 * cannot have given the key to another, and answered, before that
+		 * (a node expires the key no sooner than the previous holder's
+		 * send + TTL, and the shortfall covers the servers' rounding). */
+		bool overlap =
+		        !inverted && f && !released &&
+		        (at + w->overlap_slack < cur.hi ||
+		         (w->answers && answered_at && answered_at + w->answer_slack < cur.hi));
 		fb_u128 next = {fence << 1, expires_at};
 		/* acq_rel: this report is the newest; later reports compare with it */
 		if (atomic_compare_exchange_weak_explicit(word, &cur, next, memory_order_acq_rel,

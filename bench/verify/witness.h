@@ -90,6 +90,19 @@ typedef struct fb_witness_memo {
 fb_err fb_witness_create(uint32_t keys, uint64_t ttl_ns, uint64_t slack_ns, fb_witness **out);
 void fb_witness_destroy(fb_witness *w);
 
+/*
+ * Judge overlaps on the new holder's reply, against the previous lease's
+ * stated validity end (issue 27, item 7), for an engine that states a
+ * validity short_ns shorter than the TTL (Redlock: its drift allowance)
+ * and dates its acquires on the caller's own clock: an acquire whose
+ * reply (answered_at) came more than the in-process slack (50 us) before
+ * the live lease it replaced stopped being valid, as its holder was told,
+ * is an overlap. Reports then give expires_at as the stated end plus
+ * short_ns (the acquisition instant plus the TTL, for a correct engine).
+ * Call before any report.
+ */
+void fb_witness_judge_answers(fb_witness *w, uint64_t short_ns);
+
 /* A lease (fence, expires_at) was acquired on key, replacing a slot word
  * that carried `replaced` (fb_lease.replaced; 0: not known); *c counts
  * what it contradicts (the caller's private counters). */
@@ -99,6 +112,13 @@ void fb_witness_acquired(fb_witness *w, uint32_t key, uint64_t fence, uint64_t r
 /* The same, starting from the reporter's memo (NULL: none). */
 void fb_witness_acquired_memo(fb_witness *w, uint32_t key, uint64_t fence, uint64_t replaced,
                               uint64_t expires_at, fb_witness_counts *c, fb_witness_memo *memo);
+
+/* The same, with the instant the acquire's reply came back on the clock of
+ * expires_at (0: not known; the acquisition instant is used), which
+ * fb_witness_judge_answers judges overlaps on. */
+void fb_witness_acquired_answered(fb_witness *w, uint32_t key, uint64_t fence, uint64_t replaced,
+                                  uint64_t expires_at, uint64_t answered_at, fb_witness_counts *c,
+                                  fb_witness_memo *memo);
 
 /* The first violation of kind k seen (found false: none). Exact once the
  * reporters have stopped. */
