@@ -37,8 +37,7 @@ const char *const fb_bug_what[FB_BUGS] = {
         "each thread takes fences from the global counter in batches of 64",
         "the fenced store refuses one token in 64, reads and writes, rightful or not",
         "the fenced store applies one write in 8 that it reports refused",
-        "the fenced store checks a read against the last accepted fence, not the highest "
-        "seen",
+        "the fenced store checks a read against the last accepted fence, not the highest seen",
         "a lease table slot holds its key for twice the TTL it grants",
         "a lease renewal succeeds for a non-holder, and after expiry",
         "the write-fenced store registers the tokens of reads: the control stops being one",
