@@ -452,6 +452,77 @@ static void test_node_clock_jumps_give_two_holders_and_the_witness_sees_them(voi
 	fb_test_release(&p);
 }
 
+/*
+ * The witness judges Redlock by its own documented bound (redis.io's drift
+ * allowance: 1% of the TTL and 2 ms, 3 ms at 100 ms), on real nodes whose
+ * clocks jump. A holder is told its lock is valid until its send + TTL -
+ * 3 ms; a node whose clock jumped J forward frees the key J early, so a
+ * second client's reply comes no sooner than the holder's send + TTL - J.
+ * Jumps that add up to less than the allowance inside one tenure never
+ * make two live holders, and the witness must not say they did; jumps
+ * above it do, and it must. Holders work 150 ms on a 100 ms lease, so
+ * each still holds (and has not released) when its lease ends: every
+ * early expiry is a chance.
+ *
+ * Small: 0.5 ms a jump, two nodes in turns, 20 a second at most (each
+ * waits up to 50 ms for its aim): one node would need 7 jumps inside one
+ * 100 ms tenure, both nodes of a majority at once, to pass 3 ms; a run
+ * sees about 60 jumps. Large: 8 ms a jump (5 ms past the allowance), the
+ * same rate: a tenure that sees a jump on each of nodes 2 and 3 is lost
+ * 8 ms early on a majority. Three runs at most: the scheduler can keep
+ * every waiter off a core at the very moment; the small run is judged on
+ * every one of its runs.
+ */
+static void test_node_jumps_are_judged_on_the_drift_allowance(void **state)
+{
+	(void)state;
+	const char *small[] = {"-t",     "16",    "-d",       "3s",        "-k",
+	                       "1",      "--ttl", "100ms",    "--work",    "150ms",
+	                       "--faults", "node-jump", "--node-jump-rate", "20", "--skew",
+	                       "500us",  "--lease", jumpy2,   "--store",   store.url,
+	                       "--mode", "unfenced", NULL};
+	fb_test_proc p;
+	json_object *doc = fb_test_run_doc_any(&p, small);
+	check(doc && (p.code == 0 || p.code == 1),
+	      "exit %d: a run with a verdict exits 0 or 1\nstdout:\n%s\nstderr:\n%s", p.code,
+	      p.out, p.err);
+	int64_t jumps = fb_test_num(doc, "run.faults.node_jump.taken");
+	check(jumps >= 10, "jumps taken (%lld): the run had its chances:\n%s", (long long)jumps,
+	      p.out);
+	int64_t small_overlaps = fb_test_num(doc, "run.lease_violations.overlapping_leases");
+	check(small_overlaps == 0,
+	      "0.5 ms jumps stay inside the 3 ms allowance: no two live holders (%lld):\n%s",
+	      (long long)small_overlaps, p.out);
+	check(!strstr(p.out, "lease: VIOLATED"), "the lease is not blamed:\n%s", p.out);
+	json_object_put(doc);
+	fb_test_release(&p);
+
+	const char *large[] = {"-t",     "16",    "-d",       "3s",        "-k",
+	                       "1",      "--ttl", "100ms",    "--work",    "150ms",
+	                       "--faults", "node-jump", "--node-jump-rate", "20", "--skew",
+	                       "8ms",    "--lease", jumpy2,   "--store",   store.url,
+	                       "--mode", "unfenced", NULL};
+	int64_t overlaps = 0;
+	doc = NULL;
+	for (int run = 1; run <= 3 && !overlaps; run++) {
+		if (doc) {
+			fprintf(stderr, "run %d of 3: no overlap seen, again\n", run - 1);
+			json_object_put(doc);
+			fb_test_release(&p);
+		}
+		doc = fb_test_run_doc_any(&p, large);
+		check(doc && (p.code == 0 || p.code == 1),
+		      "exit %d: a run with a verdict exits 0 or 1\nstdout:\n%s\nstderr:\n%s",
+		      p.code, p.out, p.err);
+		overlaps = fb_test_num(doc, "run.lease_violations.overlapping_leases");
+	}
+	check(overlaps > 0, "8 ms jumps pass the allowance: two live holders in one of 3 runs:\n%s",
+	      p.out);
+	check_eq(p.code, 1, "and the run fails");
+	json_object_put(doc);
+	fb_test_release(&p);
+}
+
 static void test_two_processes_share_the_nodes(void **state)
 {
 	(void)state;
@@ -500,6 +571,7 @@ int main(void)
 	        cmocka_unit_test(test_without_a_fence_only_unfenced_runs_and_it_is_corrupted),
 	        cmocka_unit_test(test_pauses_between_the_two_steps_are_caught_by_the_witness),
 	        cmocka_unit_test(test_node_clock_jumps_give_two_holders_and_the_witness_sees_them),
+	        cmocka_unit_test(test_node_jumps_are_judged_on_the_drift_allowance),
 	        cmocka_unit_test(test_two_processes_share_the_nodes),
 	        cmocka_unit_test(test_unreachable_nodes_are_exit_3_with_the_password_hidden),
 	};
