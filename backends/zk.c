@@ -373,9 +373,14 @@ typedef enum zres {
 	Z_NOANSWER, /* nothing within the deadline: s->err says why */
 } zres;
 
+/* The link failed, not the request: ZRUNTIMEINCONSISTENCY is the client
+ * finding a reply out of order (seen when an ensemble's leader dies with
+ * requests in flight, issue 24), which it answers by dropping the
+ * connection, as it does a lost one. */
 static bool lost_link(int rc)
 {
-	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZCLOSING;
+	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZCLOSING ||
+	       rc == ZRUNTIMEINCONSISTENCY;
 }
 
 /*
