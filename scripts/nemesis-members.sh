@@ -37,6 +37,8 @@ nemesis_main() { # service members verb name
 			kill -STOP "$(cat "$d/pid")"
 		fi
 		echo "$name: $(basename "$d") (pid $(cat "$d/pid"))"
+		# a record of each strike, for whoever wants to count them (a test)
+		[ -z "${FB_NEMESIS_LOG:-}" ] || echo "$name $d" >>"$FB_NEMESIS_LOG"
 		;;
 	heal:leader-kill)
 		[ -f "$state" ] || exit 0

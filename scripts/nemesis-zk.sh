@@ -16,7 +16,8 @@
 #   leader-stop   SIGSTOP the leader; heal: SIGCONT.
 #
 # No server says it leads (an election under way, or a stopped one):
-# nothing is done, exit 0. A start that struck says which server on stdout.
+# nothing is done, exit 0. A start that struck says which server on stdout,
+# and appends "NAME DIR" to $FB_NEMESIS_LOG when that is set.
 source "$(dirname "$0")/nemesis-members.sh"
 
 ask_leader() { # DIR: true when that server says it leads
