@@ -33,6 +33,10 @@
 #define VALLEN             64
 #define BODYLEN            4096
 #define CONNECT_TIMEOUT_MS 2000L
+/* Issue 24: with several members, one request waits this long at most
+ * (or the engine's timeout, if shorter) before the next member is asked:
+ * a stopped member accepts connections and never answers. */
+#define MEMBER_TIMEOUT_MS  2000L
 #define DEFAULT_PREFIX     "fencebench"
 
 typedef struct eeng eeng;
@@ -43,6 +47,11 @@ typedef struct econn {
 	CURL *curl;
 	struct curl_slist *headers;
 	int at; /* the endpoint in use */
+	/* issue 24, several members: the last call failed as a member's death
+	 * or an election explains (no answer, or a 5xx: "leader changed"), and
+	 * since when none has answered (monotonic ns; 0: the last call did) */
+	bool unavailable;
+	uint64_t down_since;
 	char *body;
 	size_t len, cap;
 	char err[ERRLEN];
@@ -187,9 +196,12 @@ static bool client_init(econn *c, const eeng *e)
 	if (!c->curl || !c->headers)
 		return false;
 	uint64_t ms = e->cfg.timeout_ns / 1000000;
+	if (e->endpoints > 1 && (!ms || ms > MEMBER_TIMEOUT_MS))
+		ms = MEMBER_TIMEOUT_MS;
 	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L); /* threads: no SIGALRM */
 	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, (long)(ms ? ms : 1));
-	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
+	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS,
+	                 ms && (long)ms < CONNECT_TIMEOUT_MS ? (long)ms : CONNECT_TIMEOUT_MS);
 	curl_easy_setopt(c->curl, CURLOPT_TCP_NODELAY, 1L);
 	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, c->headers);
 	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_body);
@@ -219,9 +231,28 @@ typedef enum eres {
  * refuses the connection (the request never left) is skipped for the next
  * one; anything else that fails is the call's failure: a request that may
  * have been applied is never sent twice. *out is the parsed answer (put
- * it) for E_OK and E_REFUSED.
+ * it) for E_OK and E_REFUSED. With several members, a call that failed
+ * as a member's death or an election explains (no answer at all, or a
+ * 5xx) marks the connection unavailable and moves it to the next member
+ * for the next call (issue 24).
  */
+static eres call_once(econn *c, const char *path, const char *body, json_object **out,
+                      const char *what, long *http);
+
 static eres call(econn *c, const char *path, const char *body, json_object **out, const char *what)
+{
+	long http = 0;
+	eres r = call_once(c, path, body, out, what, &http);
+	c->unavailable = c->e->endpoints > 1 && (r == E_ERROR ? http == 0 : http >= 500);
+	if (c->unavailable)
+		c->at = (c->at + 1) % c->e->endpoints;
+	else
+		c->down_since = 0;
+	return r;
+}
+
+static eres call_once(econn *c, const char *path, const char *body, json_object **out,
+                      const char *what, long *http)
 {
 	*out = NULL;
 	CURLcode rc = CURLE_COULDNT_CONNECT;
@@ -250,6 +281,7 @@ static eres call(econn *c, const char *path, const char *body, json_object **out
 		return E_ERROR;
 	}
 	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
+	*http = status;
 	*out = c->len ? json_tokener_parse(c->body) : NULL;
 	if (!*out) {
 		efail(c, "%s: HTTP %ld, and not the gateway's JSON: %.80s", what, status,
@@ -272,6 +304,30 @@ static json_object *call_ok(econn *c, const char *path, const char *body, const 
 		return o;
 	json_object_put(o);
 	return NULL;
+}
+
+/*
+ * Issue 24: with several members, a call that failed because its member
+ * died, stopped answering or lost its leader is the service refusing, not
+ * a dead engine: true, and the caller answers as a refusal (an acquire
+ * not granted, a release or renewal not known done: the lease's TTL ends
+ * it). Only when no member has answered for the engine's timeout is the
+ * failure the run's (false, c->err says so).
+ */
+static bool ride_out(econn *c)
+{
+	if (!c->unavailable)
+		return false;
+	uint64_t now = fb_clock_now(fb_clock_monotonic());
+	if (!c->down_since)
+		c->down_since = now;
+	if (now - c->down_since <= fb_engine_timeout(&c->e->cfg))
+		return true;
+	char last[ERRLEN], secs[32];
+	snprintf(last, sizeof last, "%s", c->err);
+	fb_engine_seconds(secs, sizeof secs, fb_engine_timeout(&c->e->cfg));
+	efail(c, "no member answered for %s s; the last: %.300s", secs, last);
+	return false;
 }
 
 /* ---- the URL and the engine --------------------------------------------------- */
@@ -656,6 +712,13 @@ static fb_acquire lease_acquire(void *conn, uint32_t key, fb_lease *out, fb_leas
 			*out = (fb_lease){0};
 			return FB_HELD;
 		}
+	/* issue 24: a member gone or an election under way: not granted, as
+	 * far as this worker knows (a transaction that did commit leaves a
+	 * lock its TTL ends, like a crashed holder's) */
+	if (res == FB_ACQ_ERROR && ride_out(c)) {
+		*out = (fb_lease){0};
+		return FB_HELD;
+	}
 	return res;
 }
 
@@ -668,6 +731,8 @@ static fb_io lease_release(void *conn, uint32_t key, const fb_lease *l)
 	if (!h)
 		return FB_IO_REFUSED;
 	fb_io io = revoke(c, h->id, "release");
+	if (io != FB_IO_OK && ride_out(c))
+		io = FB_IO_REFUSED; /* issue 24: not known released; its TTL frees it */
 	if (io != FB_IO_ERROR)
 		h->used = false;
 	return io;
@@ -685,8 +750,8 @@ static fb_io lease_is_held(void *conn, uint32_t key, const fb_lease *l)
 	key_b64(c->e, "lock", key, lock, sizeof lock);
 	snprintf(body, sizeof body, "{\"key\":\"%s\"}", lock);
 	json_object *r = call_ok(c, "/v3/kv/range", body, "is_held");
-	if (!r)
-		return FB_IO_ERROR;
+	if (!r) /* issue 24: a member gone: not known held, not held */
+		return ride_out(c) ? FB_IO_REFUSED : FB_IO_ERROR;
 	json_object *kv = first_kv(r);
 	bool ours = kv && jint(kv, "lease") == h->id;
 	json_object_put(r);
@@ -705,8 +770,8 @@ static fb_io lease_renew(void *conn, uint32_t key, const fb_lease *l, fb_lease *
 	char body[64];
 	snprintf(body, sizeof body, "{\"ID\":\"%" PRId64 "\"}", h->id);
 	json_object *r = call_ok(c, "/v3/lease/keepalive", body, "renew");
-	if (!r)
-		return FB_IO_ERROR;
+	if (!r) /* issue 24: a member gone: not known renewed */
+		return ride_out(c) ? FB_IO_REFUSED : FB_IO_ERROR;
 	bool alive = jint(r, "result.TTL") > 0;
 	json_object_put(r);
 	if (alive && out) {

@@ -56,6 +56,10 @@
 #define ERRLEN            640
 #define PATHLEN           512
 #define CONNECT_TIMEOUT_S 2
+/* Issue 24: with several servers, one call waits this long at most (or
+ * the engine's timeout, if shorter) for an answer, its session
+ * reconnecting meanwhile, before it counts as the service refusing. */
+#define MEMBER_WAIT_NS    (UINT64_C(2) * 1000000000)
 #define PREP_CHUNK        512
 #define DEFAULT_PREFIX    "/fencebench"
 
@@ -98,6 +102,7 @@ typedef struct zsess {
 	const zeng *e;
 	int outstanding; /* requests whose completion has not run yet */
 	int last_errno;  /* the last system error the client met connecting */
+	bool lost;       /* issue 24: the last call had no answer (no session, a timeout) */
 	char err[ERRLEN];
 } zsess;
 
@@ -107,6 +112,7 @@ struct zeng {
 	char prefix[256];
 	char url[URLLEN]; /* redacted */
 	int timeout_ms;   /* the session timeout: --ttl, as the server negotiated it */
+	bool ensemble;    /* issue 24: several hosts */
 	char version[96];
 	zsess admin;
 };
@@ -132,6 +138,7 @@ typedef struct zconn {
 	zsess s;
 	uint16_t worker;
 	fb_held_table held;
+	uint64_t down_since; /* issue 24: monotonic ns since calls went unanswered; 0: answered */
 	zop op[2];
 } zconn;
 
@@ -239,6 +246,9 @@ static bool drive(zsess *s, enum until until, uint64_t deadline)
 static void timed_out(zsess *s, const char *what, uint64_t limit_ns)
 {
 	char secs[32];
+	s->lost = true;
+	if (s->e->ensemble && limit_ns > MEMBER_WAIT_NS)
+		limit_ns = MEMBER_WAIT_NS; /* what call_deadline gave it */
 	fb_engine_seconds(secs, sizeof secs, limit_ns);
 	if (s->last_errno)
 		zfail(s, "%s: no answer within %s s (last connection error: errno=%d, %s)", what,
@@ -260,6 +270,7 @@ static bool sess_open(zsess *s, uint64_t limit_ns)
 	s->zh = zookeeper_init(s->e->hosts, no_watcher, s->e->timeout_ms, NULL, s, 0);
 	if (!s->zh) {
 		zfail(s, "zookeeper_init failed, errno=%d (%s)", errno, strerror(errno));
+		s->lost = true;
 		return false;
 	}
 	if (!drive(s, UNTIL_SETTLED, now_ns(s->e) + limit_ns)) {
@@ -269,6 +280,7 @@ static bool sess_open(zsess *s, uint64_t limit_ns)
 	}
 	if (sess_dead(s)) {
 		zfail(s, "the server refused the session");
+		s->lost = true; /* an ensemble's server without a quorum does */
 		sess_close(s);
 		return false;
 	}
@@ -373,9 +385,14 @@ typedef enum zres {
 	Z_NOANSWER, /* nothing within the deadline: s->err says why */
 } zres;
 
+/* The link failed, not the request: ZRUNTIMEINCONSISTENCY is the client
+ * finding a reply out of order (seen when an ensemble's leader dies with
+ * requests in flight, issue 24), which it answers by dropping the
+ * connection, as it does a lost one. */
 static bool lost_link(int rc)
 {
-	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZCLOSING;
+	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZCLOSING ||
+	       rc == ZRUNTIMEINCONSISTENCY;
 }
 
 /*
@@ -449,6 +466,7 @@ static bool parse_url(const char *url, zeng *e, const char **why)
 		}
 		o += (size_t)n;
 	}
+	e->ensemble = u.hosts > 1;
 	snprintf(e->prefix, sizeof e->prefix, "%s", DEFAULT_PREFIX);
 	if (u.path_len > 1) {
 		if (u.path_len >= sizeof e->prefix || u.path[u.path_len - 1] == '/' ||
@@ -913,6 +931,49 @@ static attempt try_acquire(zconn *c, uint32_t key, fb_lease *out, fb_acquire *re
 	return TRY_DONE;
 }
 
+/* Issue 24: a call's deadline: the engine's timeout, or with several
+ * servers MEMBER_WAIT_NS at most (a server killed or stopped under the
+ * session: the client moves to another, or the call counts as refused). */
+static uint64_t call_deadline(zconn *c)
+{
+	uint64_t t = c->e->cfg.timeout_ns;
+	if (c->e->ensemble && t > MEMBER_WAIT_NS)
+		t = MEMBER_WAIT_NS;
+	c->s.lost = false;
+	return now_ns(c->e) + t;
+}
+
+/*
+ * Issue 24: with several servers, a call no server answered in time (its
+ * session lost, or an election under way) is the service refusing, not a
+ * dead engine: true, and the caller answers as a refusal (the lock not
+ * granted; a release or a renewal not known done, which the session's
+ * expiry settles). Only when nothing has answered for the engine's
+ * timeout is it the run's failure (false, the error says so).
+ */
+static bool ride_out(zconn *c)
+{
+	if (!c->e->ensemble || !c->s.lost)
+		return false;
+	uint64_t now = fb_clock_now(fb_clock_monotonic());
+	if (!c->down_since)
+		c->down_since = now;
+	if (now - c->down_since <= fb_engine_timeout(&c->e->cfg))
+		return true;
+	char last[ERRLEN], secs[32];
+	snprintf(last, sizeof last, "%s", c->s.err);
+	fb_engine_seconds(secs, sizeof secs, fb_engine_timeout(&c->e->cfg));
+	zfail(&c->s, "no server answered for %s s; the last: %.300s", secs, last);
+	return false;
+}
+
+/* A call answered: the service is up. */
+static void answered(zconn *c)
+{
+	if (!c->s.lost)
+		c->down_since = 0;
+}
+
 static fb_acquire lease_acquire(void *conn, uint32_t key, fb_lease *out, fb_lease_stats *st)
 {
 	zconn *c = conn;
@@ -921,14 +982,19 @@ static fb_acquire lease_acquire(void *conn, uint32_t key, fb_lease *out, fb_leas
 		zfail(&c->s, "acquire: key %" PRIu32 " out of range", key);
 		return FB_ACQ_ERROR;
 	}
-	uint64_t deadline = now_ns(c->e) + c->e->cfg.timeout_ns;
+	uint64_t deadline = call_deadline(c);
 	fb_acquire res = FB_ACQ_ERROR;
 	for (int slow = 0;;) {
-		if (!sess_ready(&c->s, deadline))
-			return FB_ACQ_ERROR;
-		attempt a = try_acquire(c, key, out, &res, deadline);
-		if (a == TRY_DONE)
+		attempt a = sess_ready(&c->s, deadline) ? try_acquire(c, key, out, &res, deadline)
+		                                        : TRY_DONE;
+		if (a == TRY_DONE && res == FB_ACQ_ERROR && ride_out(c)) {
+			*out = (fb_lease){0}; /* not granted, as far as this worker knows */
+			return FB_HELD;
+		}
+		if (a == TRY_DONE) {
+			answered(c);
 			return res;
+		}
 		if (a == TRY_SLOW && ++slow == SLOW_TRIES) {
 			*out = (fb_lease){0}; /* withdrawn: nobody holds it */
 			return FB_HELD;
@@ -945,10 +1011,11 @@ static fb_io lease_release(void *conn, uint32_t key, const fb_lease *l)
 	if (!h)
 		return FB_IO_REFUSED;
 	h->used = false;
-	uint64_t deadline = now_ns(c->e) + c->e->cfg.timeout_ns;
+	uint64_t deadline = call_deadline(c);
 	zres z = one_op(&c->s, Z_DELETE, h->text, &c->op[0], deadline, "release");
-	if (z == Z_NOANSWER)
-		return FB_IO_ERROR;
+	if (z == Z_NOANSWER) /* issue 24: not known released; the session's expiry frees it */
+		return ride_out(c) ? FB_IO_REFUSED : FB_IO_ERROR;
+	answered(c);
 	return z == Z_ANSWERED && c->op[0].rc == ZOK ? FB_IO_OK : FB_IO_REFUSED;
 }
 
@@ -960,10 +1027,11 @@ static fb_io still_ours(zconn *c, uint32_t key, const fb_lease *l)
 	if (!h || sess_dead(&c->s))
 		return FB_IO_REFUSED;
 	int64_t session = zoo_client_id(c->s.zh)->client_id;
-	uint64_t deadline = now_ns(c->e) + c->e->cfg.timeout_ns;
+	uint64_t deadline = call_deadline(c);
 	zres z = one_op(&c->s, Z_EXISTS, h->text, &c->op[0], deadline, "is_held");
-	if (z == Z_NOANSWER)
-		return FB_IO_ERROR;
+	if (z == Z_NOANSWER) /* issue 24: not known held, not held */
+		return ride_out(c) ? FB_IO_REFUSED : FB_IO_ERROR;
+	answered(c);
 	return z == Z_ANSWERED && c->op[0].rc == ZOK && c->op[0].stat.ephemeralOwner == session
 	               ? FB_IO_OK
 	               : FB_IO_REFUSED;

@@ -26,6 +26,14 @@
 #              the replica: FB_SENTINEL='redis://S1,S2,S3/0?sentinel=fb' (for --lease),
 #              FB_SENTINELS=S1,S2,S3 (for scripts/nemesis-redis.sh),
 #              FB_SENTINEL_PRIMARY, FB_SENTINEL_REPLICA (HOST:PORT, at start)
+#   etcd-cluster  three etcd members (heartbeat 10 ms, election 50 ms):
+#              FB_ETCD_CLUSTER=etcd://A,B,C (for --lease),
+#              FB_ETCD_MEMBERS=DIR1,DIR2,DIR3 (for scripts/nemesis-etcd.sh)
+#   zk-ensemble   three ZooKeeper servers (tickTime 10 ms, -Xmx128m each):
+#              FB_ZK_ENSEMBLE=zk://A,B,C (for --lease),
+#              FB_ZK_MEMBERS=DIR1,DIR2,DIR3 (for scripts/nemesis-zk.sh)
+#              Each member's DIR holds `port` (its client port), `run` (the
+#              command that starts it again on the same data) and `pid`.
 #
 # No name: the first five. Nothing is installed or fsynced, nothing listens beyond
 # 127.0.0.1. Debian packages: redis-server, postgresql, zookeeper (the jars; not
@@ -231,6 +239,135 @@ start_etcd() {
 	echo "export FB_ETCD=etcd://127.0.0.1:$port" >>"$envfile"
 }
 
+# Start the member in directory $1 (its `run` script, which execs the
+# server): its PID in $1/pid and in the list stop reads.
+member_up() {
+	local pid
+	pid=$(spawn "$(basename "$1")" "$1/log" sh "$1/run")
+	echo "$pid" >"$1/pid"
+}
+
+# Three ports, distinct, each free now.
+three_ports() {
+	local a b c
+	a=$(free_port)
+	b=$(free_port)
+	while [ "$b" = "$a" ]; do b=$(free_port); done
+	c=$(free_port)
+	while [ "$c" = "$a" ] || [ "$c" = "$b" ]; do c=$(free_port); done
+	echo "$a $b $c"
+}
+
+# Wait up to 90 s until every member in the directories $2... answers
+# ready_$1 PORT. A member that lost its port: every member stopped and 1
+# (another try on other ports); one that exited otherwise: exit 3.
+members_ready() {
+	local kind=$1 end=$((SECONDS + 90)) m ok
+	shift
+	while [ "$SECONDS" -lt "$end" ]; do
+		ok=1
+		for m in "$@"; do
+			if ! kill -0 "$(cat "$m/pid")" 2>/dev/null; then
+				if grep -qi 'address already in use' "$m/log"; then
+					members_down "$@"
+					return 1
+				fi
+				say "$(basename "$m") exited before it was ready; the end of $m/log:"
+				tail -n 5 "$m/log" >&2 || true
+				exit 3
+			fi
+			"ready_$kind" "$(cat "$m/port")" || ok=0
+		done
+		[ "$ok" = 0 ] || return 0
+		sleep 0.2
+	done
+	say "the $kind members did not agree on a leader within 90 s; the end of $1/log:"
+	tail -n 5 "$1/log" >&2 || true
+	exit 3
+}
+
+members_down() {
+	local m
+	for m in "$@"; do
+		kill -KILL "$(cat "$m/pid")" 2>/dev/null || true
+		rm -rf "$m"
+	done
+}
+
+ready_etcd() { ask "$1" 'GET /health HTTP/1.0\r\n\r\n' | grep -q '"health":"true"'; }
+ready_zk() { ask "$1" srvr | grep -Eq 'Mode: (leader|follower)'; }
+
+# Three etcd members, one cluster, fast timing as start_etcd's.
+etcd_cluster() {
+	need etcd etcd-server
+	local c p i cluster="" urls="" dirs=()
+	read -r -a c <<<"$(three_ports)"
+	read -r -a p <<<"$(three_ports)"
+	for i in 0 1 2; do
+		cluster+="${cluster:+,}m$((i + 1))=http://127.0.0.1:${p[$i]}"
+	done
+	for i in 0 1 2; do
+		local d=$dir/etcd-m$((i + 1)) u=http://127.0.0.1:${c[$i]}
+		mkdir -p "$d"
+		echo "${c[$i]}" >"$d/port"
+		# the same command restarts it: on an existing data directory
+		# etcd ignores the --initial-cluster flags and rejoins
+		printf '%s\n' "exec etcd --name m$((i + 1)) --data-dir $d/data \\" \
+			"  --listen-client-urls $u --advertise-client-urls $u \\" \
+			"  --listen-peer-urls http://127.0.0.1:${p[$i]} \\" \
+			"  --initial-advertise-peer-urls http://127.0.0.1:${p[$i]} \\" \
+			"  --initial-cluster $cluster --initial-cluster-token fb \\" \
+			"  --unsafe-no-fsync --heartbeat-interval 10 --election-timeout 50" >"$d/run"
+		member_up "$d"
+		dirs+=("$d")
+		urls+="${urls:+,}127.0.0.1:${c[$i]}"
+	done
+	members_ready etcd "${dirs[@]}" || return 1
+	{
+		echo "export FB_ETCD_CLUSTER=etcd://$urls"
+		echo "export FB_ETCD_MEMBERS=$(IFS=,; echo "${dirs[*]}")"
+	} >>"$envfile"
+}
+
+# Three ZooKeeper servers, one ensemble, tickTime 10 ms as start_zk's; a
+# follower gives up on a silent leader after syncLimit ticks (1 s).
+zk_ensemble() {
+	need java default-jre-headless
+	[ -f /usr/share/java/zookeeper.jar ] || {
+		say "/usr/share/java/zookeeper.jar is not installed (apt-get install -y zookeeper)"
+		exit 77
+	}
+	local c q e i servers=() urls="" dirs=()
+	read -r -a c <<<"$(three_ports)"
+	read -r -a q <<<"$(three_ports)"
+	read -r -a e <<<"$(three_ports)"
+	for i in 0 1 2; do
+		servers+=("server.$((i + 1))=127.0.0.1:${q[$i]}:${e[$i]}")
+	done
+	for i in 0 1 2; do
+		local d=$dir/zk-m$((i + 1))
+		mkdir -p "$d/data"
+		echo "${c[$i]}" >"$d/port"
+		echo $((i + 1)) >"$d/data/myid"
+		printf '%s\n' tickTime=10 initLimit=1000 syncLimit=100 "dataDir=$d/data" \
+			"clientPort=${c[$i]}" clientPortAddress=127.0.0.1 minSessionTimeout=20 \
+			maxSessionTimeout=60000 admin.enableServer=false \
+			4lw.commands.whitelist=srvr,ruok forceSync=no maxClientCnxns=0 \
+			"${servers[@]}" >"$d/zoo.cfg"
+		printf '%s\n' "exec java -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \\" \
+			"  -cp /etc/zookeeper/conf:/usr/share/java/zookeeper.jar \\" \
+			"  org.apache.zookeeper.server.quorum.QuorumPeerMain $d/zoo.cfg" >"$d/run"
+		member_up "$d"
+		dirs+=("$d")
+		urls+="${urls:+,}127.0.0.1:${c[$i]}"
+	done
+	members_ready zk "${dirs[@]}" || return 1
+	{
+		echo "export FB_ZK_ENSEMBLE=zk://$urls"
+		echo "export FB_ZK_MEMBERS=$(IFS=,; echo "${dirs[*]}")"
+	} >>"$envfile"
+}
+
 # A redis-server called $1 on a free port, left in $port_taken.
 port_taken=
 redis_on() {
@@ -285,6 +422,8 @@ start() {
 		# one of each: a second would share the first's directory
 		[ "$what" != redlock ] || what=node1
 		[ "$what" != sentinel ] || what=primary
+		[ "$what" != etcd-cluster ] || what=etcd-m1
+		[ "$what" != zk-ensemble ] || what=zk-m1
 		if [ -e "$dir/$what" ]; then
 			say "$what is started already in $dir (scripts/servers.sh env; stop first)"
 			exit 3
@@ -336,8 +475,10 @@ start() {
 				echo "export FB_SENTINEL_PRIMARY=127.0.0.1:$p FB_SENTINEL_REPLICA=127.0.0.1:$r"
 			} >>"$envfile"
 			;;
+		etcd-cluster) with_retries etcd_cluster ;;
+		zk-ensemble) with_retries zk_ensemble ;;
 		*)
-			say "unknown server '$what' (redis, postgres, zk, etcd, redlock, sentinel)"
+			say "unknown server '$what' (redis, postgres, zk, etcd, redlock, sentinel, etcd-cluster, zk-ensemble)"
 			exit 2
 			;;
 		esac
@@ -359,6 +500,17 @@ stop() {
 		done
 		kill -KILL "$pid" 2>/dev/null || true
 	done
+	# a member a nemesis restarted has a PID of its own, in its pid file
+	for f in "$dir"/*/pid; do
+		[ -f "$f" ] || continue
+		pid=$(cat "$f")
+		kill -TERM "$pid" 2>/dev/null || continue
+		for _ in $(seq 100); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$pid" 2>/dev/null || true
+	done
 	if [ -f "$dir/dirs" ]; then
 		while read -r d; do rm -rf "$d"; done <"$dir/dirs"
 	fi
@@ -373,7 +525,7 @@ start)
 env) cat "$envfile" ;;
 stop) stop ;;
 *)
-	sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//'
 	exit 2
 	;;
 esac

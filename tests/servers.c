@@ -127,6 +127,35 @@ static void kill_tree(pid_t pid)
 		kill(child, SIGKILL);
 }
 
+static bool is_member(fb_server_kind kind)
+{
+	return kind == FB_SERVER_ETCD_MEMBER || kind == FB_SERVER_ZK_MEMBER;
+}
+
+/*
+ * Issue 24: the PID in DIR/pid, which a nemesis that restarted a cluster
+ * member rewrote; 0 if none. Async-signal-safe (the fatal handler's).
+ */
+static pid_t pid_in_file(const char *dir)
+{
+	char path[300];
+	size_t n = strlen(dir);
+	if (!n || n + 5 > sizeof path)
+		return 0;
+	memcpy(path, dir, n);
+	memcpy(path + n, "/pid", 5);
+	char buf[24];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t len = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	pid_t pid = 0;
+	for (ssize_t i = 0; i < len && buf[i] >= '0' && buf[i] <= '9'; i++)
+		pid = pid * 10 + (buf[i] - '0');
+	return pid;
+}
+
 static void registry_add(const fb_server *s)
 {
 	for (int i = 0; i < MAX_LIVE; i++) {
@@ -174,6 +203,9 @@ static void on_fatal(int sig)
 		int pid = atomic_exchange_explicit(&live[i].pid, 0, memory_order_acquire);
 		if (pid > 0) {
 			kill_tree(pid);
+			pid_t again = is_member(live[i].kind) ? pid_in_file(live[i].dir) : 0;
+			if (again > 0 && again != pid)
+				kill_tree(again);
 			if (live[i].dir[0])
 				argv[n++] = live[i].dir;
 		}
@@ -235,12 +267,49 @@ static void stop_pid(fb_server_kind kind, pid_t pid)
 	}
 }
 
+/* Running: there, and no zombie (one whose parent is gone waits for init
+ * to reap it). */
+static bool running(pid_t pid)
+{
+	if (kill(pid, 0) != 0)
+		return false;
+	char path[64], buf[256];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	const char *close_paren = strrchr(buf, ')'); /* "PID (COMM) STATE ..." */
+	return !close_paren || close_paren[1] != ' ' || close_paren[2] != 'Z';
+}
+
+/* Issue 24: a cluster member a nemesis restarted is no child of ours:
+ * SIGTERM, then SIGKILL if it is still running after STOP_NS. */
+static void stop_restarted(fb_server_kind kind, const char *dir, pid_t first)
+{
+	pid_t pid = is_member(kind) ? pid_in_file(dir) : 0;
+	if (pid <= 0 || pid == first)
+		return;
+	kill(pid, SIGTERM);
+	uint64_t deadline = now_ns() + STOP_NS;
+	while (running(pid)) {
+		if (now_ns() > deadline) {
+			kill_tree(pid);
+			break;
+		}
+		nap();
+	}
+}
+
 static void stop_all_at_exit(void)
 {
 	for (int i = 0; i < MAX_LIVE; i++) {
 		int pid = atomic_exchange_explicit(&live[i].pid, 0, memory_order_relaxed);
 		if (pid > 0) {
 			stop_pid(live[i].kind, pid);
+			stop_restarted(live[i].kind, live[i].dir, pid);
 			rmtree(live[i].dir);
 		}
 	}
@@ -882,7 +951,9 @@ static const char *missing(fb_server_kind kind, char *bindir, size_t blen, char 
 	                                  [FB_SERVER_REDIS_FAKETIME] = "redis-server",
 	                                  [FB_SERVER_ETCD_DEFAULTS] = "etcd",
 	                                  [FB_SERVER_REDIS_REPLICA] = "redis-server",
-	                                  [FB_SERVER_REDIS_SENTINEL] = "redis-server"};
+	                                  [FB_SERVER_REDIS_SENTINEL] = "redis-server",
+	                                  [FB_SERVER_ETCD_MEMBER] = "etcd",
+	                                  [FB_SERVER_ZK_MEMBER] = "java"};
 	/* zookeeper, not zookeeperd: the tests start their own server, and
 	 * zookeeperd only adds a system one on port 2181 */
 	static const char *const pkg[] = {[FB_SERVER_REDIS] = "redis-server",
@@ -891,7 +962,9 @@ static const char *missing(fb_server_kind kind, char *bindir, size_t blen, char 
 	                                  [FB_SERVER_REDIS_FAKETIME] = "redis-server",
 	                                  [FB_SERVER_ETCD_DEFAULTS] = "etcd-server",
 	                                  [FB_SERVER_REDIS_REPLICA] = "redis-server",
-	                                  [FB_SERVER_REDIS_SENTINEL] = "redis-server"};
+	                                  [FB_SERVER_REDIS_SENTINEL] = "redis-server",
+	                                  [FB_SERVER_ETCD_MEMBER] = "etcd-server",
+	                                  [FB_SERVER_ZK_MEMBER] = "zookeeper"};
 	if (kind == FB_SERVER_POSTGRES) {
 		if (find_pg_bin(bindir, blen))
 			return NULL;
@@ -907,7 +980,7 @@ static const char *missing(fb_server_kind kind, char *bindir, size_t blen, char 
 	size_t n = strlen(bindir);
 	snprintf(bindir + n, blen - n, "/%s", exe[kind]);
 	struct stat jar;
-	if (kind == FB_SERVER_ZOOKEEPER && stat("/usr/share/java/zookeeper.jar", &jar) != 0) {
+	if ((kind == FB_SERVER_ZOOKEEPER || kind == FB_SERVER_ZK_MEMBER) && stat("/usr/share/java/zookeeper.jar", &jar) != 0) {
 		say(why, wlen, "/usr/share/java/zookeeper.jar is not installed");
 		return pkg[kind];
 	}
@@ -958,6 +1031,10 @@ int fb_server_start_of(fb_server_kind kind, const fb_server *of, fb_server *s)
 	int of_port = of ? of->port : 0;
 	memset(s, 0, sizeof *s);
 	s->kind = kind;
+	if (is_member(kind)) {
+		say(s->why, sizeof s->why, "a cluster member is started by fb_cluster_start");
+		return -1;
+	}
 	if ((kind == FB_SERVER_REDIS_REPLICA || kind == FB_SERVER_REDIS_SENTINEL) && !of_port) {
 		say(s->why, sizeof s->why, "a replica or a Sentinel needs the server it follows");
 		return -1;
@@ -986,7 +1063,9 @@ int fb_server_start_of(fb_server_kind kind, const fb_server *of, fb_server *s)
 		                                  [FB_SERVER_REDIS_FAKETIME] = "redis-ft",
 		                                  [FB_SERVER_ETCD_DEFAULTS] = "etcd",
 		                                  [FB_SERVER_REDIS_REPLICA] = "redis-r",
-		                                  [FB_SERVER_REDIS_SENTINEL] = "sentinel"};
+		                                  [FB_SERVER_REDIS_SENTINEL] = "sentinel",
+		                                  [FB_SERVER_ETCD_MEMBER] = "etcd-m",
+		                                  [FB_SERVER_ZK_MEMBER] = "zk-m"};
 		snprintf(s->dir, sizeof s->dir, "%s/fb-%s-XXXXXX", base, tag[kind]);
 		if (!mkdtemp(s->dir)) {
 			say(s->why, sizeof s->why, "mkdtemp %s: %s", s->dir, strerror(errno));
@@ -1048,6 +1127,7 @@ void fb_server_stop(fb_server *s)
 	if (s->pid > 0) {
 		registry_remove(s->pid);
 		stop_pid(s->kind, s->pid);
+		stop_restarted(s->kind, s->dir, s->pid);
 		s->pid = 0;
 	}
 	if (s->dir[0]) {
@@ -1064,4 +1144,202 @@ void fb_server_kill(fb_server *s)
 	kill_tree(s->pid);
 	waitpid(s->pid, NULL, 0);
 	s->pid = 0;
+}
+
+/* ---- issue 24: clusters --------------------------------------------------- */
+
+/* A cluster member's `srvr`/`health` says it is in a quorum with a leader. */
+static bool member_ready(const fb_server *s, const void *arg)
+{
+	(void)arg;
+	if (s->kind == FB_SERVER_ETCD_MEMBER)
+		return etcd_ready(s, NULL);
+	char buf[1024];
+	return tcp_ask(s->port, "srvr", buf, sizeof buf) &&
+	       (strstr(buf, "Mode: leader") || strstr(buf, "Mode: follower"));
+}
+
+/* Write text to dir/name; false (why set) on failure. */
+static bool put_file(fb_server *s, const char *name, const char *text)
+{
+	char path[320];
+	snprintf(path, sizeof path, "%s/%s", s->dir, name);
+	FILE *f = fopen(path, "w");
+	bool ok = f && fputs(text, f) >= 0;
+	if (f && fclose(f) != 0)
+		ok = false;
+	if (!ok)
+		say(s->why, sizeof s->why, "cannot write %s: %s", path, strerror(errno));
+	return ok;
+}
+
+/* One member's files (port, run, and for ZooKeeper zoo.cfg and myid):
+ * peers[i] (etcd) or quorum[i]/elect[i] (ZooKeeper) are every member's. */
+static bool member_files(fb_server *s, int i, const char *bin, const int *peer, const int *elect)
+{
+	char text[2048], num[16];
+	snprintf(num, sizeof num, "%d\n", s->port);
+	if (!put_file(s, "port", num))
+		return false;
+	if (s->kind == FB_SERVER_ETCD_MEMBER) {
+		char cluster[400] = "";
+		for (int j = 0; j < FB_CLUSTER_SIZE; j++)
+			say(cluster + strlen(cluster), sizeof cluster - strlen(cluster),
+			    "%sm%d=http://127.0.0.1:%d", j ? "," : "", j + 1, peer[j]);
+		/* on an existing data directory etcd ignores the --initial-*
+		 * flags: the same command restarts a member, which rejoins */
+		say(text, sizeof text,
+		    "exec %s --name m%d --data-dir %s/data \\\n"
+		    "  --listen-client-urls http://127.0.0.1:%d "
+		    "--advertise-client-urls http://127.0.0.1:%d \\\n"
+		    "  --listen-peer-urls http://127.0.0.1:%d "
+		    "--initial-advertise-peer-urls http://127.0.0.1:%d \\\n"
+		    "  --initial-cluster %s --initial-cluster-token fb \\\n"
+		    "  --unsafe-no-fsync --heartbeat-interval 10 --election-timeout 50\n",
+		    bin, i + 1, s->dir, s->port, s->port, peer[i], peer[i], cluster);
+		return put_file(s, "run", text);
+	}
+	char data[300];
+	snprintf(data, sizeof data, "%s/data", s->dir);
+	if (mkdir(data, 0700) < 0) {
+		say(s->why, sizeof s->why, "mkdir %s: %s", data, strerror(errno));
+		return false;
+	}
+	snprintf(num, sizeof num, "%d\n", i + 1);
+	if (!put_file(s, "data/myid", num))
+		return false;
+	/* syncLimit 100 ticks: a follower gives up on a silent leader after 1 s */
+	int n = snprintf(text, sizeof text,
+	                 "tickTime=10\ninitLimit=1000\nsyncLimit=100\ndataDir=%s\nclientPort=%d\n"
+	                 "clientPortAddress=127.0.0.1\nminSessionTimeout=20\n"
+	                 "maxSessionTimeout=60000\nadmin.enableServer=false\n"
+	                 "4lw.commands.whitelist=srvr,ruok\nforceSync=no\nmaxClientCnxns=0\n",
+	                 data, s->port);
+	for (int j = 0; j < FB_CLUSTER_SIZE && n > 0 && (size_t)n < sizeof text; j++)
+		n += snprintf(text + n, sizeof text - (size_t)n, "server.%d=127.0.0.1:%d:%d\n", j + 1,
+		              peer[j], elect[j]);
+	if (!put_file(s, "zoo.cfg", text))
+		return false;
+	say(text, sizeof text,
+	    "exec %s -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \\\n"
+	    "  -cp /etc/zookeeper/conf:/usr/share/java/zookeeper.jar \\\n"
+	    "  org.apache.zookeeper.server.quorum.QuorumPeerMain %s/zoo.cfg\n",
+	    bin, s->dir);
+	return put_file(s, "run", text);
+}
+
+/* Ports distinct from each other: n of them; false when none is free. */
+static bool free_ports(int *p, int n)
+{
+	for (int i = 0; i < n; i++) {
+		bool dup;
+		int tries = 0;
+		do {
+			p[i] = free_port();
+			dup = false;
+			for (int j = 0; j < i; j++)
+				dup = dup || p[j] == p[i];
+		} while ((dup || !p[i]) && ++tries < 50);
+		if (!p[i] || dup)
+			return false;
+	}
+	return true;
+}
+
+/* One try: -1 failed (why in m[0]), 0 a port clash (every member stopped). */
+static int cluster_try(fb_server_kind kind, fb_server *m, const char *bin, const char *base)
+{
+	int ports[3 * FB_CLUSTER_SIZE];
+	if (!free_ports(ports, 3 * FB_CLUSTER_SIZE)) {
+		say(m[0].why, sizeof m[0].why, "no free port on 127.0.0.1");
+		return -1;
+	}
+	for (int i = 0; i < FB_CLUSTER_SIZE; i++) {
+		fb_server *s = &m[i];
+		memset(s, 0, sizeof *s);
+		s->kind = kind;
+		s->port = ports[i];
+		snprintf(s->dir, sizeof s->dir, "%s/fb-%s-XXXXXX", base,
+		         kind == FB_SERVER_ETCD_MEMBER ? "etcd-m" : "zk-m");
+		if (!mkdtemp(s->dir)) {
+			say(m[0].why, sizeof m[0].why, "mkdtemp %s: %s", s->dir, strerror(errno));
+			s->dir[0] = 0;
+			return -1;
+		}
+		if (!member_files(s, i, bin, ports + FB_CLUSTER_SIZE, ports + 2 * FB_CLUSTER_SIZE)) {
+			snprintf(m[0].why, sizeof m[0].why, "%s", s->why);
+			return -1;
+		}
+	}
+	for (int i = 0; i < FB_CLUSTER_SIZE; i++) {
+		fb_server *s = &m[i];
+		char run[320], log[320], pid[24];
+		snprintf(run, sizeof run, "%s/run", s->dir);
+		snprintf(log, sizeof log, "%s/log", s->dir);
+		char *argv[] = {"/bin/sh", run, NULL};
+		run_as me = {0};
+		s->pid = spawn(argv, NULL, s->dir, log, &me); /* sh execs the server: one pid */
+		if (s->pid < 0) {
+			s->pid = 0;
+			say(m[0].why, sizeof m[0].why, "cannot start %s: %s", run, strerror(errno));
+			return -1;
+		}
+		registry_add(s);
+		snprintf(pid, sizeof pid, "%d\n", (int)s->pid);
+		if (!put_file(s, "pid", pid)) {
+			snprintf(m[0].why, sizeof m[0].why, "%s", s->why);
+			return -1;
+		}
+	}
+	const char *name = kind == FB_SERVER_ETCD_MEMBER ? "etcd member" : "zookeeper server";
+	for (int i = 0; i < FB_CLUSTER_SIZE; i++) {
+		char log[320];
+		bool clash = false;
+		snprintf(log, sizeof log, "%s/log", m[i].dir);
+		if (!await_ready(&m[i], log, name, "in a quorum with a leader", member_ready, NULL,
+		                 ZK_READY_NS, &clash)) {
+			if (i)
+				snprintf(m[0].why, sizeof m[0].why, "%s", m[i].why);
+			return clash ? 0 : -1;
+		}
+	}
+	return 1;
+}
+
+int fb_cluster_start(fb_server_kind kind, fb_server m[FB_CLUSTER_SIZE], char *url, size_t ulen,
+                     char *dirs, size_t dlen)
+{
+	memset(m, 0, sizeof *m * FB_CLUSTER_SIZE);
+	m[0].kind = kind;
+	if (!is_member(kind)) {
+		say(m[0].why, sizeof m[0].why, "fb_cluster_start starts etcd or ZooKeeper members");
+		return -1;
+	}
+	install_handlers();
+	char bin[4096], faketime[8];
+	if (missing(kind, bin, sizeof bin, faketime, sizeof faketime, m[0].why, sizeof m[0].why))
+		return 0;
+	const char *base = getenv("TMPDIR");
+	if (!base || !*base || strlen(base) > 64)
+		base = "/tmp";
+	for (int attempt = 0; attempt < PORT_TRIES; attempt++) {
+		int rc = cluster_try(kind, m, bin, base);
+		if (rc == 1) {
+			const char *scheme = kind == FB_SERVER_ETCD_MEMBER ? "etcd" : "zk";
+			say(url, ulen, "%s://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", scheme, m[0].port,
+			    m[1].port, m[2].port);
+			say(dirs, dlen, "%s,%s,%s", m[0].dir, m[1].dir, m[2].dir);
+			for (int i = 0; i < FB_CLUSTER_SIZE; i++)
+				say(m[i].url, sizeof m[i].url, "%s://127.0.0.1:%d", scheme, m[i].port);
+			return 1;
+		}
+		char why[sizeof m[0].why];
+		memcpy(why, m[0].why, sizeof why);
+		for (int i = 0; i < FB_CLUSTER_SIZE; i++)
+			fb_server_stop(&m[i]);
+		memcpy(m[0].why, why, sizeof why);
+		if (rc < 0)
+			return -1;
+	}
+	return -1;
 }

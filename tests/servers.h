@@ -26,6 +26,11 @@ typedef enum fb_server_kind {
 	 * the Sentinel itself */
 	FB_SERVER_REDIS_REPLICA,
 	FB_SERVER_REDIS_SENTINEL,
+	/* issue 24: a member of a three-member etcd cluster (heartbeat 10 ms,
+	 * election 50 ms) or ZooKeeper ensemble (tickTime 10 ms, -Xmx128m),
+	 * started by fb_cluster_start only */
+	FB_SERVER_ETCD_MEMBER,
+	FB_SERVER_ZK_MEMBER,
 } fb_server_kind;
 
 typedef struct fb_server {
@@ -60,5 +65,22 @@ void fb_server_stop(fb_server *s);
 /* Kill it at once (SIGKILL), as a crash mid-run: the directory stays until
  * fb_server_stop. */
 void fb_server_kill(fb_server *s);
+
+#define FB_CLUSTER_SIZE 3
+
+/*
+ * Issue 24: three members of one etcd cluster (kind FB_SERVER_ETCD_MEMBER)
+ * or ZooKeeper ensemble (FB_SERVER_ZK_MEMBER), each in its own directory
+ * holding `port` (its client port), `run` (a shell script that execs it on
+ * its data: a nemesis restarts a killed member with it) and `pid` (its
+ * PID, which such a restart rewrites), as scripts/servers.sh lays them
+ * out for scripts/nemesis-etcd.sh and nemesis-zk.sh. 1 once every member
+ * answers and names a leader; 0 not installed; -1 failed (m[0].why).
+ * url gets etcd://A,B,C or zk://A,B,C, dirs DIR,DIR,DIR. Each member is
+ * stopped by fb_server_stop, which also stops a restarted one by the PID
+ * its pid file names.
+ */
+int fb_cluster_start(fb_server_kind kind, fb_server m[FB_CLUSTER_SIZE], char *url, size_t ulen,
+                     char *dirs, size_t dlen);
 
 #endif
