@@ -226,7 +226,9 @@ static const opt opts[] = {
          "Bring your own lock service; --ttl in whole milliseconds)",
          0, W_STRESS},
         {"store", 0, "URL", K_ENGINE, OFF(store_url), 0, 0, 0, NULL, 0, "store", 0, true,
-         "where the balances are written: inproc (default), redis://HOST:PORT/DB, "
+         "where the balances are written: inproc (default), redis://HOST:PORT/DB (or the "
+         "master of Sentinels HOST:PORT,HOST:PORT,.../DB?sentinel=NAME, followed across a "
+         "failover), "
          "postgres://USER@HOST:PORT/DB or a libpq conninfo (?sql=FILE, or sql=FILE in a "
          "conninfo: your own statements on your own table as the fenced column; see YOUR OWN "
          "SQL), or exec:COMMAND: your own store "
