@@ -185,8 +185,8 @@ static const opt opts[] = {
         {"wire-reset-rate", 0, "R", K_RATE, OFF(wire_reset_rate), 0, 0, 1000000, NULL, 0,
          "wire_reset_rate", 0, true,
          "resets per second: one proxied connection is torn down with an RST both ways; the "
-         "engine connects again, and the call in flight has an unknown outcome that the store "
-         "settles (default 5)",
+         "Redis engine connects again and settles the call in flight from the store, the "
+         "others end the run (exit 3) (default 5)",
          NEED_FAULT(FB_FAULT_WIRE_RESET), W_STRESS},
         {"nemesis", 0, "exec:CMD", K_STRING, OFF(nemesis), 0, 0, 0, NULL, 0, "nemesis", 0, true,
          "the nemesis fault runs 'CMD start NAME' when it strikes and 'CMD heal NAME' its "
