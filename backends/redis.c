@@ -32,6 +32,10 @@
 #define VALLEN     64
 #define PIPE_CHUNK 128
 #define HIST_CHUNK 1000
+/* issue 24: how long a plain link whose connection broke dials its server
+ * again, and how many times one call connects again before it gives up */
+#define RELINK_NS    UINT64_C(1000000000)
+#define RELINK_TRIES 3
 
 /* ---- the scripts ------------------------------------------------------- */
 
@@ -344,16 +348,21 @@ static fb_err dial_server(fb_rlink *l, const rurl *u)
 }
 
 /*
- * A Sentinel-discovered link that failed mid-run follows the failover, as
- * real Sentinel clients do: it asks the Sentinels again, every 50 ms,
- * until the master they name answers as master, for up to timeout_ns.
- * True: connected again. The call that failed is not retried: its outcome
- * is unknown, and the caller reports the conservative one.
+ * A link that failed mid-run connects again, as real clients do, and what
+ * it connects to is what the URL names now: a Sentinel-discovered link
+ * follows the failover (any failure: the old master may answer READONLY),
+ * asking the Sentinels again every 50 ms until the master they name
+ * answers as master, for up to timeout_ns; a plain one whose connection
+ * broke (issue 24: a reset, not a timeout, nor a server's error reply)
+ * dials the same server again, for up to RELINK_NS. True: connected
+ * again. The call that failed is not retried here: its outcome is
+ * unknown, and the caller settles it or reports the conservative one.
  */
 static bool follow(fb_rlink *l, const rurl *u)
 {
-	if (!u->sentinel[0])
+	if (!u->sentinel[0] && (l->c || !l->broke))
 		return false;
+	uint64_t bound = u->sentinel[0] || l->timeout_ns < RELINK_NS ? l->timeout_ns : RELINK_NS;
 	if (l->c) {
 		redisFree(l->c);
 		l->c = NULL;
@@ -366,13 +375,12 @@ static bool follow(fb_rlink *l, const rurl *u)
 			l->err[0] = 0;
 			return true;
 		}
-		if (fb_clock_now(fb_clock_monotonic()) - t0 > l->timeout_ns) {
+		if (fb_clock_now(fb_clock_monotonic()) - t0 > bound) {
 			char last[FB_RL_ERRLEN];
 			snprintf(last, sizeof last, "%s", l->err);
-			fb_rl_fail(l,
-			           "lost (%.200s), and no master answered through the Sentinels "
-			           "after it: %.200s",
-			           first, last);
+			fb_rl_fail(l, "lost (%.200s), and no %s answered after it: %.200s", first,
+			           u->sentinel[0] ? "master named by the Sentinels" : "server",
+			           last);
 			return false;
 		}
 		fb_sleep_ns(50000000);
@@ -381,12 +389,27 @@ static bool follow(fb_rlink *l, const rurl *u)
 
 /* ---- the engine -------------------------------------------------------- */
 
+/* The server's id of the link's connection (CLIENT ID, Redis 5); 0 when
+ * the server has none. */
+static long long client_id(fb_rlink *l)
+{
+	const char *v[2] = {"CLIENT", "ID"};
+	size_t len[2] = {6, 2};
+	redisReply *r = fb_rl_command(l, 2, v, len);
+	long long id = r && r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
+	if (!r)
+		fb_rl_lost(l);
+	freeReplyObject(r);
+	return id;
+}
+
 /* One engine (lease or store): the run's configuration, the parsed URL and
  * one admin connection for prepare and version. Read-only once prepared:
  * the workers' connections read it from their own threads. */
 typedef struct reng {
 	fb_engine_config cfg;
 	rurl u;
+	bool store;
 	char url[URLLEN]; /* redacted */
 	fb_rlink admin;
 	char version[32];
@@ -409,6 +432,16 @@ typedef struct rconn {
 	uint64_t seq;
 	unsigned next;
 	held held[HELD_SLOTS];
+	/* issue 24, the store's: the server's CLIENT ID of this connection
+	 * (0: unknown), and per store the last write it saw accepted (key,
+	 * token) and how many copies of it (a resent copy is a write of its
+	 * own): what a write whose reply was lost is settled against */
+	long long cid;
+	struct {
+		uint32_t key;
+		uint64_t token;
+		unsigned copies;
+	} acked[FB_DISCIPLINES];
 } rconn;
 
 /* SCRIPT LOAD every script; the SHAs are the scripts' (content hashes), so
@@ -477,6 +510,7 @@ static fb_err open_engine(const fb_engine_config *cfg, const char *url, bool sto
 		return FB_ENOMEM;
 	}
 	e->cfg = *cfg;
+	e->store = store;
 	if (!e->cfg.clock)
 		e->cfg.clock = fb_clock_monotonic();
 	fb_url_redact(url ? url : "", e->url, sizeof e->url);
@@ -552,6 +586,8 @@ static fb_err engine_connect(void *eng, uint16_t worker, void **conn, char *err,
 		free(c);
 		return rc;
 	}
+	if (e->store)
+		c->cid = client_id(&c->l);
 	*conn = c;
 	return FB_OK;
 }
@@ -864,9 +900,10 @@ static fb_acquire lease_acquire(void *conn, uint32_t key, fb_lease *out, fb_leas
 	uint64_t now = fb_clock_now(c->e->cfg.clock);
 	fb_acquire a = c->e->u.way == WAY_SCRIPT ? acquire_script(c, key, out, now)
 	                                         : acquire_incr(c, key, out, now);
-	/* issue 24: across a failover, an acquire whose reply was lost did not
-	 * give this worker the lease, as far as it knows: the conservative
-	 * answer (if it did, the lease runs out like a crashed holder's) */
+	/* issue 24: across a failover or a reset, an acquire whose reply was
+	 * lost did not give this worker the lease, as far as it knows: the
+	 * conservative answer (if it did, the lease runs out like a crashed
+	 * holder's, and no one reports it to the witness: no false alarm) */
 	if (a == FB_ACQ_ERROR && follow(&c->l, &c->e->u)) {
 		*out = (fb_lease){0};
 		return FB_HELD;
@@ -919,7 +956,7 @@ static fb_io lease_is_held(void *conn, uint32_t key, const fb_lease *l)
 	fb_rl_arg(&m, "GET");
 	fb_rl_argf(&m, "fb:lease:%" PRIu32, key);
 	redisReply *r = fb_rl_run(&c->l, &m);
-	if (!r) /* issue 24: across a failover, not known held: not held */
+	if (!r) /* issue 24: across a failover or a reset, not known held: not held */
 		return follow(&c->l, &c->e->u) ? FB_IO_REFUSED : FB_IO_ERROR;
 	fb_io res = r->type == REDIS_REPLY_STRING && r->len == strlen(val) &&
 	                            memcmp(r->str, val, r->len) == 0
@@ -942,7 +979,7 @@ static fb_io lease_renew(void *conn, uint32_t key, const fb_lease *l, fb_lease *
 	fb_rl_arg(&m, val);
 	fb_rl_argf(&m, "%" PRIu64, ttl_ms(c->e));
 	redisReply *r = eval(&c->l, c->e, S_RENEW, &m);
-	if (!r) /* issue 24: across a failover, not known renewed */
+	if (!r) /* issue 24: across a failover or a reset, not known renewed */
 		return follow(&c->l, &c->e->u) ? FB_IO_REFUSED : FB_IO_ERROR;
 	if (r->type != REDIS_REPLY_INTEGER) {
 		freeReplyObject(r);
@@ -1161,6 +1198,16 @@ static void store_call(const rconn *c, fb_store_verb op, fb_discipline d, uint32
 	fb_rl_argf(m, "%u", c->worker);
 }
 
+/* A write store d accepted, in this connection's own count. */
+static void note_acked(rconn *c, fb_discipline d, uint32_t key, uint64_t token)
+{
+	if (c->acked[d].key != key || c->acked[d].token != token)
+		c->acked[d].copies = 0;
+	c->acked[d].key = key;
+	c->acked[d].token = token;
+	c->acked[d].copies++;
+}
+
 /*
  * An operation's reply x (freed here) as store d's outcome. NULL: no reply
  * came (the link says why); an error reply is the server's, named with
@@ -1168,8 +1215,8 @@ static void store_call(const rconn *c, fb_store_verb op, fb_discipline d, uint32
  * highest (before), version; write replies: ok, balance after, before,
  * last, highest (before), version, stale.
  */
-static fb_io store_reply(rconn *c, fb_store_verb op, fb_discipline d, uint64_t token, redisReply *x,
-                         fb_store_result *r)
+static fb_io store_reply(rconn *c, fb_store_verb op, fb_discipline d, uint32_t key, uint64_t token,
+                         redisReply *x, fb_store_result *r)
 {
 	char what[48];
 	snprintf(what, sizeof what, "%s %s", fb_discipline_name(d), op_name[op]);
@@ -1194,12 +1241,14 @@ static fb_io store_reply(rconn *c, fb_store_verb op, fb_discipline d, uint64_t t
 	                       .token = token,
 	                       .highest = (uint64_t)v[4],
 	                       .highest_written = d != FB_FENCED || v[4] == v[3]};
+	if (r->ok && op != FB_STORE_READ)
+		note_acked(c, d, key, token);
 	return r->ok ? FB_IO_OK : FB_IO_REFUSED;
 }
 
 /* One operation in its own round trip. */
-static fb_io store_one(rconn *c, fb_store_verb op, fb_discipline d, uint32_t key, uint64_t token,
-                       int64_t value, fb_store_result *r)
+static fb_io store_once(rconn *c, fb_store_verb op, fb_discipline d, uint32_t key, uint64_t token,
+                        int64_t value, fb_store_result *r)
 {
 	fb_io io;
 	if (!store_sendable(c, op, d, key, token, value, r, &io))
@@ -1209,7 +1258,126 @@ static fb_io store_one(rconn *c, fb_store_verb op, fb_discipline d, uint32_t key
 	int s = op == FB_STORE_READ ? S_READ : S_WRITE;
 	redisReply *x =
 	        fb_rl_noscript(&c->l, scripts[s].body, &m, fb_rl_command(&c->l, m.n, m.v, m.len));
-	return store_reply(c, op, d, token, x, r);
+	return store_reply(c, op, d, key, token, x, r);
+}
+
+/* ---- a lost reply, settled (issue 24) ---- */
+
+static bool parse_row(const redisReply *x, fb_history_row *h);
+
+/*
+ * Connect a store connection again after its link failed (a reset, or a
+ * failover through the Sentinels). On the same server the old connection
+ * is killed first (CLIENT KILL ID): a command it sent that the server has
+ * not run yet then never runs, so what the history says next is final.
+ * False: no server answered, or the link failed again (l->err says why).
+ */
+static bool store_relink(rconn *c)
+{
+	long long old = c->cid;
+	if (!follow(&c->l, &c->e->u))
+		return false;
+	if (!c->e->u.sentinel[0] && old > 0) {
+		fb_rcmd m = {0};
+		fb_rl_arg(&m, "CLIENT");
+		fb_rl_arg(&m, "KILL");
+		fb_rl_arg(&m, "ID");
+		fb_rl_argf(&m, "%lld", old);
+		redisReply *r = fb_rl_command(&c->l, m.n, m.v, m.len);
+		if (!r) {
+			fb_rl_lost(&c->l);
+			return false;
+		}
+		freeReplyObject(r); /* an error reply: it was gone already */
+	}
+	c->cid = client_id(&c->l);
+	return c->l.c != NULL;
+}
+
+/*
+ * A write whose reply was lost, on the link connected again: the history
+ * the write appends in its own step says whether it landed. One copy more
+ * of (key, token) from this worker than this connection saw accepted is
+ * the lost write, accepted, its outcome as the history tells it (the
+ * highest fence before it: the history's highest before it, which is the
+ * store's own in unfenced and write-fenced; in fenced, reads may have
+ * raised it within what the write still passed). None: it never ran, and
+ * it is sent again, a write of its own whose reply is its outcome.
+ */
+static fb_io store_settle(rconn *c, fb_store_verb op, fb_discipline d, uint32_t key,
+                          uint64_t token, int64_t value, fb_store_result *r)
+{
+	fb_rcmd m = {0};
+	fb_rl_arg(&m, "LRANGE");
+	fb_rl_argf(&m, "fb:hist:%s:%" PRIu32, fb_discipline_key(d), key);
+	fb_rl_argf(&m, "-%d", HIST_CHUNK);
+	fb_rl_arg(&m, "-1");
+	redisReply *x = fb_rl_run(&c->l, &m);
+	if (!x)
+		return FB_IO_ERROR;
+	unsigned copies = 0;
+	fb_history_row mine = {0};
+	uint64_t top = 0, top_mine = 0, prev = 0, last_mine = 0;
+	bool good = x->type == REDIS_REPLY_ARRAY;
+	for (size_t i = 0; good && i < x->elements; i++) {
+		fb_history_row h;
+		good = parse_row(x->element[i], &h);
+		if (good && h.fence == token && h.client == c->e->cfg.client_id &&
+		    h.worker == c->worker) {
+			copies++;
+			mine = h;
+			top_mine = top;
+			last_mine = prev;
+		}
+		if (good && h.fence > top)
+			top = h.fence;
+		prev = h.fence;
+	}
+	freeReplyObject(x);
+	if (!good) {
+		fb_rl_fail(&c->l, "%s %s: its history is not what the write appends",
+		           fb_discipline_name(d), op_name[op]);
+		return FB_IO_ERROR;
+	}
+	unsigned acked = c->acked[d].key == key && c->acked[d].token == token ? c->acked[d].copies : 0;
+	if (copies <= acked)
+		return store_once(c, op, d, key, token, value, r);
+	*r = (fb_store_result){.ok = true,
+	                       .stale = mine.store_stale,
+	                       .version = mine.version,
+	                       .balance = mine.after,
+	                       .before = mine.before,
+	                       .token = token,
+	                       .highest = top_mine,
+	                       .highest_written = d != FB_FENCED || top_mine == last_mine};
+	note_acked(c, d, key, token);
+	return FB_IO_OK;
+}
+
+/* The operation again on a link connected again: a read is asked again, a
+ * write settled. */
+static fb_io store_again(rconn *c, fb_store_verb op, fb_discipline d, uint32_t key,
+                         uint64_t token, int64_t value, fb_store_result *r)
+{
+	return op == FB_STORE_READ ? store_once(c, op, d, key, token, value, r)
+	                           : store_settle(c, op, d, key, token, value, r);
+}
+
+/* Whether a failed call may be tried again on a link connected again: the
+ * connection broke (a reset), or a Sentinel may name a new master. */
+static bool relinkable(const rconn *c)
+{
+	return c->e->u.sentinel[0] || (!c->l.c && c->l.broke);
+}
+
+static fb_io store_one(rconn *c, fb_store_verb op, fb_discipline d, uint32_t key, uint64_t token,
+                       int64_t value, fb_store_result *r)
+{
+	fb_io io = store_once(c, op, d, key, token, value, r);
+	for (int t = 0; io == FB_IO_ERROR && t < RELINK_TRIES && relinkable(c); t++)
+		if (store_relink(c))
+			io = store_again(c, op, d, key, token, value, r);
+	return io;
 }
 
 static fb_io store_read(void *conn, fb_discipline d, uint32_t key, uint64_t token,
@@ -1264,19 +1432,32 @@ static void store_batch(void *conn, int n, const fb_store_op *ops, uint32_t key,
 	for (int j = 0; j < ns; j++) {
 		int i = sent[j], s = ops[i].verb == FB_STORE_READ ? S_READ : S_WRITE;
 		x[j] = fb_rl_noscript(&c->l, scripts[s].body, &m[j], x[j]);
-		io[i] = store_reply(c, ops[i].verb, ops[i].d, token, x[j], &r[i]);
+		io[i] = store_reply(c, ops[i].verb, ops[i].d, key, token, x[j], &r[i]);
 		if (io[i] == FB_IO_ERROR && !first[0])
 			memcpy(first, c->l.err, sizeof first);
+	}
+	/* issue 24: a reset or a failover mid-batch; each call it left
+	 * unanswered is asked again or settled, in order */
+	for (int t = 0; first[0] && t < RELINK_TRIES && relinkable(c); t++) {
+		bool linked = store_relink(c);
+		memcpy(first, c->l.err, sizeof first); /* "" when linked */
+		for (int j = 0; linked && j < ns; j++) {
+			int i = sent[j];
+			if (io[i] != FB_IO_ERROR)
+				continue;
+			io[i] = store_again(c, ops[i].verb, ops[i].d, key, token, ops[i].value, &r[i]);
+			if (io[i] == FB_IO_ERROR && !first[0])
+				memcpy(first, c->l.err, sizeof first);
+		}
 	}
 	if (first[0])
 		memcpy(c->l.err, first, sizeof first);
 }
 
 /* Each key's balance and last accepted fence: HMGETs pipelined in chunks. */
-static fb_io store_final(void *conn, fb_discipline d, uint32_t keys, int64_t *balance,
-                         uint64_t *last_fence)
+static fb_io final_once(rconn *c, fb_discipline d, uint32_t keys, int64_t *balance,
+                        uint64_t *last_fence)
 {
-	rconn *c = conn;
 	if ((unsigned)d >= FB_DISCIPLINES) {
 		fb_rl_fail(&c->l, "final: discipline %d out of range", (int)d);
 		return FB_IO_ERROR;
@@ -1322,6 +1503,19 @@ static fb_io store_final(void *conn, fb_discipline d, uint32_t keys, int64_t *ba
 	return FB_IO_OK;
 }
 
+/* Read again on a link connected again (issue 24: a reset may have struck
+ * the connection while it stood idle during the run). */
+static fb_io store_final(void *conn, fb_discipline d, uint32_t keys, int64_t *balance,
+                         uint64_t *last_fence)
+{
+	rconn *c = conn;
+	fb_io io = final_once(c, d, keys, balance, last_fence);
+	for (int t = 0; io == FB_IO_ERROR && t < RELINK_TRIES && relinkable(c); t++)
+		if (store_relink(c))
+			io = final_once(c, d, keys, balance, last_fence);
+	return io;
+}
+
 static fb_io store_meta(void *conn, fb_store_meta *out)
 {
 	rconn *c = conn;
@@ -1334,6 +1528,9 @@ static fb_io store_meta(void *conn, fb_store_meta *out)
 	fb_rl_arg(&m, "op");
 	fb_rl_arg(&m, "modes");
 	redisReply *r = fb_rl_run(&c->l, &m);
+	for (int t = 0; !r && t < RELINK_TRIES && relinkable(c); t++) /* issue 24 */
+		if (store_relink(c))
+			r = fb_rl_run(&c->l, &m);
 	if (!r)
 		return FB_IO_ERROR;
 	long long v[5];
@@ -1410,6 +1607,10 @@ static fb_io store_history(void *conn, void (*row)(void *ctx, const fb_history_r
 				fb_rl_argf(&m, "%lld", at);
 				fb_rl_argf(&m, "%lld", at + HIST_CHUNK - 1);
 				redisReply *r = fb_rl_run(&c->l, &m);
+				/* issue 24: this chunk again, on a link connected again */
+				for (int t = 0; !r && t < RELINK_TRIES && relinkable(c); t++)
+					if (store_relink(c))
+						r = fb_rl_run(&c->l, &m);
 				if (!r)
 					return FB_IO_ERROR;
 				if (r->type != REDIS_REPLY_ARRAY) {

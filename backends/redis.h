@@ -6,6 +6,12 @@
  * connection per worker; every key under the prefix "fb:".
  *
  *   redis://[[user]:password@]host[:port][/db][?fence=script|incr]
+ *   redis://SENTINEL[,SENTINEL...][/db]?sentinel=NAME   (issue 24)
+ *
+ * Through Sentinels, leases and the store alike connect to the master the
+ * Sentinels name and follow it across a failover. A connection that broke
+ * (a reset) connects again; a write whose reply was lost is settled from
+ * the store's history, an acquire's is not known acquired.
  */
 #ifndef FB_REDIS_H
 #define FB_REDIS_H

@@ -43,7 +43,8 @@ void fb_rl_lost(fb_rlink *l)
 {
 	if (!l->c)
 		return; /* closed by an earlier failure: l->err says why */
-	if (timed_out(l->c)) {
+	l->broke = !timed_out(l->c);
+	if (!l->broke) {
 		char s[32];
 		fb_engine_seconds(s, sizeof s, l->timeout_ns);
 		fb_rl_fail(l, "no reply within %s s", s);
@@ -197,6 +198,7 @@ fb_err fb_rl_dial(fb_rlink *l, const char *host, int port, const fb_url *auth, l
 	struct timeval ct = {FB_RL_CONNECT_TIMEOUT_S, 0},
 	               rt = {.tv_sec = (time_t)(us / 1000000),
 	                     .tv_usec = (suseconds_t)(us % 1000000)};
+	l->broke = false;
 	l->c = redisConnectWithTimeout(host, port, ct);
 	if (!l->c) {
 		fb_rl_fail(l, "cannot allocate a hiredis context");

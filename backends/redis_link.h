@@ -26,6 +26,8 @@ typedef struct fb_rlink {
 	redisContext *c;     /* NULL once closed (l->err says why) */
 	const char *url;     /* redacted; the engine's */
 	uint64_t timeout_ns; /* a command's */
+	bool broke;          /* closed because the connection broke, not a timeout
+	                        (issue 24: a reset; the engine may connect again) */
 	char err[FB_RL_ERRLEN];
 } fb_rlink;
 

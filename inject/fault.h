@@ -7,6 +7,8 @@
 #ifndef FB_FAULT_H
 #define FB_FAULT_H
 
+#include <stdbool.h>
+
 typedef enum fb_fault {
 	FB_FAULT_PAUSE,        /* the holder is suspended past the TTL: the GC pause */
 	FB_FAULT_SKEW,         /* a clock lies: the worker's runs slow or jumps back (it
@@ -30,6 +32,9 @@ typedef enum fb_fault {
 	 * both, carries nothing for a while; or its bytes arrive late */
 	FB_FAULT_PARTITION,
 	FB_FAULT_WIRE_DELAY,
+	/* ... or the connection is torn down (an RST both ways): the call in
+	 * flight has an unknown outcome, and the client must connect again */
+	FB_FAULT_WIRE_RESET,
 	/* issue 24: a user's own command starts a fault and heals it
 	 * (--nemesis exec:COMMAND): any cluster, faulted the same way */
 	FB_FAULT_NEMESIS,
@@ -37,6 +42,16 @@ typedef enum fb_fault {
 } fb_fault;
 
 extern const char *const fb_fault_names[FB_FAULTS];
+
+/* The faults struck outside the workers, counted for the cycles that span
+ * them: the wire's three and the nemesis, FB_FAULT_PARTITION onwards. */
+#define FB_FAULTS_OUTSIDE (FB_FAULT_NEMESIS - FB_FAULT_PARTITION + 1)
+
+/* A fault of the wire through fencebench's proxy (issue 24). */
+static inline bool fb_fault_wire(int f)
+{
+	return f >= FB_FAULT_PARTITION && f <= FB_FAULT_WIRE_RESET;
+}
 
 /* Which way a wire fault holds bytes (a plan's "at" for partition and
  * wire-delay): both, towards the server, towards the client. */

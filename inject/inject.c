@@ -215,7 +215,7 @@ static void strike_wire(fb_fault_gen *g, fb_fault f, unsigned dir, uint64_t ns, 
 		g->st.sent[f]++;
 	if (hit < 0)
 		return;
-	int i = f == FB_FAULT_WIRE_DELAY;
+	int i = f - FB_FAULT_PARTITION;
 	g->st.wire_taken[i]++;
 	g->st.wire_over_ttl[i] += ns > g->cfg.ttl_ns;
 	if (exact)
@@ -268,10 +268,13 @@ bool fb_fault_gen_next(fb_fault_gen *g, fb_fault_decision *d)
 		g->st.sent[f]++;
 		return c->node_jump != NULL;
 	}
-	if (f == FB_FAULT_PARTITION || f == FB_FAULT_WIRE_DELAY) { /* issue 24: the wire */
+	if (fb_fault_wire(f)) { /* issue 24: the wire */
 		int i = f == FB_FAULT_WIRE_DELAY;
-		d->arg_ns = draw(g, c->wire_min_ns[i], c->wire_max_ns[i]);
+		/* a reset has no length and tears both ways down */
+		d->arg_ns = f == FB_FAULT_WIRE_RESET ? 0 : draw(g, c->wire_min_ns[i], c->wire_max_ns[i]);
 		d->at = (fb_fault_at)fb_prng_below(&g->rng, FB_WIRE_DIRS);
+		if (f == FB_FAULT_WIRE_RESET)
+			d->at = (fb_fault_at)FB_WIRE_BOTH;
 		d->extra_ns = fb_prng_next(&g->rng); /* which connection */
 		g->st.sent[f]++;
 		return c->wire != NULL;
@@ -361,7 +364,7 @@ void fb_fault_gen_plan_step(fb_fault_gen *g)
 	if (g->plan_next >= n)
 		return;
 	const fb_plan_entry *x = &e[g->plan_next];
-	if ((x->fault == FB_FAULT_PARTITION || x->fault == FB_FAULT_WIRE_DELAY) && g->cfg.wire)
+	if (fb_fault_wire(x->fault) && g->cfg.wire)
 		strike_wire(g, (fb_fault)x->fault, x->at, x->arg_ns, 0, true, x->extra);
 	else if (x->fault == FB_FAULT_SKEW && g->cfg.service_clock)
 		step_service(g, x->arg_ns, false);
@@ -405,7 +408,7 @@ static void deliver(fb_injector *inj, const fb_fault_decision *d)
 			atomic_fetch_add_explicit(c->node_jumps, 1, memory_order_relaxed);
 		return;
 	}
-	if (!d->port && (d->fault == FB_FAULT_PARTITION || d->fault == FB_FAULT_WIRE_DELAY)) {
+	if (!d->port && fb_fault_wire(d->fault)) {
 		strike_wire(g, d->fault, d->at, d->arg_ns, d->extra_ns, false, 0);
 		return;
 	}

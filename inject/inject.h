@@ -197,10 +197,11 @@ typedef struct fb_injector_config {
 	 * 0 on success. NULL: the fault is not taken. */
 	int (*node_jump)(void *ctx, uint64_t ns);
 	_Atomic uint64_t *node_jumps; /* counts them, for the workers to notice */
-	/* issue 24, partition and wire-delay ([0] and [1]): strike one proxied
-	 * connection (drawn by pick, or exactly `target` when replaying) in
-	 * direction dir (an fb_wire_dir) for ns (ctx: server_ctx). The target
-	 * struck, or -1: none. NULL: no wire to strike. */
+	/* issue 24, partition and wire-delay ([0] and [1]) and wire-reset
+	 * (no length, both ways): strike one proxied connection (drawn by
+	 * pick, or exactly `target` when replaying) in direction dir (an
+	 * fb_wire_dir) for ns (ctx: server_ctx). The target struck, or -1:
+	 * none. NULL: no wire to strike. */
 	int64_t (*wire)(void *ctx, fb_fault f, unsigned dir, uint64_t ns, uint64_t pick, bool exact,
 	                uint64_t target);
 	uint64_t wire_min_ns[2], wire_max_ns[2];
@@ -221,8 +222,8 @@ typedef struct fb_injector_stats {
 	uint64_t server_over_ttl; /* ... longer than the TTL */
 	uint64_t node_jumped;     /* issue 14: node clock jumps taken */
 	uint64_t node_over_ttl;   /* ... by more than the TTL */
-	uint64_t wire_taken[2];   /* issue 24: partitions, slow wires struck */
-	uint64_t wire_over_ttl[2];
+	uint64_t wire_taken[3];   /* issue 24: partitions, slow wires, resets struck */
+	uint64_t wire_over_ttl[3];
 	uint64_t nemesis_taken, nemesis_over_ttl; /* issue 24: the user's faults started */
 } fb_injector_stats;
 

@@ -51,7 +51,7 @@ static const char *at_text(const fb_plan_entry *e)
 {
 	if (e->fault == FB_FAULT_SKEW)
 		return e->at < 3 ? skew_names[e->at] : "?";
-	if (e->fault == FB_FAULT_PARTITION || e->fault == FB_FAULT_WIRE_DELAY)
+	if (fb_fault_wire(e->fault))
 		return e->at < FB_WIRE_DIRS ? fb_wire_dir_names[e->at] : "?";
 	return e->at < FB_AT_COUNT ? fb_fault_at_names[e->at] : "?";
 }
@@ -137,7 +137,7 @@ static const char *cannot_replay(int fault, int at, unsigned long long worker, u
 		return "nemesis is the user's command's fault: a plan cannot replay it";
 	if (fault == FB_FAULT_SKEW && at == FB_SKEW_SERVICE && !(flags & FB_PLAN_SERVICE_CLOCK))
 		return "a step of the lease service's clock needs --lease-clock realtime";
-	bool wire = fault == FB_FAULT_PARTITION || fault == FB_FAULT_WIRE_DELAY; /* issue 24 */
+	bool wire = fb_fault_wire(fault); /* issue 24 */
 	if (wire && !(flags & FB_PLAN_WIRE))
 		return "a wire fault needs a --lease or --store URL with proxy=1";
 	if ((worker == 0) != ((fault == FB_FAULT_SKEW && at == FB_SKEW_SERVICE) || wire))
@@ -201,7 +201,7 @@ fb_err fb_plan_read(const char *path, uint32_t threads, unsigned flags, fb_plan 
 		}
 		int fi = lookup(fault, fb_fault_names, FB_FAULTS);
 		int ai = fi == FB_FAULT_SKEW ? lookup(at, skew_names, 3)
-		         : fi == FB_FAULT_PARTITION || fi == FB_FAULT_WIRE_DELAY
+		         : fb_fault_wire(fi)
 		                 ? lookup(at, fb_wire_dir_names, FB_WIRE_DIRS)
 		                 : lookup(at, fb_fault_at_names, FB_AT_COUNT);
 		int ph = strcmp(phase, "-") ? lookup(phase, phase_names, 3) : 0;

@@ -70,7 +70,7 @@ typedef struct fb_plan {
 
 /* The run replaying it has a lease service whose clock a skew steps. */
 #define FB_PLAN_SERVICE_CLOCK 1u
-/* ... and a wire through fencebench's proxy (issue 24: partition, wire-delay) */
+/* ... and a wire through fencebench's proxy (issue 24: partition, wire-delay, wire-reset) */
 #define FB_PLAN_WIRE 2u
 
 /* Parse a plan file: judged as input. On error, FB_EINVAL with "FILE:LINE:

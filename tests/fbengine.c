@@ -380,7 +380,7 @@ void fb_test_store_batch_one_store_fails(const fb_store_ops *S, void *conn, uint
 		check(r[1].balance != balance, "the write that failed left nothing");
 }
 
-void fb_test_store_batch_lost_after_first(const fb_store_ops *S, void *conn)
+void fb_test_store_batch_lost_after_first(const fb_store_ops *S, void *conn, bool settles)
 {
 	const fb_store_op writes[] = {WR(FB_FENCED, 90), WR(FB_WRITE_FENCED, 90),
 	                              WR(FB_UNFENCED, 90)};
@@ -390,6 +390,19 @@ void fb_test_store_batch_lost_after_first(const fb_store_ops *S, void *conn)
 	check(io[0] == FB_IO_OK && r[0].ok && r[0].version == 1 && r[0].balance == 90,
 	      "the write answered before the loss stands (%d, version %llu): %s", (int)io[0],
 	      (unsigned long long)r[0].version, S->error(conn));
+	if (settles) {
+		for (int i = 1; i < 3; i++)
+			check(io[i] == FB_IO_OK && r[i].ok && r[i].version == 1 && r[i].balance == 90 &&
+			              !r[i].stale && r[i].token == 1,
+			      "%s: the write never answered, which the server ran, is settled from "
+			      "its history as accepted once (%d, version %llu, balance %lld): %s",
+			      fb_discipline_name(writes[i].d), (int)io[i],
+			      (unsigned long long)r[i].version, (long long)r[i].balance,
+			      S->error(conn));
+		check(S->read(conn, FB_FENCED, 0, 1, &x) == FB_IO_OK && x.balance == 90,
+		      "the connection made again serves the next call: %s", S->error(conn));
+		return;
+	}
 	check(io[1] == FB_IO_ERROR && io[2] == FB_IO_ERROR,
 	      "the writes never answered are of unknown outcome (%d, %d)", (int)io[1], (int)io[2]);
 	check_eq(S->read(conn, FB_FENCED, 0, 1, &x), FB_IO_ERROR,

@@ -618,7 +618,7 @@ static void test_a_connection_lost_mid_batch_leaves_the_unanswered_indeterminate
 	fb_engine_config cfg = config(2, 100);
 	pg p = pg_start(server.url, &cfg, true, 1);
 	arm_write_fenced_trigger("PERFORM pg_terminate_backend(pg_backend_pid());");
-	fb_test_store_batch_lost_after_first(ops, p.conn);
+	fb_test_store_batch_lost_after_first(ops, p.conn, false);
 	pg q = pg_start(server.url, &cfg, false, 2);
 	rows *rs = history_of(q.conn);
 	check(rs->n == 1 && rs->r[0].d == FENCED && rs->r[0].after == 90,

@@ -15,8 +15,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend.h"
 #include "fbproc.h"
 #include "fbtest.h"
+#include "redis.h"
 #include "servers.h"
 
 #define SENTINELS 3
@@ -96,6 +98,28 @@ static bool knows_all(const fb_server *s)
 static bool promoted(const fb_server *s)
 {
 	return master_port(s) == replica.port;
+}
+
+/* Bounded: the primary's ROLE until its replica has acknowledged the
+ * primary's whole replication offset (replicas acknowledge every second). */
+static bool caught_up(void)
+{
+	time_t until = time(NULL) + WAIT_S;
+	for (;;) {
+		redisReply *r = ask(&primary, "ROLE");
+		bool ok = r && r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+		          r->element[1]->type == REDIS_REPLY_INTEGER &&
+		          r->element[2]->type == REDIS_REPLY_ARRAY && r->element[2]->elements == 1 &&
+		          r->element[2]->element[0]->type == REDIS_REPLY_ARRAY &&
+		          r->element[2]->element[0]->elements == 3 &&
+		          atoll(r->element[2]->element[0]->element[2]->str) >= r->element[1]->integer;
+		freeReplyObject(r);
+		if (ok)
+			return true;
+		if (time(NULL) > until)
+			return false;
+		nap_ms(50);
+	}
 }
 
 static void test_killing_the_primary_makes_the_sentinels_promote_the_replica(void **state)
@@ -252,6 +276,76 @@ static void test_a_failover_that_loses_fences_is_named_and_fenced_stays_safe(voi
 	free(dir);
 }
 
+/*
+ * The store through Sentinel discovery (issue 24): a run with --store
+ * naming the Sentinels writes to the master they name (exit 0, the checker
+ * agreeing with the store); then the store engine, on its own, follows a
+ * failover. Its connection's primary is killed once the replica has every
+ * write (WAIT), the Sentinels promote the replica, and the next debit on
+ * the same connection lands on the promoted one: the connection follows
+ * the Sentinels, the debit that found its link dead is settled (it never
+ * ran: sent again, once) and the store's versions go on from the replica's.
+ * Nothing here is timed: the promotion is waited for on what the Sentinels
+ * say, before the debit.
+ */
+static void test_the_store_through_sentinel_follows_a_failover(void **state)
+{
+	(void)state;
+	char url[600];
+	snprintf(url, sizeof url, "redis://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d/0?sentinel=fb",
+	         sentinel[0].port, sentinel[1].port, sentinel[2].port);
+	const char *args[] = {"-t", "4", "-k", "2", "-d", "1s", "--ttl", "1s", "--faults", "pause",
+	                      "--lease", store.url, "--store", url, NULL};
+	fb_test_proc p;
+	json_object *doc = fb_test_run_doc_any(&p, args);
+	check(doc && p.code == 0 && fb_test_num(doc, "modes.fenced.accepted") > 0,
+	      "a run writes to the master the Sentinels name (exit 0): exit %d\n%s\n%s", p.code,
+	      p.out, p.err);
+	json_object *agree = fb_test_json(doc, "modes.fenced.checker_agrees");
+	check(agree && json_object_get_boolean(agree), "its checker agrees:\n%s", p.out);
+	json_object_put(doc);
+	fb_test_release(&p);
+
+	const fb_store_ops *S = &fb_redis_store_ops;
+	fb_engine_config cfg = {.keys = 1,
+	                        .ttl_ns = UINT64_C(10000000000),
+	                        .fence = FB_FENCE_GLOBAL,
+	                        .first_fence = 1,
+	                        .clock = fb_clock_monotonic(),
+	                        .modes = 7,
+	                        .initial_balance = 100,
+	                        .amount = 1,
+	                        .threads = 1,
+	                        .timeout_ns = UINT64_C(1000000000) * WAIT_S};
+	void *e = NULL, *c = NULL;
+	char err[512] = "";
+	check_eq(S->open(&cfg, url, &e, err, sizeof err), FB_OK, err);
+	check_eq(S->prepare(e, true, err, sizeof err), FB_OK, err);
+	check_eq(S->connect(e, 1, &c, err, sizeof err), FB_OK, err);
+	fb_store_result r;
+	check(S->debit(c, FB_FENCED, 0, 1, 1, &r) == FB_IO_OK && r.version == 1 && r.balance == 99,
+	      "a debit on the first primary: %s", S->error(c));
+	check(caught_up(), "the replica acknowledged every write before the primary dies");
+	fb_server_kill(&primary);
+	check(wait_for(promoted), "every Sentinel names the replica (port %d) master within %d s",
+	      replica.port, WAIT_S);
+	check(S->debit(c, FB_FENCED, 0, 1, 2, &r) == FB_IO_OK && r.version == 2 && r.balance == 98,
+	      "the same connection's next debit lands on the promoted replica, once (version "
+	      "%llu, balance %lld): %s",
+	      (unsigned long long)r.version, (long long)r.balance, S->error(c));
+	int64_t bal[1];
+	uint64_t last[1];
+	check(S->final(c, FB_FENCED, 1, bal, last) == FB_IO_OK && bal[0] == 98 && last[0] == 2,
+	      "the promoted replica holds both debits: %lld, fence %llu", (long long)bal[0],
+	      (unsigned long long)last[0]);
+	redisReply *h = ask(&replica, "LLEN fb:hist:fenced:0");
+	check(h && h->type == REDIS_REPLY_INTEGER && h->integer == 2,
+	      "and its history both, none twice");
+	freeReplyObject(h);
+	S->disconnect(c);
+	S->close(e);
+}
+
 /* Several hosts are Sentinels only when named so; Sentinels that do not
  * answer are named, exit 3. */
 static void test_sentinel_urls_are_judged_and_their_failures_named(void **state)
@@ -281,6 +375,8 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(
 	                test_a_failover_that_loses_fences_is_named_and_fenced_stays_safe, start_all,
 	                stop_and_check),
+	        cmocka_unit_test_setup_teardown(test_the_store_through_sentinel_follows_a_failover,
+	                                        start_all, stop_and_check),
 	};
 	if (!fb_servers_installed("Sentinel tests", (fb_server_kind[]){FB_SERVER_REDIS_SENTINEL}, 1,
 	                          2))

@@ -42,7 +42,8 @@ static fb_config every_fault(void)
 	 * proxied wire's, nemesis a user's command's) */
 	cfg.faults = ((1u << FB_FAULTS) - 1) & ~(1u << FB_FAULT_SERVER_PAUSE) &
 	             ~(1u << FB_FAULT_NODE_JUMP) & ~(1u << FB_FAULT_PARTITION) &
-	             ~(1u << FB_FAULT_WIRE_DELAY) & ~(1u << FB_FAULT_NEMESIS);
+	             ~(1u << FB_FAULT_WIRE_DELAY) & ~(1u << FB_FAULT_WIRE_RESET) &
+	             ~(1u << FB_FAULT_NEMESIS);
 	cfg.pause_rate = cfg.skew_rate = cfg.delay_rate = cfg.renew_rate = 200;
 	cfg.crash_rate = 5;
 	cfg.retry_rate = 20;

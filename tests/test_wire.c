@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <hiredis/hiredis.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -353,6 +354,120 @@ static void test_the_wire_alone_corrupts_unfenced_and_fenced_stays_safe(void **s
 	fb_test_release(&p);
 }
 
+/* The connections the test's redis-server has accepted so far (-1: it
+ * did not say). */
+static long long redis_connections(void)
+{
+	redisContext *c = redisConnect("127.0.0.1", redis.port);
+	redisReply *r = c && !c->err ? redisCommand(c, "INFO stats") : NULL;
+	const char *s = r && r->type == REDIS_REPLY_STRING
+	                        ? strstr(r->str, "total_connections_received:")
+	                        : NULL;
+	long long n = s ? atoll(s + strlen("total_connections_received:")) : -1;
+	freeReplyObject(r);
+	redisFree(c);
+	return n;
+}
+
+/*
+ * Resets through the proxy (issue 24): ~60 connections torn down in 3 s on
+ * one key, beside client pauses that make stale writes. Every engine
+ * connection is in use all along, so a reset struck is a reset an engine
+ * must connect again after: the run goes on and ends by its verdict (exit
+ * 0 or 1), never 3. A write whose reply was lost is settled from the
+ * store's history, so none stays indeterminate and every checker agrees
+ * with its store; fenced is SAFE and refuses no rightful holder. Three
+ * seeds bound a run whose pauses made no stale write at all.
+ */
+static void test_resets_are_survived_and_fenced_stays_safe(void **state)
+{
+	(void)state;
+	if (!have_redis)
+		skip();
+	char url[600], plan[300];
+	snprintf(url, sizeof url, "%s?proxy=1", redis.url);
+	char *dir = fb_test_tmpdir();
+	snprintf(plan, sizeof plan, "%s/plan", dir);
+	json_object *doc = NULL;
+	fb_test_proc p;
+	long long conns = 0;
+	for (int seed = 1; seed <= 3; seed++) {
+		char s[8];
+		snprintf(s, sizeof s, "%d", seed);
+		conns = redis_connections();
+		const char *args[] = {"-t",      "8",          "-k",
+		                      "1",       "-d",         "3s",
+		                      "--ttl",   "100ms",      "--seed",
+		                      s,         "--faults",   "pause,wire-reset",
+		                      "--wire-reset-rate",     "20",
+		                      "--lease", url,          "--store",
+		                      url,       "--plan-out", plan,
+		                      NULL};
+		if (doc) {
+			json_object_put(doc);
+			fb_test_release(&p);
+		}
+		doc = fb_test_run_doc_any(&p, args);
+		check(doc && (p.code == 0 || p.code == 1),
+		      "a run with resets ends by its verdict, not exit 3: exit %d\n%s\n%s", p.code,
+		      p.out, p.err);
+		if (fb_test_num(doc, "modes.fenced.rejected_stale") > 0)
+			break;
+	}
+	int64_t taken = fb_test_num(doc, "run.faults.wire_reset.taken");
+	check(taken >= 10, "resets were struck and counted:\n%s", p.out);
+	/* each reset of a connection in use is a connection made again: the
+	 * server saw the run's own 16 and then at least half the resets' */
+	conns = redis_connections() - conns;
+	check(conns >= 16 + taken / 2,
+	      "the resets tore connections down, which the engines made again (%lld connections "
+	      "for %lld resets)",
+	      conns, (long long)taken);
+	check(fb_test_num(doc, "modes.fenced.rejected_stale") > 0,
+	      "stale writes were attempted (not vacuous):\n%s", p.out);
+	const char *modes[] = {"fenced", "write_fenced", "unfenced"};
+	for (int i = 0; i < 3; i++) {
+		char k[64];
+		snprintf(k, sizeof k, "modes.%s.checker_agrees", modes[i]);
+		json_object *agree = fb_test_json(doc, k);
+		check(agree && json_object_get_boolean(agree),
+		      "%s: every lost reply settled, its checker agrees with the store:\n%s",
+		      modes[i], p.out);
+		snprintf(k, sizeof k, "modes.%s.indeterminate", modes[i]);
+		check_eq(fb_test_num(doc, k), 0, "no write left of unknown outcome");
+	}
+	check_eq(fb_test_num(doc, "modes.fenced.stale_accepted"), 0, "fenced stale accepted");
+	check_eq(fb_test_num(doc, "modes.fenced.lost_updates"), 0, "fenced lost updates");
+	check_eq(fb_test_num(doc, "modes.fenced.false_rejections"), 0, "fenced false rejections");
+	check_eq(fb_test_num(doc, "modes.write_fenced.false_rejections"), 0,
+	         "write-fenced false rejections");
+	check(strstr(p.out, "fenced: SAFE") && strstr(p.out, "\nwire-reset ") &&
+	              strstr(p.out, "connection resets 20/s"),
+	      "the verdict, the fault table's row and the header say so:\n%s", p.out);
+	/* the plan holds the resets, replayable: worker 0, no length, both ways */
+	FILE *f = fopen(plan, "r");
+	char line[256];
+	int resets = 0;
+	while (f && fgets(line, sizeof line, f))
+		resets += !strncmp(line, "0 ", 2) && strstr(line, " wire-reset both idle 0 ");
+	if (f)
+		fclose(f);
+	check(resets > 0, "the plan records the resets (%d)", resets);
+	json_object_put(doc);
+	fb_test_release(&p);
+	const char *replay[] = {"-t",      "8",   "-k",     "1",    "-d",       "3s",
+	                        "--ttl",   "100ms", "--faults", "wire-reset", "--lease", url,
+	                        "--store", url,   "--plan", plan,   NULL};
+	doc = fb_test_run_doc_any(&p, replay);
+	check(doc && p.code == 0 && fb_test_num(doc, "run.faults.wire_reset.taken") > 0,
+	      "the replay strikes planned resets and ends by its verdict: exit %d\n%s\n%s",
+	      p.code, p.out, p.err);
+	json_object_put(doc);
+	fb_test_release(&p);
+	fb_test_rmtree(dir);
+	free(dir);
+}
+
 static void test_wire_faults_replay_from_their_plan(void **state)
 {
 	(void)state;
@@ -538,6 +653,7 @@ int main(void)
 	        cmocka_unit_test(test_a_wire_fault_without_a_proxied_url_is_a_usage_error),
 	        cmocka_unit_test(test_an_unreachable_proxied_engine_is_named_exit_3),
 	        cmocka_unit_test(test_the_wire_alone_corrupts_unfenced_and_fenced_stays_safe),
+	        cmocka_unit_test(test_resets_are_survived_and_fenced_stays_safe),
 	        cmocka_unit_test(test_wire_faults_replay_from_their_plan),
 	        cmocka_unit_test(test_nemesis_runs_the_users_command_to_start_and_heal),
 	        cmocka_unit_test(test_a_nemesis_that_fails_or_hangs_is_exit_3_naming_it),

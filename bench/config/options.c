@@ -117,9 +117,9 @@ static const opt opts[] = {
         {"faults", 0, "LIST", K_BITS, OFF(faults), 0, 0, 0, NAMES(fb_fault_names), "faults", 0,
          true,
          "faults to inject: pause,skew,delay,crash,renew,retry,server-pause,node-jump,partition,"
-         "wire-delay,nemesis (default pause; pause,retry,delay with a --store other than "
-         "inproc). partition and wire-delay strike the wire through fencebench's own TCP "
-         "proxy: add proxy=1 to any TCP engine's --lease or --store URL",
+         "wire-delay,wire-reset,nemesis (default pause; pause,retry,delay with a --store other "
+         "than inproc). partition, wire-delay and wire-reset strike the wire through "
+         "fencebench's own TCP proxy: add proxy=1 to any TCP engine's --lease or --store URL",
          0, 0},
         {"fault-at", 0, "WHERE", K_ENUM, OFF(fault_at), 0, 0, 0, NAMES(fb_fault_at_names),
          "fault_at", 0, true,
@@ -182,6 +182,12 @@ static const opt opts[] = {
         {"wire-delay", 0, "D[-D]", K_RANGE, OFF(wire_delay_min_ns), OFF(wire_delay_max_ns), 0, 0,
          NULL, 0, "wire_delay", 1e6, true, "how late a slow wire's bytes arrive (default 2 x TTL)",
          NEED_FAULT(FB_FAULT_WIRE_DELAY), W_STRESS},
+        {"wire-reset-rate", 0, "R", K_RATE, OFF(wire_reset_rate), 0, 0, 1000000, NULL, 0,
+         "wire_reset_rate", 0, true,
+         "resets per second: one proxied connection is torn down with an RST both ways; the "
+         "Redis engine connects again and settles the call in flight from the store, the "
+         "others end the run (exit 3) (default 5)",
+         NEED_FAULT(FB_FAULT_WIRE_RESET), W_STRESS},
         {"nemesis", 0, "exec:CMD", K_STRING, OFF(nemesis), 0, 0, 0, NULL, 0, "nemesis", 0, true,
          "the nemesis fault runs 'CMD start NAME' when it strikes and 'CMD heal NAME' its "
          "length later: a user's own cluster, faulted by the user's own command",
@@ -220,7 +226,9 @@ static const opt opts[] = {
          "Bring your own lock service; --ttl in whole milliseconds)",
          0, W_STRESS},
         {"store", 0, "URL", K_ENGINE, OFF(store_url), 0, 0, 0, NULL, 0, "store", 0, true,
-         "where the balances are written: inproc (default), redis://HOST:PORT/DB, "
+         "where the balances are written: inproc (default), redis://HOST:PORT/DB (or the "
+         "master of Sentinels HOST:PORT,HOST:PORT,.../DB?sentinel=NAME, followed across a "
+         "failover), "
          "postgres://USER@HOST:PORT/DB or a libpq conninfo (?sql=FILE, or sql=FILE in a "
          "conninfo: your own statements on your own table as the fenced column; see YOUR OWN "
          "SQL), or exec:COMMAND: your own store "
@@ -337,6 +345,7 @@ void fb_config_defaults(fb_config *cfg)
 	        .node_jump_rate = 2, /* issue 14 */
 	        .partition_rate = 5, /* issue 24 */
 	        .wire_delay_rate = 5,
+	        .wire_reset_rate = 5,
 	        .nemesis_rate = 1,
 	        .bug = FB_BUG_NONE,
 	        .check_lease = FB_CHECK_NONE,
@@ -1253,16 +1262,17 @@ static int check_combinations(const fb_config *cfg)
 		                "independent nodes: --lease redlock://...\n");
 		return -1;
 	}
-	uint32_t wire = (1u << FB_FAULT_PARTITION) | (1u << FB_FAULT_WIRE_DELAY); /* issue 24 */
+	uint32_t wire = (1u << FB_FAULT_PARTITION) | (1u << FB_FAULT_WIRE_DELAY) |
+	                (1u << FB_FAULT_WIRE_RESET); /* issue 24 */
 	if ((cfg->faults & wire) && (cfg->deterministic || !(fb_url_proxied(cfg->lease_url) ||
 	                                                     fb_url_proxied(cfg->store_url)))) {
 		fprintf(stderr,
 		        "fencebench: --faults: '%s' strikes the wire through fencebench's "
 		        "proxy: add proxy=1 to a --lease or --store URL "
 		        "(redis://127.0.0.1:6379/0?proxy=1)\n",
-		        fb_fault_names[(cfg->faults & (1u << FB_FAULT_PARTITION))
-		                               ? FB_FAULT_PARTITION
-		                               : FB_FAULT_WIRE_DELAY]);
+		        fb_fault_names[(cfg->faults & (1u << FB_FAULT_PARTITION))    ? FB_FAULT_PARTITION
+		                       : (cfg->faults & (1u << FB_FAULT_WIRE_DELAY)) ? FB_FAULT_WIRE_DELAY
+		                                                                     : FB_FAULT_WIRE_RESET]);
 		return -1;
 	}
 	if (check_nemesis(cfg))
@@ -1483,6 +1493,8 @@ double fb_config_rate(const fb_config *cfg, fb_fault f)
 		return cfg->partition_rate;
 	case FB_FAULT_WIRE_DELAY:
 		return cfg->wire_delay_rate;
+	case FB_FAULT_WIRE_RESET:
+		return cfg->wire_reset_rate;
 	case FB_FAULT_NEMESIS:
 		return cfg->nemesis_rate;
 	default:

@@ -87,6 +87,7 @@ typedef struct fb_config {
 	double partition_rate;
 	uint64_t partition_min_ns, partition_max_ns;
 	double wire_delay_rate;
+	double wire_reset_rate; /* issue 24 */
 	uint64_t wire_delay_min_ns, wire_delay_max_ns;
 	const char *nemesis;       /* issue 24: "exec:COMMAND" */
 	const char *nemesis_names; /* NAME[,NAME...] the command is given */

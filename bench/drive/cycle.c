@@ -315,7 +315,7 @@ static HOT fb_step op_acquire(fb_worker *w)
 {
 	fb_env *e = w->env;
 	/* issue 24: from before the call: a wire fault can hold its reply */
-	for (int i = 0; e->wiring && i < 3; i++)
+	for (int i = 0; e->wiring && i < FB_FAULTS_OUTSIDE; i++)
 		w->wires[i] = atomic_load_explicit(&e->wire_faults[i], memory_order_relaxed);
 	if (e->wiring)
 		w->outside0 = atomic_load_explicit(&e->outside_seq, memory_order_relaxed);
@@ -1149,7 +1149,7 @@ static HOT fb_step op_release(fb_worker *w)
 	if (e->jumping && atomic_load_explicit(&e->node_jumps, memory_order_relaxed) != w->jumps)
 		atomic_fetch_or_explicit(&p->faulted, 1u << FB_FAULT_NODE_JUMP,
 		                         memory_order_relaxed);
-	for (int i = 0; e->wiring && i < 3; i++) /* issue 24: the wire, likewise */
+	for (int i = 0; e->wiring && i < FB_FAULTS_OUTSIDE; i++) /* issue 24: the wire, likewise */
 		if (atomic_load_explicit(&e->wire_faults[i], memory_order_relaxed) != w->wires[i])
 			atomic_fetch_or_explicit(&p->faulted, 1u << (FB_FAULT_PARTITION + i),
 			                         memory_order_relaxed);

@@ -122,7 +122,7 @@ typedef struct fb_worker {
 	uint64_t n;              /* cycles begun */
 	uint64_t t0, t1, tw, t2; /* a timed cycle's start, acquired, first write, written */
 	uint64_t local_deadline, steps, spauses, jumps, delay;
-	uint64_t wires[3];    /* issue 24: wire and nemesis faults so far, at the acquire */
+	uint64_t wires[FB_FAULTS_OUTSIDE]; /* issue 24: wire and nemesis faults so far, at the acquire */
 	uint64_t outside0;    /* ... and the outside faults' log, then */
 	uint64_t stale_newer; /* the fence a stale write went behind */
 	int64_t erased;       /* ... and the debits it erased */
@@ -178,7 +178,7 @@ struct fb_env {
 	_Atomic uint64_t server_pauses;
 	_Atomic uint64_t node_jumps; /* a node's clock jumped (Redlock under libfaketime) */
 	/* issue 24: partitions, slow wires, nemesis faults so far */
-	_Atomic uint64_t wire_faults[3];
+	_Atomic uint64_t wire_faults[FB_FAULTS_OUTSIDE];
 	fb_wire wire;                /* issue 24: the proxies of ?proxy=1 URLs */
 	char *lease_url, *store_url; /* the URLs the engines open: the proxies' */
 	bool wiring;                 /* a wire fault, or a nemesis fault, can strike */

@@ -146,7 +146,8 @@ static fb_err open_wire(fb_env *e, char *err, size_t errlen, const char **opt)
 		e->store_url = NULL;
 	}
 	e->wiring = e->wire.n > 0 && (fb_config_fault(cfg, FB_FAULT_PARTITION) ||
-	                              fb_config_fault(cfg, FB_FAULT_WIRE_DELAY));
+	                              fb_config_fault(cfg, FB_FAULT_WIRE_DELAY) ||
+	                              fb_config_fault(cfg, FB_FAULT_WIRE_RESET));
 	return r;
 }
 
@@ -835,7 +836,7 @@ static int server_pause(void *ctx, uint64_t ns)
 
 /* Issue 24, the injector's wire faults: one proxied connection (drawn by
  * pick, or the plan's target: proxy << 48 | connection) held or slowed for
- * ns. The target struck, or -1 when there was none. */
+ * ns, or reset. The target struck, or -1 when there was none. */
 static int64_t wire_fault(void *ctx, fb_fault f, unsigned dir, uint64_t ns, uint64_t pick,
                           bool exact, uint64_t target)
 {
@@ -848,9 +849,11 @@ static int64_t wire_fault(void *ctx, fb_fault f, unsigned dir, uint64_t ns, uint
 	unsigned dirs = dir == FB_WIRE_TO_SERVER   ? FB_PROXY_TO_SERVER
 	                : dir == FB_WIRE_TO_CLIENT ? FB_PROXY_TO_CLIENT
 	                                           : FB_PROXY_BOTH;
-	int64_t seq = fb_proxy_strike(e->wire.px[i],
-	                              f == FB_FAULT_PARTITION ? FB_PROXY_PARTITION : FB_PROXY_DELAY,
-	                              dirs, ns, pick, exact, target & ((UINT64_C(1) << 48) - 1));
+	fb_proxy_fault pf = f == FB_FAULT_PARTITION    ? FB_PROXY_PARTITION
+	                    : f == FB_FAULT_WIRE_DELAY ? FB_PROXY_DELAY
+	                                               : FB_PROXY_RESET;
+	int64_t seq = fb_proxy_strike(e->wire.px[i], pf, dirs, ns, pick, exact,
+	                              target & ((UINT64_C(1) << 48) - 1));
 	if (seq < 0)
 		return -1;
 	log_outside(e, f, ns, dir | (uint32_t)!strcmp(e->wire.side[i], "--store") << 8);

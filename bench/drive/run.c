@@ -263,7 +263,7 @@ static void wind_down(threads *t, fb_injector *inj, fb_results *res, uint64_t t0
 	res->fault[FB_FAULT_SERVER_PAUSE].over_ttl = ist.server_over_ttl;
 	res->fault[FB_FAULT_NODE_JUMP].taken = ist.node_jumped;
 	res->fault[FB_FAULT_NODE_JUMP].over_ttl = ist.node_over_ttl;
-	for (int i = 0; i < 2; i++) { /* issue 24: the wire's */
+	for (int i = 0; i < 3; i++) { /* issue 24: the wire's */
 		res->fault[FB_FAULT_PARTITION + i].taken = ist.wire_taken[i];
 		res->fault[FB_FAULT_PARTITION + i].over_ttl = ist.wire_over_ttl[i];
 	}

@@ -218,6 +218,10 @@ static bool header_faults(FILE *out, const fb_config *cfg)
 		        D(cfg->wire_delay_min_ns), D(cfg->wire_delay_max_ns));
 		any = true;
 	}
+	if (fb_config_fault(cfg, FB_FAULT_WIRE_RESET)) {
+		fprintf(out, "connection resets %g/s  ", cfg->wire_reset_rate);
+		any = true;
+	}
 	if (fb_config_fault(cfg, FB_FAULT_NEMESIS)) {
 		fprintf(out, "nemesis %g/s x %s-%s (%s)  ", cfg->nemesis_rate,
 		        D(cfg->nemesis_min_ns), D(cfg->nemesis_max_ns), cfg->nemesis_names);

@@ -243,6 +243,11 @@ static void tell_writer(timeline *tl, const fb_results *res, const fb_first_corr
 		                                    : "a slow wire delays every byte",
 		    fc->fault_where >> 8 ? "--store" : "--lease",
 		    dir < FB_WIRE_DIRS ? fb_wire_dir_names[dir] : "?", d, fc->writer);
+	} else if (fc->fault == FB_FAULT_WIRE_RESET) { /* issue 24: no length */
+		add(tl, true, ms(fc, fc->fault_at),
+		    "a reset tears one proxied %s connection down during w%u's cycle: the call "
+		    "in flight is settled from the store after the engine connects again",
+		    fc->fault_where >> 8 ? "--store" : "--lease", fc->writer);
 	} else if (fc->fault == FB_FAULT_NEMESIS && fc->fault_ns) { /* issue 24 */
 		fb_format_duration(d, sizeof d, fc->fault_ns);
 		add(tl, true, ms(fc, fc->fault_at),
