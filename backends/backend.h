@@ -272,20 +272,11 @@ typedef struct fb_store_ops {
 	const char *(*column)(void *eng, fb_discipline d);
 } fb_store_ops;
 
-/* ---- the registry ------------------------------------------------------ */
-
-/* The engine for a URL's scheme ("inproc" or NULL: the in-process one);
- * NULL for an unknown scheme. */
-const fb_lease_ops *fb_lease_engine(const char *url);
-const fb_store_ops *fb_store_engine(const char *url);
+/* ---- what the engines and their callers share --------------------------- */
 
 /* The heading of discipline d's column in a run on ops' engine eng: the
  * engine's own name for it, else fb_discipline_name(d). */
 const char *fb_store_column(const fb_store_ops *ops, void *eng, fb_discipline d);
-
-/* "inproc, redis" / "inproc, redis, postgres": for the error line. */
-const char *fb_lease_schemes(void);
-const char *fb_store_schemes(void);
 
 /* snprintf into buf that may cut (a message too long for its buffer is
  * still one); false, so a check can `return fb_say(err, ...)`. */

@@ -8,6 +8,7 @@
 #include "etcd.h"
 #include "redis.h"
 #include "redlock.h"
+#include "registry.h"
 #include "zk.h"
 
 static void test_engines_are_chosen_by_scheme(void **state)

@@ -13,6 +13,7 @@
 #include "backend.h"
 #include "common.h"
 #include "prng.h"
+#include "registry.h"
 #include "url.h"
 
 static int check_nemesis(const struct fb_config *cfg);
