@@ -45,7 +45,9 @@ CFLAGS_ALL := -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) -g $(WARN) $(ARCH) -pthr
 # the layers below it, never above: a wrong include fails the build.
 #   core/           the model: clocks, the lease table, the store, PRNG, histograms
 #   inject/         faults: the decisions, the ports, plans, the delay line
-#   backends/       engines behind two ops vectors (in-process, Redis, PostgreSQL)
+#   backends/       engines behind two ops vectors (in-process, Redis, PostgreSQL),
+#                   and the helpers they share (helpers.c)
+#   backends/registry/  the registry: the one file that includes every engine
 #   bench/config/   the run's configuration: one table parses, helps, echoes, replays
 #   bench/verify/   the checkers: history walk, lease witness, the offline history
 #   bench/drive/    the cycle, once, and its two drivers (threads, simulator)
@@ -55,7 +57,8 @@ CFLAGS_ALL := -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) -g $(WARN) $(ARCH) -pthr
 INC_core     := -Icore
 INC_inject   := $(INC_core) -Iinject
 INC_backends := $(INC_core) -Ibackends
-INC_config   := $(INC_inject) -Ibackends -Ibench/config
+INC_registry := $(INC_backends) -Ibackends/registry
+INC_config   := $(INC_inject) -Ibackends -Ibackends/registry -Ibench/config
 INC_verify   := $(INC_core) -Ibackends -Ibench/verify
 INC_drive    := $(INC_config) -Ibench/verify -Ibench/drive
 INC_report   := $(INC_drive) -Ibench/report
@@ -65,6 +68,7 @@ INC_tests    := $(INC_cli) -Itests
 $(B)/core/%.o:         INC := $(INC_core)
 $(B)/inject/%.o:       INC := $(INC_inject)
 $(B)/backends/%.o:     INC := $(INC_backends)
+$(B)/backends/registry/%.o: INC := $(INC_registry)
 $(B)/bench/config/%.o: INC := $(INC_config)
 $(B)/bench/verify/%.o: INC := $(INC_verify)
 $(B)/bench/drive/%.o:  INC := $(INC_drive)
@@ -94,7 +98,8 @@ LDLIBS_ALL := -latomic -lm $(LDLIBS)
 
 CORE_SRC   := $(wildcard core/*.c)
 BENCH_SRC  := $(wildcard bench/config/*.c bench/verify/*.c bench/drive/*.c bench/report/*.c \
-                         bench/tools/*.c) $(wildcard inject/*.c) $(wildcard backends/*.c)
+                         bench/tools/*.c) $(wildcard inject/*.c) $(wildcard backends/*.c) \
+              $(wildcard backends/registry/*.c)
 # tests/test_cluster.c starts etcd and ZooKeeper clusters, too slow for
 # `make test`: it is `make cluster-test` (issue 24)
 CLUSTER_SRC := tests/test_cluster.c
@@ -251,7 +256,7 @@ FUZZ_CFLAGS  := -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 $(WARN) $(ARCH) -pthre
                 -fsanitize=address,undefined -fno-sanitize-recover=all \
                 -fno-omit-frame-pointer -MMD -MP $(INC_tests) $(CFLAGS_JSON)
 # options.c names the engines: their registry and the engines come along
-FUZZ_ENGINES      := $(wildcard backends/*.c) core/lease.c core/store.c core/clock.c core/hist.c
+FUZZ_ENGINES      := $(wildcard backends/*.c backends/registry/*.c) core/lease.c core/store.c core/clock.c core/hist.c
 FUZZ_SRC_duration := bench/config/options.c inject/fault.c core/common.c $(FUZZ_ENGINES)
 FUZZ_SRC_options  := bench/config/options.c inject/fault.c core/common.c $(FUZZ_ENGINES)
 FUZZ_SRC_scenario := bench/tools/scenario_parse.c bench/tools/scenario.c core/common.c \

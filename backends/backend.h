@@ -92,8 +92,24 @@ extern const char *const fb_engine_op_names[FB_EOPS];
  * and `service_at`, the acquisition instant on the lease service's own
  * clock (ns), which is what the lease witness orders leases by. */
 
+/*
+ * Each ops vector says which version of its struct it was written against
+ * and the struct's size as its engine was compiled (FB_LEASE_OPS_HEAD,
+ * FB_STORE_OPS_HEAD, first in its initializer). The registry checks both
+ * and every required op when it registers the vector, and refuses one
+ * that falls short by the engine's scheme and the op's name, rather than
+ * let the cycle call through a NULL (registry.h). Bump a version when a
+ * required op is added or an op's meaning changes.
+ */
+#define FB_LEASE_OPS_VERSION 1
+#define FB_STORE_OPS_VERSION 1
+#define FB_LEASE_OPS_HEAD .version_of_ops = FB_LEASE_OPS_VERSION, .size = sizeof(fb_lease_ops)
+#define FB_STORE_OPS_HEAD .version_of_ops = FB_STORE_OPS_VERSION, .size = sizeof(fb_store_ops)
+
 typedef struct fb_lease_ops {
-	const char *scheme; /* "inproc", "redis": the URL's scheme */
+	uint32_t version_of_ops; /* FB_LEASE_OPS_VERSION, by FB_LEASE_OPS_HEAD */
+	uint32_t size;           /* sizeof (fb_lease_ops), by FB_LEASE_OPS_HEAD */
+	const char *scheme;      /* "inproc", "redis": the URL's scheme */
 	const char *name;   /* for the report: "in-process", "Redis" */
 	bool remote;        /* calls are round trips: each is timed, latency sampled always */
 	/* Open the engine at url; on failure a message (URL with any password
@@ -200,7 +216,9 @@ typedef struct fb_store_op {
  * in the key's commit order, mod 2^16; stale: the store's own view that
  * the token was <= the last accepted fence; before / balance / highest). */
 typedef struct fb_store_ops {
-	const char *scheme; /* "inproc", "redis", "postgres", "exec" */
+	uint32_t version_of_ops; /* FB_STORE_OPS_VERSION, by FB_STORE_OPS_HEAD */
+	uint32_t size;           /* sizeof (fb_store_ops), by FB_STORE_OPS_HEAD */
+	const char *scheme;      /* "inproc", "redis", "postgres", "exec" */
 	const char *name;
 	bool remote; /* calls are round trips */
 	/* Disciplines a remote engine serves in process all the same (exec's
@@ -272,20 +290,11 @@ typedef struct fb_store_ops {
 	const char *(*column)(void *eng, fb_discipline d);
 } fb_store_ops;
 
-/* ---- the registry ------------------------------------------------------ */
-
-/* The engine for a URL's scheme ("inproc" or NULL: the in-process one);
- * NULL for an unknown scheme. */
-const fb_lease_ops *fb_lease_engine(const char *url);
-const fb_store_ops *fb_store_engine(const char *url);
+/* ---- what the engines and their callers share --------------------------- */
 
 /* The heading of discipline d's column in a run on ops' engine eng: the
  * engine's own name for it, else fb_discipline_name(d). */
 const char *fb_store_column(const fb_store_ops *ops, void *eng, fb_discipline d);
-
-/* "inproc, redis" / "inproc, redis, postgres": for the error line. */
-const char *fb_lease_schemes(void);
-const char *fb_store_schemes(void);
 
 /* snprintf into buf that may cut (a message too long for its buffer is
  * still one); false, so a check can `return fb_say(err, ...)`. */

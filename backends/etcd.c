@@ -826,6 +826,7 @@ static bool etcd_check_url(const char *url, const char **why)
 }
 
 const fb_lease_ops fb_etcd_lease_ops = {
+        FB_LEASE_OPS_HEAD,
         .scheme = "etcd",
         .name = "etcd",
         .remote = true,

@@ -939,6 +939,7 @@ uint32_t fb_exec_offers(void *eng)
 }
 
 const fb_store_ops fb_exec_store_ops = {
+        FB_STORE_OPS_HEAD,
         .scheme = "exec",
         .name = "adapter",
         .remote = true,

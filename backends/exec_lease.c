@@ -301,6 +301,7 @@ static void l_unjudged(void *eng, char *buf, size_t len)
 }
 
 const fb_lease_ops fb_exec_lease_ops = {
+        FB_LEASE_OPS_HEAD,
         .scheme = "exec",
         .name = "adapter",
         .remote = true,

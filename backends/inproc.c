@@ -146,6 +146,7 @@ static fb_io lease_peek(void *conn, uint32_t key, fb_lease *out)
 }
 
 const fb_lease_ops fb_inproc_lease_ops = {
+        FB_LEASE_OPS_HEAD,
         .scheme = "inproc",
         .name = "in-process",
         .remote = false,
@@ -279,6 +280,7 @@ static fb_io store_final(void *conn, fb_discipline d, uint32_t keys, int64_t *ba
 }
 
 const fb_store_ops fb_inproc_store_ops = {
+        FB_STORE_OPS_HEAD,
         .scheme = "inproc",
         .name = "in-process",
         .remote = false,

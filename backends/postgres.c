@@ -1469,6 +1469,7 @@ static bool pg_check_url(const char *url, const char **why)
 }
 
 const fb_store_ops fb_pg_store_ops = {
+        FB_STORE_OPS_HEAD,
         .scheme = "postgres",
         .name = "PostgreSQL",
         .remote = true,

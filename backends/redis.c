@@ -1045,6 +1045,7 @@ static bool redis_check_url(const char *url, const char **why)
 }
 
 const fb_lease_ops fb_redis_lease_ops = {
+        FB_LEASE_OPS_HEAD,
         .scheme = "redis",
         .name = "Redis",
         .remote = true,
@@ -1642,6 +1643,7 @@ static fb_io store_history(void *conn, void (*row)(void *ctx, const fb_history_r
 }
 
 const fb_store_ops fb_redis_store_ops = {
+        FB_STORE_OPS_HEAD,
         .scheme = "redis",
         .name = "Redis",
         .remote = true,

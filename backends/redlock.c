@@ -847,6 +847,7 @@ static bool redlock_check_url(const char *url, const char **why)
 }
 
 const fb_lease_ops fb_redlock_lease_ops = {
+        FB_LEASE_OPS_HEAD,
         .scheme = "redlock",
         .name = "Redlock",
         .remote = true,

@@ -1101,6 +1101,7 @@ static bool zk_check_url(const char *url, const char **why)
 }
 
 const fb_lease_ops fb_zk_lease_ops = {
+        FB_LEASE_OPS_HEAD,
         .scheme = "zk",
         .name = "ZooKeeper",
         .remote = true,

@@ -8,6 +8,7 @@
 #include "etcd.h"
 #include "redis.h"
 #include "redlock.h"
+#include "registry.h"
 #include "zk.h"
 
 static void test_engines_are_chosen_by_scheme(void **state)
@@ -76,11 +77,65 @@ static void test_passwords_never_survive_redaction(void **state)
 	check(strlen(tiny) == 7, "a short buffer is filled and terminated: '%s'", tiny);
 }
 
+/* Registration checks each ops vector: every built-in engine passes; a
+ * vector without a required op, or built against another version or size
+ * of its struct, is refused by the engine's scheme and the op's name, and
+ * is not found by its scheme afterwards (the cycle never calls its NULL). */
+static void test_a_short_ops_vector_is_refused_by_name(void **state)
+{
+	(void)state;
+	const fb_registry *b = fb_registry_builtin();
+	check(b->nrefused == 0, "every built-in engine registers: %s",
+	      b->nrefused ? b->refused[0].why : "");
+	check(b->nlease == 6 && b->nstore == 4, "six lease engines, four stores: %zu, %zu",
+	      b->nlease, b->nstore);
+
+	fb_registry r = {0};
+	check(fb_registry_add_lease(&r, &fb_inproc_lease_ops), "a whole vector registers");
+	fb_lease_ops no_peek = fb_zk_lease_ops;
+	no_peek.peek = NULL;
+	check(!fb_registry_add_lease(&r, &no_peek), "a lease engine without peek is refused");
+	check(r.nrefused == 1 && strcmp(r.refused[0].why, "the lease engine \"zk\" is refused: it "
+	                                                  "has no peek (a required op)") == 0,
+	      "the refusal names the engine and the op: '%s'", r.refused[0].why);
+	check(fb_registry_lease(&r, "zk://h:2181") == NULL, "a refused engine is not found");
+	check(fb_registry_refused(&r, "zk://h:2181", true) == r.refused[0].why &&
+	              fb_registry_refused(&r, "zk://h:2181", false) == NULL &&
+	              fb_registry_refused(&r, "inproc", true) == NULL,
+	      "its refusal is found by its scheme, and only there");
+	check(fb_registry_lease(&r, NULL) == &fb_inproc_lease_ops, "the whole one is found");
+
+	fb_lease_ops old = fb_redis_lease_ops;
+	old.version_of_ops = FB_LEASE_OPS_VERSION + 1;
+	check(!fb_registry_add_lease(&r, &old) &&
+	              strstr(r.refused[1].why, "\"redis\" is refused: its ops vector is version"),
+	      "another version is refused: '%s'", r.refused[1].why);
+	fb_lease_ops small = fb_etcd_lease_ops;
+	small.size = 8;
+	check(!fb_registry_add_lease(&r, &small) &&
+	              strstr(r.refused[2].why, "its ops vector is 8 bytes"),
+	      "another size is refused: '%s'", r.refused[2].why);
+
+	fb_store_ops no_final = fb_pg_store_ops;
+	no_final.final = NULL;
+	check(!fb_registry_add_store(&r, &no_final) &&
+	              strcmp(r.refused[3].why, "the store engine \"postgres\" is refused: it has no "
+	                                       "final (a required op)") == 0,
+	      "a store without final is refused by name: '%s'", r.refused[3].why);
+	check(fb_registry_store(&r, "postgresql://u@h/db") == NULL &&
+	              fb_registry_refused(&r, "postgresql://u@h/db", false) == r.refused[3].why,
+	      "refused under either of its spellings");
+	fb_store_ops batchless = fb_redis_store_ops;
+	batchless.batch = NULL;
+	check(fb_registry_add_store(&r, &batchless), "an optional op may be missing");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_engines_are_chosen_by_scheme),
 	        cmocka_unit_test(test_passwords_never_survive_redaction),
+	        cmocka_unit_test(test_a_short_ops_vector_is_refused_by_name),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,6 +19,7 @@
 #include "outfile.h"
 #include "output.h"
 #include "options.h"
+#include "registry.h"
 #include "report.h"
 #include "run.h"
 #include "sim.h"

@@ -13,6 +13,7 @@
 #include "backend.h"
 #include "common.h"
 #include "prng.h"
+#include "registry.h"
 #include "url.h"
 
 static int check_nemesis(const struct fb_config *cfg);
@@ -804,7 +805,10 @@ static int parse_value(fb_config *cfg, const opt *o, const char *v)
 		if (lease ? !fb_lease_engine(v) : !fb_store_engine(v)) {
 			char red[256], reason[320];
 			fb_url_redact(v, red, sizeof red);
-			snprintf(reason, sizeof reason, "is not an engine; valid: %s",
+			/* its engine's ops vector fell short at registration */
+			const char *refused = fb_registry_refused(fb_registry_builtin(), v, lease);
+			snprintf(reason, sizeof reason, "is not an engine%s%s; valid: %s",
+			         refused ? ": " : "", refused ? refused : "",
 			         lease ? fb_lease_schemes() : fb_store_schemes());
 			return bad(o, red, reason);
 		}

@@ -31,7 +31,7 @@
 #include "nemesis.h"
 #include "options.h"
 #include "prng.h"
-#include "run.h"
+#include "result.h"
 #include "wire.h"
 #include "witness.h"
 

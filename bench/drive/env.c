@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "inproc.h"
+#include "registry.h"
 #include "url.h"
 
 /* The longest one writer can legitimately hold back its key's next

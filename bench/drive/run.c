@@ -345,13 +345,3 @@ fb_err fb_run(const fb_config *cfg, fb_tick_fn tick, void *ctx, fb_results *res)
 		fb_results_free(res);
 	return err;
 }
-
-void fb_results_free(fb_results *res)
-{
-	free(res->per_thread_ops);
-	free(res->dead);
-	free(res->keys);
-	res->per_thread_ops = NULL;
-	res->dead = NULL;
-	res->keys = NULL;
-}

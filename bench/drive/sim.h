@@ -15,7 +15,7 @@
 
 #include "common.h"
 #include "options.h"
-#include "run.h"
+#include "result.h"
 
 /*
  * Run one seed of cfg (cfg->seed is ignored) for cfg->steps steps and the

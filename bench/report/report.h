@@ -11,7 +11,7 @@
 #include <stdio.h>
 
 #include "outfile.h"
-#include "run.h"
+#include "result.h"
 
 /* The run and sweep documents' schema. 2: fault keys in snake_case
  * (server_pause), config.cpus recorded; nothing else moved. */

@@ -9,7 +9,7 @@
 
 #include <stdio.h>
 
-#include "run.h"
+#include "result.h"
 
 struct json_object;
 

@@ -12,6 +12,7 @@
 #include "options.h"
 #include "outfile.h"
 #include "output.h"
+#include "registry.h"
 
 #define G(v) fb_grouped((char[48]){0}, 48, (double)(v))
 
