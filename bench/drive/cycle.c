@@ -75,16 +75,9 @@ static inline fb_discipline rotated(const fb_env *e, int first, int i)
 /* A fault taken by the worker, for the listeners (the plan log). */
 static void record(fb_worker *w, fb_fault f, uint8_t at, uint64_t arg, uint64_t extra)
 {
-	fb_emit(w->env, &w->heard,
-	        &(fb_event){.kind = FB_EV_FAULT,
-	                    .worker = w->id,
-	                    .key = w->key,
-	                    .fence = w->l.fence,
-	                    .fault = (uint8_t)f,
-	                    .at = at,
-	                    .arg = arg,
-	                    .extra = extra,
-	                    .cycle = atomic_load_explicit(&w->port.cycle, memory_order_relaxed)});
+	FB_EMIT(w->env, &w->heard, FB_EV_FAULT, .worker = w->id, .key = w->key, .fence = w->l.fence,
+	        .fault = (uint8_t)f, .at = at, .arg = arg, .extra = extra,
+	        .cycle = atomic_load_explicit(&w->port.cycle, memory_order_relaxed));
 }
 
 void fb_env_failed(fb_env *e, const char *what, const char *why)
@@ -253,8 +246,8 @@ static HOT fb_step acquired(fb_worker *w)
 	fb_env *e = w->env;
 	const fb_config *cfg = e->cfg;
 	fb_counter_add(&w->acquired, 1);
-	fb_emit(e, &w->heard,
-	        &(fb_event){.kind = FB_EV_ACQUIRED, .worker = w->id, .key = w->key, .fence = w->l.fence, .lease = &w->l});
+	FB_EMIT(e, &w->heard, FB_EV_ACQUIRED, .worker = w->id, .key = w->key, .fence = w->l.fence,
+	        .lease = &w->l);
 	w->steps = e->stepping ? atomic_load_explicit(&e->service_steps, memory_order_relaxed) : 0;
 	w->spauses = e->server_pausing
 	                     ? atomic_load_explicit(&e->server_pauses, memory_order_relaxed)
@@ -310,8 +303,8 @@ static HOT fb_step op_acquire(fb_worker *w)
 		return acquired(w);
 	if (a == FB_HELD) {
 		fb_counter_add(&w->contended, 1);
-		fb_emit(e, &w->heard,
-		        &(fb_event){.kind = FB_EV_HELD, .worker = w->id, .key = w->key, .fence = w->l.fence, .lease = &w->l});
+		FB_EMIT(e, &w->heard, FB_EV_HELD, .worker = w->id, .key = w->key,
+		        .fence = w->l.fence, .lease = &w->l);
 		if (atomic_load_explicit(&e->stop, memory_order_relaxed))
 			return stop(w);
 		w->fails++;
@@ -509,16 +502,9 @@ static HOT bool read_done(fb_worker *w, fb_discipline d, fb_io io)
 		return false;
 	}
 	w->served[d] = io == FB_IO_OK;
-	fb_emit(e, &w->heard,
-	        &(fb_event){.kind = FB_EV_READ,
-	                    .worker = w->id,
-	                    .key = w->key,
-	                    .fence = w->l.fence,
-	                    .d = (uint8_t)d,
-	                    .served = w->served[d],
-	                    .batched = e->batched,
-	                    .balance = w->rd[d].balance,
-	                    .highest = w->rd[d].highest});
+	FB_EMIT(e, &w->heard, FB_EV_READ, .worker = w->id, .key = w->key, .fence = w->l.fence,
+	        .d = (uint8_t)d, .served = w->served[d], .batched = e->batched,
+	        .balance = w->rd[d].balance, .highest = w->rd[d].highest);
 	if (w->served[d] && d == FB_FENCED)
 		read_served(w);
 	if (!w->served[d]) {
@@ -633,11 +619,8 @@ static HOT fb_step op_fault(fb_worker *w)
 		/* release: the taker reads `at` after claiming the fence */
 		atomic_store_explicit(&c->fence, w->l.fence, memory_order_release);
 		fb_port_phase(p, FB_PHASE_DEAD);
-		fb_emit(e, &w->heard,
-		        &(fb_event){.kind = FB_EV_DIED,
-		                    .worker = w->id,
-		                    .key = w->key,
-		                    .fence = w->l.fence});
+		FB_EMIT(e, &w->heard, FB_EV_DIED, .worker = w->id, .key = w->key,
+		        .fence = w->l.fence);
 		return (fb_step){FB_DIED, 0}; /* pending stays set: nobody aims at the dead */
 	}
 	case FB_FAULT_RENEW:
@@ -654,15 +637,15 @@ static fb_step op_renew(fb_worker *w)
 {
 	fb_env *e = w->env;
 	fb_lease renewed = {0};
-	fb_emit(e, &w->heard,
-	        &(fb_event){.kind = FB_EV_RENEWING, .worker = w->id, .key = w->key, .fence = w->l.fence, .lease = &w->l});
+	FB_EMIT(e, &w->heard, FB_EV_RENEWING, .worker = w->id, .key = w->key, .fence = w->l.fence,
+	        .lease = &w->l);
 	fb_io io = e->lops->renew(w->lconn, w->key, &w->l, &renewed);
 	if (io == FB_IO_ERROR)
 		fb_env_failed(e, "lease", e->lops->error(w->lconn));
 	if (io == FB_IO_OK) {
 		fb_counter_add(&w->renew_ok, 1);
-		fb_emit(e, &w->heard,
-		        &(fb_event){.kind = FB_EV_RENEWED, .worker = w->id, .key = w->key, .fence = w->l.fence, .lease = &w->l, .renewed = &renewed});
+		FB_EMIT(e, &w->heard, FB_EV_RENEWED, .worker = w->id, .key = w->key,
+		        .fence = w->l.fence, .lease = &w->l, .renewed = &renewed);
 		w->l = renewed;
 	} else {
 		/* The bug: the client counts the heartbeat as sent and so the
@@ -718,12 +701,8 @@ static HOT fb_step op_check(fb_worker *w)
 	default:
 		w->checked = true;
 	}
-	fb_emit(e, &w->heard,
-	        &(fb_event){.kind = FB_EV_CHECKED,
-	                    .worker = w->id,
-	                    .key = w->key,
-	                    .fence = w->l.fence,
-	                    .flag = w->checked});
+	FB_EMIT(e, &w->heard, FB_EV_CHECKED, .worker = w->id, .key = w->key, .fence = w->l.fence,
+	        .flag = w->checked);
 	return go(w, FB_PC_PAUSE_CHECK);
 }
 
@@ -765,18 +744,10 @@ static HOT fb_step op_arm(fb_worker *w)
 static HOT void written(fb_worker *w, fb_discipline d, bool copy, uint8_t outcome,
                         const fb_store_result *res)
 {
-	fb_emit(w->env, &w->heard,
-	        &(fb_event){.kind = FB_EV_WRITTEN,
-	                    .worker = w->id,
-	                    .key = w->key,
-	                    .fence = w->l.fence,
-	                    .d = (uint8_t)d,
-	                    .copy = copy,
-	                    .batched = w->env->batched,
-	                    .outcome = outcome,
-	                    .balance = res->balance,
-	                    .highest = res->highest,
-	                    .version = res->version});
+	FB_EMIT(w->env, &w->heard, FB_EV_WRITTEN, .worker = w->id, .key = w->key,
+	        .fence = w->l.fence, .d = (uint8_t)d, .copy = copy, .batched = w->env->batched,
+	        .outcome = outcome, .balance = res->balance, .highest = res->highest,
+	        .version = res->version);
 }
 
 /* Store d's write (or its resent copy, which is a write of its own) came
@@ -1123,14 +1094,8 @@ static HOT void released(fb_worker *w)
 	uint32_t faulted = atomic_load_explicit(&p->faulted, memory_order_relaxed);
 	if (faulted)
 		faulted = atomic_exchange_explicit(&p->faulted, 0, memory_order_relaxed);
-	fb_emit(w->env, &w->heard,
-	        &(fb_event){.kind = FB_EV_RELEASED,
-	                    .worker = w->id,
-	                    .key = w->key,
-	                    .fence = w->l.fence,
-	                    .faulted = faulted,
-	                    .flag = w->taken_over,
-	                    .stale = w->stale});
+	FB_EMIT(w->env, &w->heard, FB_EV_RELEASED, .worker = w->id, .key = w->key,
+	        .fence = w->l.fence, .faulted = faulted, .flag = w->taken_over, .stale = w->stale);
 }
 
 static HOT fb_step op_release(fb_worker *w)
@@ -1144,8 +1109,8 @@ static HOT fb_step op_release(fb_worker *w)
 	w->t2 = w->timed ? fb_clock_now(e->fast) : 0;
 	if (!w->tw)
 		w->tw = w->t2;
-	fb_emit(e, &w->heard,
-	        &(fb_event){.kind = FB_EV_RELEASING, .worker = w->id, .key = w->key, .fence = w->l.fence, .lease = &w->l});
+	FB_EMIT(e, &w->heard, FB_EV_RELEASING, .worker = w->id, .key = w->key, .fence = w->l.fence,
+	        .lease = &w->l);
 	uint64_t e0 = eop_start(e, e->remote);
 	fb_io rel = e->lops->release(w->lconn, w->key, &w->l);
 	eop_end(e, w, FB_EOP_RELEASE, e0);

@@ -37,25 +37,25 @@ typedef enum fb_event_kind {
 
 /* The written event's outcome: the store's (fb_outcome_t: accepted,
  * accepted-stale, rejected, refused ...), or one of these. */
-#define FB_EV_IN_FLIGHT   0xfe /* held by a delay: its outcome is the delivery's */
-#define FB_EV_NO_ANSWER   0xff /* sent, never answered: indeterminate */
+#define FB_EV_IN_FLIGHT 0xfe /* held by a delay: its outcome is the delivery's */
+#define FB_EV_NO_ANSWER 0xff /* sent, never answered: indeterminate */
 
 typedef struct fb_event {
-	uint8_t kind;     /* fb_event_kind */
-	uint8_t d;        /* READ, WRITTEN: the store (fb_discipline) */
-	uint8_t outcome;  /* WRITTEN: fb_outcome_t, or FB_EV_IN_FLIGHT / FB_EV_NO_ANSWER */
-	uint8_t fault;    /* FAULT: fb_fault */
-	uint8_t at;       /* FAULT: fb_fault_at */
-	bool served;      /* READ: served (else refused) */
-	bool copy;        /* WRITTEN: a resent copy */
-	bool batched;     /* READ, WRITTEN: one of a phase sent in one round trip */
-	bool flag;        /* CHECKED: passed; RELEASED: taken over */
-	bool stale;       /* RELEASED: the cycle made a stale attempt */
-	uint16_t worker;  /* its id, from 1 */
+	uint8_t kind;    /* fb_event_kind */
+	uint8_t d;       /* READ, WRITTEN: the store (fb_discipline) */
+	uint8_t outcome; /* WRITTEN: fb_outcome_t, or FB_EV_IN_FLIGHT / FB_EV_NO_ANSWER */
+	uint8_t fault;   /* FAULT: fb_fault */
+	uint8_t at;      /* FAULT: fb_fault_at */
+	bool served;     /* READ: served (else refused) */
+	bool copy;       /* WRITTEN: a resent copy */
+	bool batched;    /* READ, WRITTEN: one of a phase sent in one round trip */
+	bool flag;       /* CHECKED: passed; RELEASED: taken over */
+	bool stale;      /* RELEASED: the cycle made a stale attempt */
+	uint16_t worker; /* its id, from 1 */
 	uint32_t key;
 	uint32_t faulted; /* RELEASED: the faults that hit the cycle (1 << fb_fault) */
 	uint64_t fence;
-	uint64_t cycle;   /* FAULT: the worker's cycle */
+	uint64_t cycle;          /* FAULT: the worker's cycle */
 	uint64_t arg, extra;     /* FAULT: the plan entry's */
 	int64_t balance;         /* READ: the balance read; WRITTEN: the balance written */
 	uint64_t highest;        /* READ, WRITTEN: the fence the store had seen */
@@ -67,7 +67,7 @@ typedef struct fb_event {
 /* The simulator's history line's part of a step (listen_narrate.h): what
  * the step's reads and writes did, as their events said. */
 typedef struct fb_narration {
-	bool sent;      /* a write of this cycle went in flight */
+	bool sent; /* a write of this cycle went in flight */
 	bool served[FB_DISCIPLINES];
 	uint8_t outcome[FB_DISCIPLINES]; /* this cycle's, by the last copy */
 	int64_t bal[FB_DISCIPLINES];

@@ -11,8 +11,8 @@
 #include "cycle.h"
 #include "event.h"
 
-#define FB_EVS_witness                                                                   \
-	(1u << FB_EV_ACQUIRED | 1u << FB_EV_HELD | 1u << FB_EV_RENEWING | 1u << FB_EV_RENEWED | \
+#define FB_EVS_witness                                                                             \
+	(1u << FB_EV_ACQUIRED | 1u << FB_EV_HELD | 1u << FB_EV_RENEWING | 1u << FB_EV_RENEWED |    \
 	 1u << FB_EV_RELEASING)
 
 /* The lease's end as the witness keeps it: its acquisition + TTL; for an
@@ -25,11 +25,14 @@ static inline uint64_t fb_witness_end(const fb_env *e, const fb_lease *l)
 	                                           : l->service_at + e->cfg->ttl_ns;
 }
 
+static inline bool fb_wants_witness(const fb_env *e)
+{
+	return e->witnessing;
+}
+
 static inline __attribute__((always_inline)) void fb_on_witness(fb_env *e, fb_heard *h,
                                                                 const fb_event *ev)
 {
-	if (!e->witnessing)
-		return;
 	const fb_lease *l = ev->lease;
 	switch ((fb_event_kind)ev->kind) {
 	case FB_EV_ACQUIRED: { /* on the service's own clock */
