@@ -80,8 +80,6 @@ typedef struct fb_fault_port {
 	fb_counter taken[FB_FAULTS];
 	fb_counter over_ttl[FB_FAULTS];  /* ... that lasted longer than the TTL (pauses: measured
 	                                    on the lease clock from begin to end) */
-	fb_counter takeovers[FB_FAULTS]; /* cycles under the fault whose lease was taken over */
-	fb_counter stale_attempts[FB_FAULTS]; /* cycles under the fault that wrote stale */
 	fb_counter hit;                       /* pauses that found the worker holding a lease */
 	fb_counter at_point;                  /* pauses taken at a named point */
 	fb_counter trapped;                   /* takers caught by a takeover trap */

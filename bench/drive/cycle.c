@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "dist.h"
+#include "listeners.h"
 #include "stop.h"
 
 const char *const fb_pc_names[FB_PCS] = {
@@ -71,16 +72,12 @@ static inline fb_discipline rotated(const fb_env *e, int first, int i)
 	return e->active[j >= e->nactive ? j - e->nactive : j];
 }
 
+/* A fault taken by the worker, for the listeners (the plan log). */
 static void record(fb_worker *w, fb_fault f, uint8_t at, uint64_t arg, uint64_t extra)
 {
-	fb_plan_entry e = {atomic_load_explicit(&w->port.cycle, memory_order_relaxed),
-	                   arg,
-	                   extra,
-	                   w->id,
-	                   (uint8_t)f,
-	                   at,
-	                   FB_PHASE_HOLDING};
-	fb_plan_log_add(w->port.log, &e);
+	FB_EMIT(w->env, &w->heard, FB_EV_FAULT, .worker = w->id, .key = w->key, .fence = w->l.fence,
+	        .fault = (uint8_t)f, .at = at, .arg = arg, .extra = extra,
+	        .cycle = atomic_load_explicit(&w->port.cycle, memory_order_relaxed));
 }
 
 void fb_env_failed(fb_env *e, const char *what, const char *why)
@@ -132,7 +129,7 @@ void fb_worker_init(fb_worker *w, fb_env *e, uint16_t id)
 	for (int k = 0; k < FB_EOPS; k++)
 		fb_hist_init(&w->eop[k]);
 	fb_prng_init(&w->rng, cfg->seed, id);
-	memset(w->wmemo.key1, 0, sizeof w->wmemo.key1);
+	memset(w->heard.wmemo.key1, 0, sizeof w->heard.wmemo.key1);
 	w->counting = cfg->warmup_ns == 0;
 	w->any_phase = -1;
 	w->pc = FB_PC_BEGIN;
@@ -243,34 +240,14 @@ static void time_takeover(fb_worker *w)
 	}
 }
 
-/* The lease's end as the witness keeps it: its acquisition + TTL; for an
- * engine that states a shorter validity, the end it stated plus the
- * shortfall (the same, for a correct engine; later, for one that forgot
- * it, which the witness then judges on the reply). */
-static inline uint64_t witness_end(const fb_env *e, const fb_lease *l)
-{
-	return e->validity_short && l->answered_at ? l->expires_at + e->validity_short
-	                                           : l->service_at + e->cfg->ttl_ns;
-}
-
 /* The cycle's lease was granted: what every later operation reads. */
 static HOT fb_step acquired(fb_worker *w)
 {
 	fb_env *e = w->env;
 	const fb_config *cfg = e->cfg;
 	fb_counter_add(&w->acquired, 1);
-	if (e->witnessing) { /* on the service's own clock */
-		uint64_t twice = w->witness.duplicates + w->witness.regressions;
-		fb_witness_acquired_answered(e->witness, w->key, w->l.fence, w->l.replaced,
-		                             witness_end(e, &w->l), w->l.answered_at, &w->witness,
-		                             &w->wmemo);
-		fb_witness_granted(e->witness, w->key, w->l.fence, w->l.expires_at, w->l.judged_at,
-		                   &w->witness);
-		/* a fence handed out twice: an equal fence can be another's
-		 * (seq_cst: stored before this holder sends any call with it) */
-		if (w->witness.duplicates + w->witness.regressions != twice)
-			atomic_store_explicit(&e->dup_fences, 1, memory_order_seq_cst);
-	}
+	FB_EMIT(e, &w->heard, FB_EV_ACQUIRED, .worker = w->id, .key = w->key, .fence = w->l.fence,
+	        .lease = &w->l);
 	w->steps = e->stepping ? atomic_load_explicit(&e->service_steps, memory_order_relaxed) : 0;
 	w->spauses = e->server_pausing
 	                     ? atomic_load_explicit(&e->server_pauses, memory_order_relaxed)
@@ -326,9 +303,8 @@ static HOT fb_step op_acquire(fb_worker *w)
 		return acquired(w);
 	if (a == FB_HELD) {
 		fb_counter_add(&w->contended, 1);
-		if (e->witnessing) /* held past its TTL, by the service's own instant? */
-			fb_witness_refused(e->witness, w->key, w->l.fence, w->l.expires_at,
-			                   w->l.judged_at, &w->witness);
+		FB_EMIT(e, &w->heard, FB_EV_HELD, .worker = w->id, .key = w->key,
+		        .fence = w->l.fence, .lease = &w->l);
 		if (atomic_load_explicit(&e->stop, memory_order_relaxed))
 			return stop(w);
 		w->fails++;
@@ -526,6 +502,9 @@ static HOT bool read_done(fb_worker *w, fb_discipline d, fb_io io)
 		return false;
 	}
 	w->served[d] = io == FB_IO_OK;
+	FB_EMIT(e, &w->heard, FB_EV_READ, .worker = w->id, .key = w->key, .fence = w->l.fence,
+	        .d = (uint8_t)d, .served = w->served[d], .batched = e->batched,
+	        .balance = w->rd[d].balance, .highest = w->rd[d].highest);
 	if (w->served[d] && d == FB_FENCED)
 		read_served(w);
 	if (!w->served[d]) {
@@ -640,6 +619,8 @@ static HOT fb_step op_fault(fb_worker *w)
 		/* release: the taker reads `at` after claiming the fence */
 		atomic_store_explicit(&c->fence, w->l.fence, memory_order_release);
 		fb_port_phase(p, FB_PHASE_DEAD);
+		FB_EMIT(e, &w->heard, FB_EV_DIED, .worker = w->id, .key = w->key,
+		        .fence = w->l.fence);
 		return (fb_step){FB_DIED, 0}; /* pending stays set: nobody aims at the dead */
 	}
 	case FB_FAULT_RENEW:
@@ -656,25 +637,15 @@ static fb_step op_renew(fb_worker *w)
 {
 	fb_env *e = w->env;
 	fb_lease renewed = {0};
-	/* What the witness needs to judge the renewal: the newest holder it
-	 * heard of, and when it went out on the in-process table's own clock
-	 * (a monotonic one: a wall clock stepped back between this reading and
-	 * the table's would make a rightful renewal look late) */
-	uint64_t newest_at = 0;
-	uint64_t newest = e->witnessing ? fb_witness_newest(e->witness, w->key, &newest_at) : 0;
-	uint64_t sent_at =
-	        e->witnessing && !e->lops->remote && !e->stepping ? fb_clock_now(e->clock) : 0;
+	FB_EMIT(e, &w->heard, FB_EV_RENEWING, .worker = w->id, .key = w->key, .fence = w->l.fence,
+	        .lease = &w->l);
 	fb_io io = e->lops->renew(w->lconn, w->key, &w->l, &renewed);
 	if (io == FB_IO_ERROR)
 		fb_env_failed(e, "lease", e->lops->error(w->lconn));
 	if (io == FB_IO_OK) {
 		fb_counter_add(&w->renew_ok, 1);
-		if (e->witnessing) {
-			fb_witness_renewed(e->witness, w->key, w->l.fence, w->l.service_at, newest,
-			                   newest_at, sent_at, w->l.expires_at, &w->witness);
-			fb_witness_granted(e->witness, w->key, w->l.fence, renewed.expires_at,
-			                   renewed.judged_at, &w->witness);
-		}
+		FB_EMIT(e, &w->heard, FB_EV_RENEWED, .worker = w->id, .key = w->key,
+		        .fence = w->l.fence, .lease = &w->l, .renewed = &renewed);
 		w->l = renewed;
 	} else {
 		/* The bug: the client counts the heartbeat as sent and so the
@@ -730,6 +701,8 @@ static HOT fb_step op_check(fb_worker *w)
 	default:
 		w->checked = true;
 	}
+	FB_EMIT(e, &w->heard, FB_EV_CHECKED, .worker = w->id, .key = w->key, .fence = w->l.fence,
+	        .flag = w->checked);
 	return go(w, FB_PC_PAUSE_CHECK);
 }
 
@@ -766,6 +739,17 @@ static HOT fb_step op_arm(fb_worker *w)
 
 /* ---- the writes ---- */
 
+/* Store d's write (or its resent copy) is done: its outcome to the
+ * listeners. */
+static HOT void written(fb_worker *w, fb_discipline d, bool copy, uint8_t outcome,
+                        const fb_store_result *res)
+{
+	FB_EMIT(w->env, &w->heard, FB_EV_WRITTEN, .worker = w->id, .key = w->key,
+	        .fence = w->l.fence, .d = (uint8_t)d, .copy = copy, .batched = w->env->batched,
+	        .outcome = outcome, .balance = res->balance, .highest = res->highest,
+	        .version = res->version);
+}
+
 /* Store d's write (or its resent copy, which is a write of its own) came
  * back: counted, and an accepted one kept for the checker. False: no
  * answer, so its outcome is unknown, and the run is over. */
@@ -787,6 +771,7 @@ static HOT bool wrote(fb_worker *w, fb_discipline d, bool copy, uint64_t now, fb
 		/* sent, never answered: it may or may not have landed; the
 		 * store's history knows, we do not */
 		fb_counter_add(&mc->indeterminate, 1);
+		written(w, d, copy, FB_EV_NO_ANSWER, res);
 		fb_env_failed(e, "store", e->sops->error(w->sconn));
 		w->silent = true;
 		return false;
@@ -799,6 +784,7 @@ static HOT bool wrote(fb_worker *w, fb_discipline d, bool copy, uint64_t now, fb
 		uint8_t o = (uint8_t)refused(w, d, false, res, own);
 		w->outcome[d] = o;
 		w->outcome0[d] = copy ? w->outcome0[d] : o;
+		written(w, d, copy, o, res);
 		return true;
 	}
 	fb_counter_add(&mc->accepted, 1);
@@ -815,6 +801,7 @@ static HOT bool wrote(fb_worker *w, fb_discipline d, bool copy, uint64_t now, fb
 	}
 	if (!copy)
 		w->outcome0[d] = w->outcome[d];
+	written(w, d, copy, w->outcome[d], res);
 	if (e->checking) /* its cycle's outcomes are added as it is logged */
 		w->todo[w->ntodo++] =
 		        (fb_check_rec){.fence = w->l.fence,
@@ -885,6 +872,7 @@ static HOT bool issue(fb_worker *w, fb_discipline d, uint64_t now, int64_t *valu
 	if (e->send(e->send_ctx, &dw) != FB_OK)
 		return false; /* no memory to hold it: it goes out on time instead */
 	w->sent = true;
+	written(w, d, false, FB_EV_IN_FLIGHT, &(fb_store_result){0});
 	return true;
 }
 
@@ -1096,24 +1084,18 @@ static void note_first(fb_worker *w)
 	}
 }
 
-/* Which faults hit this cycle, and what they did: the vacuity proof. Set
- * only on this worker (its faults, its signal handler): a plain load spares
- * the locked exchange in the cycles nothing hit, and a fault that lands
- * after it is this worker's next cycle's. */
-static HOT void count_faulted(fb_worker *w)
+/* Released: the listeners hear which faults hit this cycle (the vacuity
+ * proof's). Set only on this worker (its faults, its signal handler): a
+ * plain load spares the locked exchange in the cycles nothing hit, and a
+ * fault that lands after it is this worker's next cycle's. */
+static HOT void released(fb_worker *w)
 {
 	fb_fault_port *p = &w->port;
 	uint32_t faulted = atomic_load_explicit(&p->faulted, memory_order_relaxed);
 	if (faulted)
 		faulted = atomic_exchange_explicit(&p->faulted, 0, memory_order_relaxed);
-	for (int f = 0; faulted && f < FB_FAULTS; f++) {
-		if (!(faulted & (1u << f)) || f == FB_FAULT_DELAY)
-			continue; /* a delayed write's outcome is the delay line's */
-		if (w->taken_over)
-			fb_counter_add(&p->takeovers[f], 1);
-		if (w->stale)
-			fb_counter_add(&p->stale_attempts[f], 1);
-	}
+	FB_EMIT(w->env, &w->heard, FB_EV_RELEASED, .worker = w->id, .key = w->key,
+	        .fence = w->l.fence, .faulted = faulted, .flag = w->taken_over, .stale = w->stale);
 }
 
 static HOT fb_step op_release(fb_worker *w)
@@ -1127,9 +1109,8 @@ static HOT fb_step op_release(fb_worker *w)
 	w->t2 = w->timed ? fb_clock_now(e->fast) : 0;
 	if (!w->tw)
 		w->tw = w->t2;
-	if (e->witnessing)
-		fb_witness_releasing_memo(e->witness, w->key, w->l.fence, witness_end(e, &w->l),
-		                          &w->wmemo);
+	FB_EMIT(e, &w->heard, FB_EV_RELEASING, .worker = w->id, .key = w->key, .fence = w->l.fence,
+	        .lease = &w->l);
 	uint64_t e0 = eop_start(e, e->remote);
 	fb_io rel = e->lops->release(w->lconn, w->key, &w->l);
 	eop_end(e, w, FB_EOP_RELEASE, e0);
@@ -1154,7 +1135,7 @@ static HOT fb_step op_release(fb_worker *w)
 			atomic_fetch_or_explicit(&p->faulted, 1u << (FB_FAULT_PARTITION + i),
 			                         memory_order_relaxed);
 	fb_port_phase(p, FB_PHASE_IDLE);
-	count_faulted(w);
+	released(w);
 	w->i = 0;
 	/* History goes to the checker after the release: if the checker's ring
 	 * is full (a paused writer holds back a key's walk) the wait must not

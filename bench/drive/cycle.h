@@ -25,6 +25,7 @@
 #include "backend.h"
 #include "checker.h"
 #include "delay.h"
+#include "event.h"
 #include "feed.h"
 #include "hist.h"
 #include "inject.h"
@@ -107,7 +108,7 @@ typedef struct fb_worker {
 	fb_hist acquire, write, cycle, takeover;
 	fb_hist eop[FB_EOPS]; /* the engines' round trips, per operation */
 	void *lconn, *sconn;  /* its own engine contexts (connections) */
-	fb_witness_counts witness;
+	fb_heard heard; /* the listeners' slots (event.h) */
 	/* ---- the cycle under way ---- */
 	uint8_t pc;   /* fb_pc: the next operation */
 	uint8_t i;    /* the store (or commit) the operation takes next */
@@ -142,7 +143,6 @@ typedef struct fb_worker {
 	fb_feed_log *log; /* ... and its way there */
 	uint64_t stalls;
 	fb_prng rng;
-	fb_witness_memo wmemo;
 	const fb_plan_entry *plan; /* its faults still to come, when replaying */
 	size_t planned;
 } fb_worker;
@@ -203,6 +203,7 @@ struct fb_env {
 	bool crashes;          /* crash faults can strike: takeovers are timed */
 	bool stepping;         /* a wall-clock lease service a skew fault can step */
 	bool judging;          /* refusals are judged: every call to the stores is this process's */
+	bool narrating;        /* the simulator's history line hears the events (listen_narrate.h) */
 	uint32_t own_versions; /* disciplines whose versions are the store's own (ordered) */
 	bool server_pausing;
 	bool jumping;         /* node-jump is on, and the lease service can take it */

@@ -607,13 +607,13 @@ static void sum_worker(fb_results *res, const fb_worker *wc, uint32_t i)
 	res->renew_ok += fb_counter_get(&w->renew_ok);
 	res->renew_believed += fb_counter_get(&w->renew_believed);
 	res->crash_takeovers += fb_counter_get(&w->crash_takeovers);
-	res->lease.duplicates += w->witness.duplicates;
-	res->lease.inversions += w->witness.inversions;
-	res->lease.overlaps += w->witness.overlaps;
-	res->lease.regressions += w->witness.regressions;
-	res->lease.held_past_ttl += w->witness.held_past_ttl;
-	res->lease.renew_taken += w->witness.renew_taken;
-	res->lease.renew_expired += w->witness.renew_expired;
+	res->lease.duplicates += w->heard.witness.duplicates;
+	res->lease.inversions += w->heard.witness.inversions;
+	res->lease.overlaps += w->heard.witness.overlaps;
+	res->lease.regressions += w->heard.witness.regressions;
+	res->lease.held_past_ttl += w->heard.witness.held_past_ttl;
+	res->lease.renew_taken += w->heard.witness.renew_taken;
+	res->lease.renew_expired += w->heard.witness.renew_expired;
 	res->pause_hit += fb_counter_get(&w->port.hit);
 	res->pause_at_point += fb_counter_get(&w->port.at_point);
 	res->pause_trapped += fb_counter_get(&w->port.trapped);
@@ -622,8 +622,8 @@ static void sum_worker(fb_results *res, const fb_worker *wc, uint32_t i)
 	for (int f = 0; f < FB_FAULTS; f++) {
 		res->fault[f].taken += fb_counter_get(&w->port.taken[f]);
 		res->fault[f].over_ttl += fb_counter_get(&w->port.over_ttl[f]);
-		res->fault[f].takeovers += fb_counter_get(&w->port.takeovers[f]);
-		res->fault[f].stale_attempts += fb_counter_get(&w->port.stale_attempts[f]);
+		res->fault[f].takeovers += fb_counter_get(&w->heard.takeovers[f]);
+		res->fault[f].stale_attempts += fb_counter_get(&w->heard.stale_attempts[f]);
 	}
 	fb_hist_merge(&res->acquire, &w->acquire);
 	fb_hist_merge(&res->write, &w->write);

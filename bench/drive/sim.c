@@ -189,17 +189,18 @@ static void h_step(sim *s, const fb_worker *w, uint8_t pc, uint8_t i, fb_step st
 		fb_discipline d = e->active[(w->first + i) % e->nactive];
 		h_raw(s, " ", 1);
 		h_str(s, fb_discipline_name(d));
+		const fb_narration *n = &w->heard.narr; /* as the step's events said */
 		if (pc == FB_PC_READ) {
-			h_str(s, w->served[d] ? " ok " : " refused ");
-			h_i64(s, w->served[d] ? w->bal[d] : (int64_t)w->rd[d].highest);
-		} else if (w->sent) {
+			h_str(s, n->served[d] ? " ok " : " refused ");
+			h_i64(s, n->served[d] ? n->bal[d] : (int64_t)n->highest[d]);
+		} else if (n->sent) {
 			h_str(s, " in-flight");
 		} else {
-			h_str(s, out[w->outcome[d] < 5 ? w->outcome[d] : 0]);
+			h_str(s, out[n->outcome[d] < 5 ? n->outcome[d] : 0]);
 			h_raw(s, " ", 1);
-			h_i64(s, w->res.balance);
+			h_i64(s, n->balance);
 			h_raw(s, " v", 2);
-			h_u64(s, w->res.version);
+			h_u64(s, n->version);
 		}
 	}
 	static const char *const next[] = {"", " sleep ", " yield", " died", " stop"};
@@ -604,6 +605,7 @@ static fb_err setup(sim *s, const fb_config *cfg, fb_results *res)
 	fb_err e = fb_env_open(&s->env, cfg, &drv, res);
 	if (e)
 		return e;
+	s->env.narrating = true; /* the history line hears the cycle's events */
 	s->state = calloc(s->n, sizeof *s->state);
 	s->signalled = calloc(s->n, sizeof *s->signalled);
 	s->run = calloc(s->n, sizeof *s->run);

@@ -1,0 +1,90 @@
+/*
+ * The cycle's events (issue 26, DESIGN section 8): one typed event at each
+ * named point of a worker's cycle, for the listeners (listeners.h) to take.
+ * A listener reads the event, and its own per-worker slot (fb_heard), never
+ * the worker: what it needs to know is in the event.
+ *
+ * An event is built on the emitter's stack and handed by pointer to a
+ * static inline dispatch over a compile-time table: with the kind a
+ * constant at each emit site, a listener that does not take the kind costs
+ * nothing, and none is called through a pointer.
+ */
+#ifndef FB_EVENT_H
+#define FB_EVENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "inject.h"
+#include "witness.h"
+
+/* The named points, in the cycle's order. */
+typedef enum fb_event_kind {
+	FB_EV_ACQUIRED,  /* the lease granted: key, fence, lease */
+	FB_EV_HELD,      /* the lease refused, held by another: key, lease (its holder's) */
+	FB_EV_READ,      /* store d's read: served or refused (served, balance, highest) */
+	FB_EV_FAULT,     /* a fault taken by the worker: fault, at, arg, extra, cycle */
+	FB_EV_RENEWING,  /* a late heartbeat about to be sent: key, lease */
+	FB_EV_RENEWED,   /* ... and extended: key, lease (the old), renewed (the new) */
+	FB_EV_DIED,      /* crashed holding its lease: key, fence */
+	FB_EV_CHECKED,   /* the lease check: checked */
+	FB_EV_WRITTEN,   /* store d's write (or its resent copy): its outcome */
+	FB_EV_RELEASING, /* about to release: key, fence, lease */
+	FB_EV_RELEASED,  /* released: taken_over, stale, faulted (the faults that hit) */
+	FB_EVS
+} fb_event_kind;
+
+/* The written event's outcome: the store's (fb_outcome_t: accepted,
+ * accepted-stale, rejected, refused ...), or one of these. */
+#define FB_EV_IN_FLIGHT 0xfe /* held by a delay: its outcome is the delivery's */
+#define FB_EV_NO_ANSWER 0xff /* sent, never answered: indeterminate */
+
+typedef struct fb_event {
+	uint8_t kind;    /* fb_event_kind */
+	uint8_t d;       /* READ, WRITTEN: the store (fb_discipline) */
+	uint8_t outcome; /* WRITTEN: fb_outcome_t, or FB_EV_IN_FLIGHT / FB_EV_NO_ANSWER */
+	uint8_t fault;   /* FAULT: fb_fault */
+	uint8_t at;      /* FAULT: fb_fault_at */
+	bool served;     /* READ: served (else refused) */
+	bool copy;       /* WRITTEN: a resent copy */
+	bool batched;    /* READ, WRITTEN: one of a phase sent in one round trip */
+	bool flag;       /* CHECKED: passed; RELEASED: taken over */
+	bool stale;      /* RELEASED: the cycle made a stale attempt */
+	uint16_t worker; /* its id, from 1 */
+	uint32_t key;
+	uint32_t faulted; /* RELEASED: the faults that hit the cycle (1 << fb_fault) */
+	uint64_t fence;
+	uint64_t cycle;          /* FAULT: the worker's cycle */
+	uint64_t arg, extra;     /* FAULT: the plan entry's */
+	int64_t balance;         /* READ: the balance read; WRITTEN: the balance written */
+	uint64_t highest;        /* READ, WRITTEN: the fence the store had seen */
+	uint64_t version;        /* WRITTEN: the store's version */
+	const fb_lease *lease;   /* ACQUIRED, HELD, RENEWING, RENEWED, RELEASING */
+	const fb_lease *renewed; /* RENEWED */
+} fb_event;
+
+/* The simulator's history line's part of a step (listen_narrate.h): what
+ * the step's reads and writes did, as their events said. */
+typedef struct fb_narration {
+	bool sent; /* a write of this cycle went in flight */
+	bool served[FB_DISCIPLINES];
+	uint8_t outcome[FB_DISCIPLINES]; /* this cycle's, by the last copy */
+	int64_t bal[FB_DISCIPLINES];
+	uint64_t highest[FB_DISCIPLINES];
+	int64_t balance; /* the last write answered alone (not in a batch) */
+	uint64_t version;
+} fb_narration;
+
+/* Each listener's per-worker slot: written only by the listeners, on the
+ * worker's thread (or its driver's step); read after the join. */
+typedef struct fb_heard {
+	fb_witness_counts witness;
+	fb_witness_memo wmemo;
+	uint64_t newest, newest_at, sent_at; /* a renewal's, from RENEWING to RENEWED */
+	fb_narration narr;
+	fb_counter takeovers[FB_FAULTS];      /* cycles under the fault whose lease was taken */
+	fb_counter stale_attempts[FB_FAULTS]; /* cycles under the fault that wrote stale */
+} fb_heard;
+
+#endif
