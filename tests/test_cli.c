@@ -1048,6 +1048,50 @@ static void test_a_run_where_no_stale_write_was_attempted_says_vacuous(void **st
 	free(dir);
 }
 
+/* Issue 26: the faults a worker takes in its cycle (a delay, a late
+ * heartbeat) reach the plan through the cycle's events, not the injector's
+ * own log (which holds the pauses): a plan of those alone is written, and
+ * replayed. */
+static void test_the_faults_a_worker_takes_are_planned(void **state)
+{
+	(void)state;
+	char *dir = fb_test_tmpdir(), plan[300];
+	snprintf(plan, sizeof plan, "%s/plan.txt", dir);
+	const char *const rec[] = {"-t",
+	                           "4",
+	                           "-d",
+	                           "1s",
+	                           "--faults",
+	                           "delay,renew",
+	                           "--delay-rate",
+	                           "200",
+	                           "--renew-rate",
+	                           "200",
+	                           "--plan-out",
+	                           plan,
+	                           NULL};
+	proc p;
+	char *d1, *d2;
+	json_object *doc = run_json(rec, 0, &p, &d1);
+	int64_t taken = num(doc, "run.faults.delay.taken") + num(doc, "run.faults.renew.taken");
+	check(taken > 0, "the run took delays and late heartbeats:\n%s", p.stdout_text);
+	check_eq(num(doc, "run.plan_recorded"), taken, "each fault taken is in the plan");
+	json_object_put(doc);
+	release(&p);
+	const char *const rep[] = {"-t", "4", "-d", "1s", "--plan", plan, NULL};
+	doc = run_json(rep, 0, &p, &d2);
+	check(num(doc, "run.faults.delay.taken") + num(doc, "run.faults.renew.taken") > 0,
+	      "the replay took the planned faults:\n%s", p.stdout_text);
+	json_object_put(doc);
+	release(&p);
+	fb_test_rmtree(d1);
+	fb_test_rmtree(d2);
+	fb_test_rmtree(dir);
+	free(d1);
+	free(d2);
+	free(dir);
+}
+
 static void test_a_fault_plan_written_is_replayed(void **state)
 {
 	(void)state;
@@ -1120,6 +1164,7 @@ int main(void)
 	        cmocka_unit_test(test_each_safety_fault_alone_corrupts_unfenced_never_fenced),
 	        cmocka_unit_test(test_crashed_holders_leases_are_taken_over_within_a_ttl),
 	        cmocka_unit_test(test_a_fault_plan_written_is_replayed),
+	        cmocka_unit_test(test_the_faults_a_worker_takes_are_planned),
 	        cmocka_unit_test(test_a_run_where_no_stale_write_was_attempted_says_vacuous),
 	        cmocka_unit_test(test_each_planted_bug_is_caught),
 	        cmocka_unit_test(test_fences_above_2_32_keep_every_verdict),
