@@ -111,6 +111,10 @@ typedef struct fb_lease_ops {
 	uint32_t size;           /* sizeof (fb_lease_ops), by FB_LEASE_OPS_HEAD */
 	const char *scheme;      /* "inproc", "redis": the URL's scheme */
 	const char *name;   /* for the report: "in-process", "Redis" */
+	/* Its URL's form, for the error line that lists the engines
+	 * ("redis://HOST:PORT/DB"), and as --help shows it, with its options:
+	 * the registry writes both lists from its engines (registry.h). */
+	const char *url, *help;
 	bool remote;        /* calls are round trips: each is timed, latency sampled always */
 	/* Open the engine at url; on failure a message (URL with any password
 	 * redacted, and the library's reason) goes to err, and FB_ESYS (cannot
@@ -220,6 +224,7 @@ typedef struct fb_store_ops {
 	uint32_t size;           /* sizeof (fb_store_ops), by FB_STORE_OPS_HEAD */
 	const char *scheme;      /* "inproc", "redis", "postgres", "exec" */
 	const char *name;
+	const char *url, *help; /* as the lease engine's */
 	bool remote; /* calls are round trips */
 	/* Disciplines a remote engine serves in process all the same (exec's
 	 * controls): their calls are not timed as round trips. */

@@ -829,6 +829,8 @@ const fb_lease_ops fb_etcd_lease_ops = {
         FB_LEASE_OPS_HEAD,
         .scheme = "etcd",
         .name = "etcd",
+        .url = "etcd://HOST:PORT[,...][/PREFIX]",
+        .help = "etcd://HOST:PORT[,...][/PREFIX]",
         .remote = true,
         .open = lease_open,
         .check_url = etcd_check_url,

@@ -942,6 +942,10 @@ const fb_store_ops fb_exec_store_ops = {
         FB_STORE_OPS_HEAD,
         .scheme = "exec",
         .name = "adapter",
+        .url = "exec:COMMAND (an adapter to your own store)",
+        .help = "exec:COMMAND: your own store as the fenced column (beside in-process controls), "
+                "through an adapter program that speaks JSON lines on stdin and stdout (the "
+                "protocol: fencebench(1), ADAPTER PROTOCOL, or README.md, Bring your own store)",
         .remote = true,
         .local_modes = 1u << FB_WRITE_FENCED | 1u << FB_UNFENCED,
         .open = x_open,

@@ -304,6 +304,10 @@ const fb_lease_ops fb_exec_lease_ops = {
         FB_LEASE_OPS_HEAD,
         .scheme = "exec",
         .name = "adapter",
+        .url = "exec:COMMAND (an adapter to your own lock service)",
+        .help = "exec:COMMAND: your own lock service, through an adapter program that speaks the "
+                "lease side of the protocol (README.md, Bring your own lock service; --ttl in "
+                "whole milliseconds)",
         .remote = true,
         .open = l_open,
         .version = fb_x_version,

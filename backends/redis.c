@@ -1048,6 +1048,10 @@ const fb_lease_ops fb_redis_lease_ops = {
         FB_LEASE_OPS_HEAD,
         .scheme = "redis",
         .name = "Redis",
+        .url = "redis://HOST:PORT/DB",
+        .help = "redis://[:PASS@]HOST:PORT/DB (with ?fence=incr for the two-step SET-then-INCR "
+                "fence; or the master of Sentinels HOST:PORT,HOST:PORT,.../DB?sentinel=NAME, "
+                "followed across a failover)",
         .remote = true,
         .open = lease_open,
         .check_url = redis_check_url,
@@ -1646,6 +1650,9 @@ const fb_store_ops fb_redis_store_ops = {
         FB_STORE_OPS_HEAD,
         .scheme = "redis",
         .name = "Redis",
+        .url = "redis://HOST:PORT/DB",
+        .help = "redis://HOST:PORT/DB (or the master of Sentinels "
+                "HOST:PORT,HOST:PORT,.../DB?sentinel=NAME, followed across a failover)",
         .remote = true,
         .open = store_open,
         .check_url = redis_check_url,

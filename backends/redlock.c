@@ -850,6 +850,8 @@ const fb_lease_ops fb_redlock_lease_ops = {
         FB_LEASE_OPS_HEAD,
         .scheme = "redlock",
         .name = "Redlock",
+        .url = "redlock://HOST:PORT,HOST:PORT,HOST:PORT[,...]",
+        .help = "redlock://HOST:PORT,HOST:PORT,HOST:PORT[,...][?fence=none|incr][&faketime=N:FILE]",
         .remote = true,
         .open = lease_open,
         .check_url = redlock_check_url,

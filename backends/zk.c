@@ -1104,6 +1104,8 @@ const fb_lease_ops fb_zk_lease_ops = {
         FB_LEASE_OPS_HEAD,
         .scheme = "zk",
         .name = "ZooKeeper",
+        .url = "zk://HOST:PORT[,...][/PREFIX]",
+        .help = "zk://HOST:PORT[,...][/PREFIX]",
         .remote = true,
         .open = lease_open,
         .check_url = zk_check_url,

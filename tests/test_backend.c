@@ -36,6 +36,19 @@ static void test_engines_are_chosen_by_scheme(void **state)
 	              strstr(fb_lease_schemes(), "etcd://") &&
 	              strstr(fb_lease_schemes(), "redlock://"),
 	      "the valid schemes are listed");
+	check(strcmp(fb_store_schemes(),
+	             "inproc, redis://HOST:PORT/DB, postgres://USER@HOST:PORT/DB "
+	             "or a libpq conninfo, exec:COMMAND (an adapter to your own "
+	             "store)") == 0,
+	      "the error line's list is written from the registered engines: '%s'",
+	      fb_store_schemes());
+	check(strncmp(fb_lease_engines_help(), "inproc (default), redis://[:PASS@]", 34) == 0 &&
+	              strstr(fb_lease_engines_help(), "[&faketime=N:FILE], or exec:COMMAND: your "
+	                                              "own lock service, through") &&
+	              strstr(fb_store_engines_help(),
+	                     "see YOUR OWN SQL), or exec:COMMAND: your own "
+	                     "store as the fenced column"),
+	      "--help's list is each engine's help, the last after 'or'");
 }
 
 static void test_passwords_never_survive_redaction(void **state)
@@ -119,12 +132,17 @@ static void test_a_short_ops_vector_is_refused_by_name(void **state)
 	fb_store_ops no_final = fb_pg_store_ops;
 	no_final.final = NULL;
 	check(!fb_registry_add_store(&r, &no_final) &&
-	              strcmp(r.refused[3].why, "the store engine \"postgres\" is refused: it has no "
-	                                       "final (a required op)") == 0,
+	              strcmp(r.refused[3].why,
+	                     "the store engine \"postgres\" is refused: it has no "
+	                     "final (a required op)") == 0,
 	      "a store without final is refused by name: '%s'", r.refused[3].why);
 	check(fb_registry_store(&r, "postgresql://u@h/db") == NULL &&
 	              fb_registry_refused(&r, "postgresql://u@h/db", false) == r.refused[3].why,
 	      "refused under either of its spellings");
+	fb_lease_ops helpless = fb_redlock_lease_ops;
+	helpless.help = NULL;
+	check(!fb_registry_add_lease(&r, &helpless) && strstr(r.refused[4].why, "no help"),
+	      "an engine --help cannot list is refused: '%s'", r.refused[4].why);
 	fb_store_ops batchless = fb_redis_store_ops;
 	batchless.batch = NULL;
 	check(fb_registry_add_store(&r, &batchless), "an optional op may be missing");

@@ -69,6 +69,8 @@ static bool refuse(fb_registry *r, bool lease, const char *scheme, const char *f
 bool fb_registry_add_lease(fb_registry *r, const fb_lease_ops *ops)
 {
 	CHECK_HEAD(true, ops, FB_LEASE_OPS_VERSION, sizeof(fb_lease_ops));
+	REQUIRE(true, ops, url);
+	REQUIRE(true, ops, help);
 	REQUIRE(true, ops, open);
 	REQUIRE(true, ops, version);
 	REQUIRE(true, ops, prepare);
@@ -90,6 +92,8 @@ bool fb_registry_add_lease(fb_registry *r, const fb_lease_ops *ops)
 bool fb_registry_add_store(fb_registry *r, const fb_store_ops *ops)
 {
 	CHECK_HEAD(false, ops, FB_STORE_OPS_VERSION, sizeof(fb_store_ops));
+	REQUIRE(false, ops, url);
+	REQUIRE(false, ops, help);
 	REQUIRE(false, ops, open);
 	REQUIRE(false, ops, version);
 	REQUIRE(false, ops, prepare);
@@ -109,13 +113,42 @@ bool fb_registry_add_store(fb_registry *r, const fb_store_ops *ops)
 
 static fb_registry builtin;
 static pthread_once_t builtin_once = PTHREAD_ONCE_INIT;
+/* the lists written from the registered engines: each one's url for the
+ * error line, each one's help for --help */
+static char lease_urls[1024], store_urls[1024], lease_help[2048], store_help[2048];
+
+/* The n words in buf, joined by sep, the last by last_sep. */
+static void join(char *buf, size_t len, const char *const *w, size_t n, const char *sep,
+                 const char *last_sep)
+{
+	size_t o = 0;
+	buf[0] = 0;
+	for (size_t i = 0; i < n && o < len; i++) {
+		int k = snprintf(buf + o, len - o, "%s%s", i == 0 ? "" : i + 1 == n ? last_sep : sep,
+		                 w[i]);
+		o += k > 0 ? (size_t)k : 0;
+	}
+}
 
 static void register_builtin(void)
 {
+	const char *url[FB_REGISTRY_MAX], *help[FB_REGISTRY_MAX];
 	for (size_t i = 0; i < COUNT(lease_engines); i++)
 		fb_registry_add_lease(&builtin, lease_engines[i]);
 	for (size_t i = 0; i < COUNT(store_engines); i++)
 		fb_registry_add_store(&builtin, store_engines[i]);
+	for (size_t i = 0; i < builtin.nlease; i++) {
+		url[i] = builtin.lease[i]->url;
+		help[i] = builtin.lease[i]->help;
+	}
+	join(lease_urls, sizeof lease_urls, url, builtin.nlease, ", ", ", ");
+	join(lease_help, sizeof lease_help, help, builtin.nlease, ", ", ", or ");
+	for (size_t i = 0; i < builtin.nstore; i++) {
+		url[i] = builtin.store[i]->url;
+		help[i] = builtin.store[i]->help;
+	}
+	join(store_urls, sizeof store_urls, url, builtin.nstore, ", ", ", ");
+	join(store_help, sizeof store_help, help, builtin.nstore, ", ", ", or ");
 }
 
 const fb_registry *fb_registry_builtin(void)
@@ -201,13 +234,24 @@ const fb_store_ops *fb_store_engine(const char *url)
 
 const char *fb_lease_schemes(void)
 {
-	return "inproc, redis://HOST:PORT/DB, zk://HOST:PORT[,...][/PREFIX], "
-	       "etcd://HOST:PORT[,...][/PREFIX], redlock://HOST:PORT,HOST:PORT,HOST:PORT[,...], "
-	       "exec:COMMAND (an adapter to your own lock service)";
+	fb_registry_builtin();
+	return lease_urls;
 }
 
 const char *fb_store_schemes(void)
 {
-	return "inproc, redis://HOST:PORT/DB, postgres://USER@HOST:PORT/DB or a libpq conninfo, "
-	       "exec:COMMAND (an adapter to your own store)";
+	fb_registry_builtin();
+	return store_urls;
+}
+
+const char *fb_lease_engines_help(void)
+{
+	fb_registry_builtin();
+	return lease_help;
+}
+
+const char *fb_store_engines_help(void)
+{
+	fb_registry_builtin();
+	return store_help;
 }

@@ -47,8 +47,15 @@ const fb_registry *fb_registry_builtin(void);
 const fb_lease_ops *fb_lease_engine(const char *url);
 const fb_store_ops *fb_store_engine(const char *url);
 
-/* "inproc, redis" / "inproc, redis, postgres": for the error line. */
+/* The registered engines' URLs, "inproc, redis://HOST:PORT/DB, ...": for
+ * the error line; written from the engines' own (url), in the registry's
+ * order. */
 const char *fb_lease_schemes(void);
 const char *fb_store_schemes(void);
+
+/* The same for --help, each engine's help: "inproc (default), ..., or
+ * exec:COMMAND: ...". */
+const char *fb_lease_engines_help(void);
+const char *fb_store_engines_help(void);
 
 #endif

@@ -96,6 +96,29 @@ static void clear_progress(void)
 		fprintf(stderr, "\r%-100s\r", "");
 }
 
+/* A single run's epilogue, the same for either driver: the summary, the
+ * exit code (a stop signal's; 3 for a run that failed after it measured,
+ * or whose results could not be written), and the results written. err:
+ * the driver's, FB_OK, FB_EFENCE or FB_EENGINE. */
+static int epilogue(const fb_config *cfg, fb_results *res, fb_err err)
+{
+	take_pending_signal(res);
+	arm_second_signal();
+	int code = fb_report_summary(&report, stdout, res);
+	if (res->interrupted)
+		code = 128 + res->signal;
+	else if ((err == FB_EFENCE || err == FB_EENGINE) && code == 0)
+		code = 3; /* what was measured is written all the same; a violation
+		             found before the failure still decides the exit code */
+	if (fb_report_write(&report, res, code) && !res->interrupted)
+		code = 3;
+	if (cfg->hdr_prefix && fb_report_hdr(cfg->hdr_prefix, res) && !res->interrupted)
+		code = 3;
+	if (res->plan_unwritten && code == 0)
+		code = 3;
+	return code;
+}
+
 static int single(const fb_config *cfg)
 {
 	fb_report_header(stdout, cfg);
@@ -107,20 +130,7 @@ static int single(const fb_config *cfg)
 		return failed_start(err); /* a bad plan file or CPU list is bad input */
 	clear_progress();
 	measure_floor(cfg, &res);
-	take_pending_signal(&res);
-	arm_second_signal();
-	int code = fb_report_summary(&report, stdout, &res);
-	if (res.interrupted)
-		code = 128 + res.signal;
-	else if ((err == FB_EFENCE || err == FB_EENGINE) && code == 0)
-		code = 3; /* what was measured is written all the same; a violation
-		             found before the failure still decides the exit code */
-	if (fb_report_write(&report, &res, code) && !res.interrupted)
-		code = 3;
-	if (cfg->hdr_prefix && fb_report_hdr(cfg->hdr_prefix, &res) && !res.interrupted)
-		code = 3;
-	if (res.plan_unwritten && code == 0)
-		code = 3;
+	int code = epilogue(cfg, &res, err);
 	fb_results_free(&res);
 	return code;
 }
@@ -238,19 +248,7 @@ static int deterministic_one(const fb_config *cfg)
 	if (err != FB_OK && err != FB_EFENCE)
 		return failed_start(err);
 	clear_progress();
-	take_pending_signal(&res);
-	arm_second_signal();
-	int code = fb_report_summary(&report, stdout, &res);
-	if (res.interrupted)
-		code = 128 + res.signal;
-	else if (err == FB_EFENCE && code == 0)
-		code = 3;
-	if (fb_report_write(&report, &res, code) && !res.interrupted)
-		code = 3;
-	if (cfg->hdr_prefix && fb_report_hdr(cfg->hdr_prefix, &res) && !res.interrupted)
-		code = 3;
-	if (res.plan_unwritten && code == 0)
-		code = 3;
+	int code = epilogue(cfg, &res, err); /* err: FB_OK or FB_EFENCE here */
 	fflush(stdout);
 	if (!cfg->quiet)
 		fprintf(stderr, "fencebench: %llu steps in %.3f s\n",

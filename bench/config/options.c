@@ -217,26 +217,10 @@ static const opt opts[] = {
          "none)",
          0, 0},
         {"lease", 0, "URL", K_ENGINE, OFF(lease_url), 0, 0, 0, NULL, 0, "lease", 0, true,
-         "where the leases live: inproc (default), redis://[:PASS@]HOST:PORT/DB (with "
-         "?fence=incr for the two-step SET-then-INCR fence; or the master of Sentinels "
-         "HOST:PORT,HOST:PORT,.../DB?sentinel=NAME, followed across a failover), "
-         "zk://HOST:PORT[,...][/PREFIX], "
-         "etcd://HOST:PORT[,...][/PREFIX], redlock://HOST:PORT,HOST:PORT,HOST:PORT[,...]"
-         "[?fence=none|incr][&faketime=N:FILE], or exec:COMMAND: your own lock service, "
-         "through an adapter program that speaks the lease side of the protocol (README.md, "
-         "Bring your own lock service; --ttl in whole milliseconds)",
-         0, W_STRESS},
+         /* and the engines: fb_lease_engines_help */ "where the leases live: ", 0, W_STRESS},
         {"store", 0, "URL", K_ENGINE, OFF(store_url), 0, 0, 0, NULL, 0, "store", 0, true,
-         "where the balances are written: inproc (default), redis://HOST:PORT/DB (or the "
-         "master of Sentinels HOST:PORT,HOST:PORT,.../DB?sentinel=NAME, followed across a "
-         "failover), "
-         "postgres://USER@HOST:PORT/DB or a libpq conninfo (?sql=FILE, or sql=FILE in a "
-         "conninfo: your own statements on your own table as the fenced column; see YOUR OWN "
-         "SQL), or exec:COMMAND: your own store "
-         "as the fenced column (beside in-process controls), through an adapter program "
-         "that speaks JSON lines on stdin and stdout (the protocol: fencebench(1), ADAPTER "
-         "PROTOCOL, or README.md, Bring your own store)",
-         0, W_STRESS},
+         /* and the engines: fb_store_engines_help */ "where the balances are written: ", 0,
+         W_STRESS},
         {"adapter-timeout", 0, "D", K_DURATION, OFF(adapter_timeout_ns), 0, 0, 0, NULL, 0,
          "adapter_timeout_s", 1e9, true,
          "with --store exec: or --lease exec:: how long an adapter has to say hello and to "
@@ -865,11 +849,15 @@ static void usage(FILE *out)
 			snprintf(sh, sizeof sh, "-%c, ", o->short_name);
 		snprintf(lhs, sizeof lhs, "%s--%s%s%s", sh, o->name, o->arg ? " " : "",
 		         o->arg ? o->arg : "");
-		fprintf(out, "  %-26s %s%s\n", lhs,
+		/* an engine option's list is the registry's */
+		const char *engines = o->k != K_ENGINE           ? ""
+		                      : o->off == OFF(lease_url) ? fb_lease_engines_help()
+		                                                 : fb_store_engines_help();
+		fprintf(out, "  %-26s %s%s%s\n", lhs,
 		        o->where == W_STRESS ? "[threads] "
 		        : o->where == W_DET  ? "[deterministic] "
 		                             : "",
-		        o->help);
+		        o->help, engines);
 	}
 	fprintf(out, "\nOptions marked [threads] apply to a run on real threads only, those "
 	             "marked\n[deterministic] to --deterministic only; given to the other, "

@@ -213,6 +213,12 @@ typedef struct fb_results {
 /* Called once a second from the main thread with the cumulative sample. */
 typedef void (*fb_tick_fn)(void *ctx, const fb_sample *s);
 
+/* The injector's statistics into *res, copied here once for both drivers:
+ * each fault's sent, the misses, the service's clock steps (taken as skew),
+ * and what the service and the wire took (nemesis: its over-TTL only; what
+ * started is the driver's to say). */
+void fb_results_injected(fb_results *res, const fb_injector_stats *st);
+
 /* Free what a driver allocated in *res (per-thread counts, keys). */
 void fb_results_free(fb_results *res);
 

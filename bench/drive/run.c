@@ -254,23 +254,10 @@ static void wind_down(threads *t, fb_injector *inj, fb_results *res, uint64_t t0
 	res->stopping_s = (double)(fb_clock_now(e->fast) - stop_at) / 1e9;
 	fb_delay_stop(t->delay);
 	t->delay = NULL;
-	for (int f = 0; f < FB_FAULTS; f++)
-		res->fault[f].sent = ist.sent[f];
-	res->injector_missed = ist.missed;
-	res->service_steps = ist.service_steps;
-	res->fault[FB_FAULT_SKEW].taken += ist.service_steps;
-	res->fault[FB_FAULT_SERVER_PAUSE].taken = ist.server_paused;
-	res->fault[FB_FAULT_SERVER_PAUSE].over_ttl = ist.server_over_ttl;
-	res->fault[FB_FAULT_NODE_JUMP].taken = ist.node_jumped;
-	res->fault[FB_FAULT_NODE_JUMP].over_ttl = ist.node_over_ttl;
-	for (int i = 0; i < 3; i++) { /* issue 24: the wire's */
-		res->fault[FB_FAULT_PARTITION + i].taken = ist.wire_taken[i];
-		res->fault[FB_FAULT_PARTITION + i].over_ttl = ist.wire_over_ttl[i];
-	}
+	fb_results_injected(res, &ist);
 	/* taken: what the user's command started, not what was asked of it */
 	res->fault[FB_FAULT_NEMESIS].taken =
 	        e->nemesis_started < ist.nemesis_taken ? e->nemesis_started : ist.nemesis_taken;
-	res->fault[FB_FAULT_NEMESIS].over_ttl = ist.nemesis_over_ttl;
 }
 
 /* The run's end: the failure or the exhausted fence space, said once. */

@@ -691,12 +691,7 @@ fb_err fb_sim_run(const fb_config *user, uint64_t seed, fb_tick_fn tick, void *c
 		res->sim.hash = s->hash;
 		res->sim.lines = s->lines;
 		res->elapsed_s = (double)(s->now - SIM_T0) / 1e9;
-		fb_fault_gen *g = &s->gen;
-		for (int f = 0; f < FB_FAULTS; f++)
-			res->fault[f].sent = g->st.sent[f];
-		res->injector_missed = g->st.missed;
-		res->service_steps = g->st.service_steps;
-		res->fault[FB_FAULT_SKEW].taken += g->st.service_steps;
+		fb_results_injected(res, &s->gen.st);
 		fb_env_results(&s->env, res);
 		fb_env_write_plan(&s->env, res);
 		res->cfg = user; /* the caller's, which outlives this */
