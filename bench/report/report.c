@@ -345,6 +345,16 @@ bool fb_report_vacuous(const fb_results *res)
 	return stale_attempts(res) == 0;
 }
 
+/* Issue 27: the write-fenced control lost no update in a run that gave it
+ * chances where a write-fenced store must lose one (bench/drive/control.h:
+ * a correct one loses at every chance, so one is enough). */
+bool fb_report_not_a_control(const fb_results *res)
+{
+	const fb_mode_result *w = &res->mode[FB_WRITE_FENCED];
+	return w->on && !w->unchecked && res->cfg->op == FB_OP_RMW && w->checker_agrees &&
+	       w->control_chances >= FB_CONTROL_CHANCES && w->lost_updates <= 0;
+}
+
 /* The verdict's exit code: 1 if a fenced discipline failed. */
 int fb_report_verdict(const fb_results *res)
 {
@@ -355,6 +365,8 @@ int fb_report_verdict(const fb_results *res)
 		return 1;
 	if (w->on && (w->stale_accepted || w->false_rejections || !w->checker_agrees))
 		return 1;
+	if (fb_report_not_a_control(res))
+		return 1; /* the comparison with the control means nothing */
 	if (u->on && !u->checker_agrees)
 		return 1;
 	if (fb_witness_total(&res->lease))
@@ -858,6 +870,14 @@ static void say_write_fenced(FILE *out, const fb_results *res)
 		fprintf(out, "write-fenced: FAIL !!! (its checker disagrees with it, above)\n");
 	} else if (w->lost_updates) {
 		fb_say_write_fenced_lost(out, w->lost_updates);
+	} else if (fb_report_not_a_control(res)) {
+		fprintf(out,
+		        "write-fenced: NOT A CONTROL !!! no update lost in %s %s where a "
+		        "write-fenced store must lose one (a write it had to accept, sent after "
+		        "another it had to accept that was sent after this write's read was "
+		        "served: it replaced a newer balance than it read); a store that keeps "
+		        "these updates registers reads, and the comparison with it means nothing\n",
+		        G(w->control_chances), PL(w->control_chances, "chance", "chances"));
 	} else {
 		fprintf(out, "write-fenced: no stale write, no update lost%s\n",
 		        res->cfg->op == FB_OP_DEBIT ? " (the store subtracts: nothing to lose)"
@@ -1085,6 +1105,11 @@ static json_object *j_mode(const fb_results *res, fb_discipline d)
 	json_object_object_add(o, "zombie_writes", j_u(m->zombie_writes));
 	json_object_object_add(o, "false_rejections", j_u(m->false_rejections));
 	json_object_object_add(o, "stale_reads_served", j_u(m->stale_reads));
+	if (d == FB_WRITE_FENCED && res->cfg->op == FB_OP_RMW && !m->unchecked) {
+		json_object_object_add(o, "control_chances", j_u(m->control_chances));
+		json_object_object_add(o, "not_a_control",
+		                       json_object_new_boolean(fb_report_not_a_control(res)));
+	}
 	json_object_object_add(o, "refused_other", j_u(m->refused_other));
 	json_object_object_add(o, "refused_unjudged", j_u(m->unjudged));
 	json_object_object_add(o, "duplicate_versions", j_u(m->duplicates));
@@ -1581,6 +1606,9 @@ void fb_report_reasons(FILE *out, const fb_results *res)
 			        G(m->false_rejections));
 		if (m->stale_reads)
 			fprintf(out, " %s served %s stale reads;", name, G(m->stale_reads));
+		if (d == FB_WRITE_FENCED && fb_report_not_a_control(res))
+			fprintf(out, " %s is not a control (no update lost in %s chances);", name,
+			        G(m->control_chances));
 	}
 }
 
