@@ -43,5 +43,5 @@ const char *const fb_bug_what[FB_BUGS] = {
         "a lease renewal succeeds for a non-holder, and after expiry",
         "the write-fenced store registers the tokens of reads: the control stops being one",
         "the lease clock reads 2 ms behind on one CPU",
-        "the write-fenced store registers reads and refuses an older holder's write as a "
-        "conflict of its own: the control stops being one, and no refusal is judged"};
+        ("the write-fenced store registers reads and refuses an older holder's write as a "
+         "conflict of its own: the control stops being one, and no refusal is judged")};
