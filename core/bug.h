@@ -24,6 +24,8 @@ typedef enum fb_bug {
 	FB_BUG_RENEW_ANY,          /* lease: a renewal succeeds for a non-holder, or expired */
 	FB_BUG_CONTROL_READS,      /* store: the write-fenced control registers reads */
 	FB_BUG_SLOW_CORE,          /* clock: the lease clock reads 2 ms behind on one core */
+	FB_BUG_CONTROL_CONFLICT,   /* store: the write-fenced control registers reads and calls
+	                              its refusals a conflict of its own, not stale */
 	FB_BUGS
 } fb_bug;
 

@@ -22,9 +22,10 @@ const char *fb_strerror(fb_err e)
 #include "bug.h"
 
 const char *const fb_bug_names[FB_BUGS] = {
-        "none",         "ge-store",           "two-step",     "ignore-expiry", "blind-release",
-        "trust-client", "unregistered-reads", "batch-fences", "refuse-holder", "apply-refused",
-        "stale-read",   "long-lease",         "renew-any",    "control-reads", "slow-core"};
+        "none",          "ge-store",      "two-step",           "ignore-expiry",
+        "blind-release", "trust-client",  "unregistered-reads", "batch-fences",
+        "refuse-holder", "apply-refused", "stale-read",         "long-lease",
+        "renew-any",     "control-reads", "slow-core",          "control-conflict"};
 
 const char *const fb_bug_what[FB_BUGS] = {
         "no planted bug",
@@ -41,4 +42,6 @@ const char *const fb_bug_what[FB_BUGS] = {
         "a lease table slot holds its key for twice the TTL it grants",
         "a lease renewal succeeds for a non-holder, and after expiry",
         "the write-fenced store registers the tokens of reads: the control stops being one",
-        "the lease clock reads 2 ms behind on one CPU"};
+        "the lease clock reads 2 ms behind on one CPU",
+        ("the write-fenced store registers reads and refuses an older holder's write as a "
+         "conflict of its own: the control stops being one, and no refusal is judged")};

@@ -215,13 +215,14 @@ fb_acquire fb_lease_acquire_from(fb_lease_table *t, uint32_t key, uint16_t owner
 			 * by a fetch_add that happens-before our load (the installing
 			 * CAS released it, our load acquired it), so coherence puts our
 			 * fetch_add later in the counter's order and fence > prev.
-			 * Relaxed is enough for that; the check below stands guard.
+			 * Relaxed is enough for that. A fence at or below prev is
+			 * therefore a broken mint (a counter cut to 32 bits, one that
+			 * went backwards): it is installed and reported as minted, so
+			 * the witness names the regression (the acquire's `replaced`)
+			 * at once. Minting again would hide it, or, for a counter
+			 * that wrapped, spin until the test's timeout (issue 27).
 			 */
 			fence = atomic_fetch_add_explicit(&t->next_fence, 1, memory_order_relaxed);
-			if (fence <= prev) {
-				st->wasted_fences++;
-				continue;
-			}
 		}
 		if (fence > FB_FENCE_MAX)
 			return FB_EXHAUSTED;

@@ -102,7 +102,8 @@ void fb_store_plant(fb_store *s, fb_bug bug)
 {
 	if (bug == FB_BUG_GE_STORE || bug == FB_BUG_TRUST_CLIENT ||
 	    bug == FB_BUG_UNREGISTERED_READS || bug == FB_BUG_REFUSE_HOLDER ||
-	    bug == FB_BUG_APPLY_REFUSED || bug == FB_BUG_STALE_READ || bug == FB_BUG_CONTROL_READS)
+	    bug == FB_BUG_APPLY_REFUSED || bug == FB_BUG_STALE_READ ||
+	    bug == FB_BUG_CONTROL_READS || bug == FB_BUG_CONTROL_CONFLICT)
 		s->bug = bug;
 }
 
@@ -133,6 +134,7 @@ static void result_from(fb_store_result *r, fb_u128 w, uint64_t token)
 	r->version = hi_version(w.hi);
 	r->word_hi = w.hi;
 	r->stale = false;
+	r->other = false;
 }
 
 bool fb_store_read(fb_store *s, uint32_t key, uint64_t token, fb_store_result *r)
@@ -159,7 +161,9 @@ bool fb_store_read(fb_store *s, uint32_t key, uint64_t token, fb_store_result *r
 		/* PLANTED (control-reads): the write-fenced store registers a
 		 * read's token as the fenced one does (refusing none), so its
 		 * writes are checked against reads too: no update is lost */
-		bool control = s->bug == FB_BUG_CONTROL_READS && s->d == FB_WRITE_FENCED;
+		bool control =
+		        (s->bug == FB_BUG_CONTROL_READS || s->bug == FB_BUG_CONTROL_CONFLICT) &&
+		        s->d == FB_WRITE_FENCED;
 		if ((s->d != FB_FENCED && !(control && token > high)) || token == high || planted) {
 			r->ok = true;
 			r->word_hi = cur.hi;
@@ -201,9 +205,10 @@ static bool admits(fb_discipline d, fb_bug bug, uint64_t hi, uint64_t token)
 	switch (d) {
 	case FB_FENCED:
 		return token > high || (token == high && !hi_written(hi));
-	case FB_WRITE_FENCED: /* PLANTED (control-reads): as fenced */
+	case FB_WRITE_FENCED: /* PLANTED (control-reads, control-conflict): as fenced */
 		return token > high ||
-		       (bug == FB_BUG_CONTROL_READS && token == high && !hi_written(hi));
+		       ((bug == FB_BUG_CONTROL_READS || bug == FB_BUG_CONTROL_CONFLICT) &&
+		        token == high && !hi_written(hi));
 	default:
 		return true;
 	}
@@ -251,6 +256,12 @@ static bool apply(fb_store *s, uint32_t key, bool is_debit, int64_t value, uint6
 			}
 			r->ok = false;
 			r->stale = true;
+			/* PLANTED (control-conflict): the refusal is called the
+			 * store's own (a conflict), so no refusal is judged */
+			if (s->bug == FB_BUG_CONTROL_CONFLICT && s->d == FB_WRITE_FENCED) {
+				r->other = true;
+				r->stale = false;
+			}
 			/* PLANTED (apply-refused): the balance changes all the same,
 			 * outside the commit order (no version, no fence) */
 			if (s->bug == FB_BUG_APPLY_REFUSED && s->d == FB_FENCED &&

@@ -470,6 +470,50 @@ static void test_a_duplicate_from_far_behind_is_counted_not_waited_for(void **st
 	fb_checker_destroy(c);
 }
 
+/* The same, with the version the walk waits for behind the late copy in
+ * its own log: a producer's log is in its commit order, so nothing later
+ * in the blocked log can fill the gap before its head. A copy 65,508
+ * versions late reads, mod 2^16, as 28 ahead: fewer than the blocked log's
+ * own 40 later records, more than anything else that could come (issue
+ * 27). Counting its own log as able to fill the gap held it for ever. */
+static void test_a_far_behind_duplicate_ahead_of_its_own_log_is_counted(void **state)
+{
+	(void)state;
+	fb_checker *c; /* many keys: a ring of 4, so 28 ahead is held back */
+	check_eq(fb_checker_create(1u << 14, 30000, 0, &c), FB_OK, "checker");
+	fb_checker *cs[FB_DISCIPLINES] = {[FB_FENCED] = c};
+	fb_feed *f;
+	check_eq(fb_feed_create(2, 64, cs, false, &f), FB_OK, "a feed of two logs");
+	fb_feed_log *a = fb_feed_log_of(f, 0), *b = fb_feed_log_of(f, 1);
+	uint64_t n, stalls = 0;
+	for (uint32_t v = 1; v < 65600; v++) {
+		if (!fb_feed_slot(a))
+			check(fb_feed_room(a, false, &stalls), "the walk makes room at %u", v);
+		*fb_feed_slot(a) =
+		        rec(0, (uint16_t)v, v, -(int64_t)v + 1, -(int64_t)v + 1, -(int64_t)v);
+		fb_feed_put(a);
+		fb_feed_publish(a);
+	}
+	check(fb_feed_pass(f, &n), "a pass");
+	*fb_feed_slot(b) = rec(0, 92, 92, 0, 0, 0); /* version 92 again */
+	fb_feed_put(b);
+	for (uint32_t v = 65600; v < 65640; v++) { /* then its writer's next writes */
+		*fb_feed_slot(b) =
+		        rec(0, (uint16_t)v, v, -(int64_t)v + 1, -(int64_t)v + 1, -(int64_t)v);
+		fb_feed_put(b);
+	}
+	fb_feed_publish(b);
+	check(fb_feed_pass(f, &n), "a pass");
+	check(fb_feed_pass(f, &n), "a pass");
+	fb_check_key k;
+	fb_checker_key(c, 0, &k);
+	check_eq(k.duplicates, 1, "the late copy is a duplicate, not a record ahead");
+	check_eq(k.checked, 65639, "and its log's later records are walked");
+	fb_feed_stop(f);
+	fb_feed_destroy(f);
+	fb_checker_destroy(c);
+}
+
 static void test_threads_sharing_versions_count_every_duplicate_once(void **state)
 {
 	(void)state;
@@ -1057,6 +1101,7 @@ int main(void)
 	        cmocka_unit_test(test_a_watched_stale_write_keeps_the_newer_write),
 	        cmocka_unit_test(test_logs_merged_out_of_order_walk_each_record_once),
 	        cmocka_unit_test(test_a_duplicate_from_far_behind_is_counted_not_waited_for),
+	        cmocka_unit_test(test_a_far_behind_duplicate_ahead_of_its_own_log_is_counted),
 	        cmocka_unit_test(test_threads_sharing_versions_count_every_duplicate_once),
 	        cmocka_unit_test(test_a_log_held_by_a_missing_version_is_bounded),
 	        cmocka_unit_test(test_a_full_log_spills_at_the_runs_end_said_or_due),

@@ -197,6 +197,14 @@ static void test_short_run_shows_fenced_safe_and_unfenced_corrupted(void **state
 		check_eq(json_object_array_length(get(doc, path)), 16, "one ops count per thread");
 	}
 	check(num(doc, "modes.fenced.ops") > 0, "workers completed cycles");
+	/* issue 27: a correct write-fenced control loses an update at every
+	 * chance it is given, and is not called no control */
+	check(!json_object_get_boolean(get(doc, "modes.write_fenced.not_a_control")) &&
+	              (num(doc, "modes.write_fenced.control_chances") == 0 ||
+	               num(doc, "modes.write_fenced.lost_updates") > 0),
+	      "a correct control: %lld chances, %lld lost",
+	      (long long)num(doc, "modes.write_fenced.control_chances"),
+	      (long long)num(doc, "modes.write_fenced.lost_updates"));
 	check_eq(num(doc, "run.lease_violations.duplicate_fences") +
 	                 num(doc, "run.lease_violations.out_of_order_fences") +
 	                 num(doc, "run.lease_violations.overlapping_leases"),
@@ -932,6 +940,12 @@ static void test_each_planted_bug_is_caught(void **state)
 	        /* the control that stops being one: its refusals of the older
 	         * holder, after a newer one only read, are its rightful holder's */
 	        {"control-reads", {NULL}, "modes.write_fenced.false_rejections"},
+	        /* ... and one that refuses nobody judged: its chances to lose an
+	         * update, none lost (bench/drive/control.h); takeover pauses give it
+	         * about 150 in 2 s, a default run a few */
+	        {"control-conflict",
+	         {"--fault-at", "takeover", "--pause-rate", "200"},
+	         "modes.write_fenced.control_chances"},
 	        /* a clock behind on one core: blamed on the clock, not the table */
 	        {"slow-core", {"--faults", "pause,renew"}, "run.clock_core_skew_ns"},
 	        {"renew-any",
@@ -978,6 +992,20 @@ static void test_each_planted_bug_is_caught(void **state)
 		if (!strcmp(cases[i].bug, "control-reads"))
 			check(strstr(p.stdout_text, "write-fenced is not a control"),
 			      "the control that registers reads is named:\n%s", p.stdout_text);
+		if (!strcmp(cases[i].bug, "control-conflict")) {
+			check(num(doc, "modes.write_fenced.lost_updates") == 0 &&
+			              num(doc, "modes.write_fenced.false_rejections") == 0 &&
+			              num(doc, "modes.write_fenced.stale_accepted") == 0,
+			      "the planted control keeps every update, refusing nobody judged:\n%s",
+			      p.stdout_text);
+			check(strstr(p.stdout_text, "write-fenced: NOT A CONTROL !!!") &&
+			              strstr(p.stdout_text,
+			                     "write-fenced is not a control (no update "
+			                     "lost in"),
+			      "the control that keeps its updates is named, in the verdict and the "
+			      "closing line:\n%s",
+			      p.stdout_text);
+		}
 		if (!strcmp(cases[i].bug, "stale-read"))
 			check(strstr(p.stdout_text, "stale reads served") &&
 			              strstr(p.stdout_text, "first stale read, key") &&

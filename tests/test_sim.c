@@ -470,6 +470,54 @@ static void test_every_planted_bug_is_caught_by_the_simulator(void **state)
 	}
 }
 
+/*
+ * Issue 27: the control that stops being one. Under rmw with pauses, a
+ * correct write-fenced store loses an update at every chance
+ * (bench/drive/control.h), so no seed gives it chances without a loss; one
+ * that registers reads and calls its refusals its own (no refusal judged)
+ * keeps every update, and is named by its chances alone.
+ */
+static void test_a_control_that_loses_nothing_is_named(void **state)
+{
+	(void)state;
+	fb_config cfg = base();
+	cfg.steps = 100000;
+	cfg.faults = 1u << FB_FAULT_PAUSE;
+	cfg.pause_rate = 500;
+	uint64_t chances = 0, seeds_with = 0;
+	for (uint64_t seed = 1; seed <= 40; seed++) {
+		fb_results r = run(&cfg, seed);
+		const fb_mode_result *w = &r.mode[FB_WRITE_FENCED];
+		check(!w->control_chances || w->lost_updates > 0,
+		      "seed %llu: a correct write-fenced store had %llu chances and lost %lld "
+		      "updates",
+		      (unsigned long long)seed, (unsigned long long)w->control_chances,
+		      (long long)w->lost_updates);
+		check(!fb_report_not_a_control(&r), "seed %llu: a correct control is one",
+		      (unsigned long long)seed);
+		chances += w->control_chances;
+		seeds_with += w->control_chances > 0;
+		fb_results_free(&r);
+	}
+	check(seeds_with >= 10, "pauses give the control chances in many seeds (%llu of 40, %llu)",
+	      (unsigned long long)seeds_with, (unsigned long long)chances);
+	cfg.bug = FB_BUG_CONTROL_CONFLICT;
+	int named = 0;
+	for (uint64_t seed = 1; seed <= 3; seed++) {
+		fb_results r = run(&cfg, seed);
+		const fb_mode_result *w = &r.mode[FB_WRITE_FENCED];
+		check(w->lost_updates == 0 && w->false_rejections == 0 && w->stale_accepted == 0 &&
+		              w->checker_agrees,
+		      "seed %llu: the planted control loses nothing and is refused nothing judged "
+		      "(lost %lld, false %llu)",
+		      (unsigned long long)seed, (long long)w->lost_updates,
+		      (unsigned long long)w->false_rejections);
+		named += fb_report_not_a_control(&r) && fb_report_verdict(&r) == 1;
+		fb_results_free(&r);
+	}
+	check(named >= 2, "the control that keeps its updates is named (%d of 3 seeds)", named);
+}
+
 /* One worker, no faults, a fixed number of cycles: the threaded driver and
  * the simulator run the same cycle, so they end in the same state. */
 static void test_one_worker_ends_the_same_under_both_drivers(void **state)
@@ -548,6 +596,7 @@ int main(void)
 	        cmocka_unit_test(test_key_distributions_are_honoured),
 	        cmocka_unit_test(test_a_sweep_of_seeds_finds_no_fenced_violation),
 	        cmocka_unit_test(test_every_planted_bug_is_caught_by_the_simulator),
+	        cmocka_unit_test(test_a_control_that_loses_nothing_is_named),
 	        cmocka_unit_test(test_one_worker_ends_the_same_under_both_drivers),
 	        cmocka_unit_test(test_an_unwritable_history_is_a_system_error),
 	};

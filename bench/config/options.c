@@ -213,7 +213,7 @@ static const opt opts[] = {
         {"bug", 0, "NAME", K_ENUM, OFF(bug), 0, 0, 0, NAMES(fb_bug_names), "bug", 0, true,
          "plant a bug to prove the checkers catch it: ge-store, two-step, ignore-expiry, "
          "blind-release, trust-client, unregistered-reads, batch-fences, refuse-holder, "
-         "apply-refused, stale-read, long-lease, renew-any, control-reads, slow-core (default "
+         "apply-refused, stale-read, long-lease, renew-any, control-reads, slow-core, control-conflict (default "
          "none)",
          0, 0},
         {"lease", 0, "URL", K_ENGINE, OFF(lease_url), 0, 0, 0, NULL, 0, "lease", 0, true,

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include "cycle.h"
+#include "control.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -507,6 +508,8 @@ static HOT bool read_done(fb_worker *w, fb_discipline d, fb_io io)
 	        .balance = w->rd[d].balance, .highest = w->rd[d].highest);
 	if (w->served[d] && d == FB_FENCED)
 		read_served(w);
+	if (w->served[d])
+		control_read(w, d);
 	if (!w->served[d]) {
 		fb_counter_add(&w->m[d].reads_refused, 1);
 		w->highest[d] = w->rd[d].highest;
@@ -776,6 +779,8 @@ static HOT bool wrote(fb_worker *w, fb_discipline d, bool copy, uint64_t now, fb
 		w->silent = true;
 		return false;
 	}
+	if (!copy)
+		control_reply(w, d, mc);
 	if (io != FB_IO_OK) {
 		/* a resent copy of an accepted write is rightly refused: its token
 		 * equals the accepted one */
@@ -823,6 +828,8 @@ static HOT bool write_one(fb_worker *w, fb_discipline d, int64_t value, uint64_t
 {
 	fb_env *e = w->env;
 	fb_store_result *res = &w->res;
+	if (!copy)
+		control_send(w, d);
 	sending(e, d, w->key, w->l.fence);
 	calls_begin(e, d, w->key);
 	uint64_t e0 = eop_start(e, e->timed_modes >> d & 1);
@@ -905,6 +912,8 @@ static fb_step write_all(fb_worker *w)
 	fb_store_result r[FB_BATCH_MAX];
 	fb_io io[FB_BATCH_MAX];
 	for (int j = 0; j < n; j++) {
+		if (j == 0 || ws[j - 1].d != ws[j].d)
+			control_send(w, ws[j].d);
 		sending(e, ws[j].d, w->key, w->l.fence);
 		calls_begin(e, ws[j].d, w->key);
 	}

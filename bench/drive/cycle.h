@@ -81,6 +81,7 @@ typedef struct fb_mode_counters {
 	fb_counter unjudged;         /* ... refused where fencebench's record is incomplete */
 	fb_counter stale_reads;      /* fenced reads served below a fence admitted before */
 	fb_counter indeterminate;    /* sent, and the engine never answered */
+	fb_counter control_chances;  /* write-fenced: updates it had to lose (control.h) */
 } fb_mode_counters;
 
 /* Where a worker that crashed left its lease, for the taker to time itself. */
@@ -133,11 +134,15 @@ typedef struct fb_worker {
 	int64_t bal[FB_DISCIPLINES];
 	bool served[FB_DISCIPLINES];
 	uint8_t outcome[FB_DISCIPLINES];
-	uint8_t outcome0[FB_DISCIPLINES];      /* ... after a resent write's first copy */
-	uint8_t rd_out[FB_DISCIPLINES];        /* a refused read, judged (fb_outcome) */
-	uint64_t highest[FB_DISCIPLINES];      /* the fence each store had seen, as it answered */
-	uint64_t highest0[FB_DISCIPLINES];     /* ... to a resent write's first copy */
-	uint64_t admitted;                     /* the fenced store's, when its read was sent */
+	uint8_t outcome0[FB_DISCIPLINES];  /* ... after a resent write's first copy */
+	uint8_t rd_out[FB_DISCIPLINES];    /* a refused read, judged (fb_outcome) */
+	uint64_t highest[FB_DISCIPLINES];  /* the fence each store had seen, as it answered */
+	uint64_t highest0[FB_DISCIPLINES]; /* ... to a resent write's first copy */
+	uint64_t admitted;                 /* the fenced store's, when its read was sent */
+	/* the write-fenced control's chances (control.h): its read's and its
+	 * write's places in the key's write order, and what that write saw */
+	uint64_t wf_read_at, wf_sent_no, wf_seen;
+	bool wf_above, wf_armed;
 	fb_check_rec todo[2 * FB_DISCIPLINES]; /* accepted writes, for the checker */
 	uint8_t ntodo;
 	fb_feed_log *log; /* ... and its way there */
@@ -221,6 +226,10 @@ struct fb_env {
 	 * a write accepted), recorded once its reply came back: a read sent
 	 * after that, with a lower fence, must be refused (issue 27). */
 	_Atomic uint64_t *admitted;
+	/* Per key, two words for the write-fenced control's chances
+	 * (control.h): its write calls sent, and the highest number among them
+	 * of one it had to accept, replied. NULL: not judged. */
+	_Atomic uint64_t *wf;
 	_Atomic int stale_read_claimed;
 	fb_stale_read stale_read;
 	_Atomic int dup_fences; /* the witness saw a fence handed out twice */

@@ -101,6 +101,7 @@ void fb_env_close(fb_env *e)
 	fb_witness_destroy(e->witness);
 	free(e->sent);
 	free(e->admitted);
+	free(e->wf);
 	for (int d = 0; d < FB_DISCIPLINES; d++)
 		free(e->calls[d]);
 	fb_plan_log_destroy(e->log);
@@ -492,6 +493,10 @@ fb_err fb_env_open(fb_env *e, const fb_config *cfg, const fb_env_driver *drv, fb
 	e->checking = !cfg->no_check && !cfg->client_id;
 	/* ... and its calls too: a refusal is judged only on a full record */
 	e->judging = e->checking;
+	/* issue 27: the write-fenced control's chances to lose an update */
+	if (e->judging && cfg->op == FB_OP_RMW && (cfg->modes & (1u << FB_WRITE_FENCED)) &&
+	    !(e->wf = calloc((size_t)cfg->keys * 2, sizeof *e->wf)))
+		return oom(e);
 	e->witnessing = !cfg->no_check;
 	e->skip = cfg->on_held == FB_ON_HELD_SKIP;
 	e->crashes = fb_config_fault(cfg, FB_FAULT_CRASH) || cfg->plan_path;
@@ -645,6 +650,7 @@ static void sum_worker(fb_results *res, const fb_worker *wc, uint32_t i)
 		m->refused_other += fb_counter_get((fb_counter *)&c->refused_other);
 		m->unjudged += fb_counter_get((fb_counter *)&c->unjudged);
 		m->indeterminate += fb_counter_get((fb_counter *)&c->indeterminate);
+		m->control_chances += fb_counter_get((fb_counter *)&c->control_chances);
 	}
 }
 

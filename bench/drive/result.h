@@ -31,6 +31,7 @@ typedef struct fb_mode_result {
 	uint64_t duplicates;       /* accepted writes that shared a commit version */
 	uint64_t false_rejections; /* writes and reads refused to their rightful holder */
 	uint64_t stale_reads;      /* fenced reads served after a higher fence was admitted */
+	uint64_t control_chances;  /* write-fenced, rmw: updates it had to lose (control.h) */
 	uint64_t checked;
 	bool checker_agrees;
 	bool unchecked;         /* no history checker ran: lost updates unknown */

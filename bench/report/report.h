@@ -57,6 +57,12 @@ bool fb_report_vacuous(const fb_results *res);
 /* 1 if a fenced discipline failed or a checker disagreed, else 0. */
 int fb_report_verdict(const fb_results *res);
 
+/* Issue 27: under --op rmw the write-fenced control had at least
+ * FB_CONTROL_CHANCES chances where a write-fenced store must lose an update
+ * (bench/drive/control.h), and lost none: it is no control. */
+#define FB_CONTROL_CHANCES 1
+bool fb_report_not_a_control(const fb_results *res);
+
 /* What failed, by name: " lease VIOLATED (...); fenced lost N updates; ..." */
 void fb_report_reasons(FILE *out, const fb_results *res);
 

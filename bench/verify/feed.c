@@ -322,9 +322,12 @@ static uint64_t unstick(fb_feed *f)
 	for (uint32_t i = 0; i < f->n; i++)
 		f->logs[i].held = atomic_load_explicit(&f->logs[i].published, memory_order_acquire);
 	uint64_t elsewhere = (uint64_t)f->n * (2 * FB_DISCIPLINES) + fb_checker_in_flight(f->n);
-	for (uint32_t i = 0; i < f->n; i++)
-		elsewhere += atomic_load_explicit(&f->logs[i].published, memory_order_acquire) -
-		             f->logs[i].taken + spill_left(f, &f->logs[i]);
+	for (uint32_t i = 0; i < f->n; i++) {
+		fb_feed_log *l = &f->logs[i];
+		l->counted = atomic_load_explicit(&l->published, memory_order_acquire) - l->taken +
+		             spill_left(f, l);
+		elsewhere += l->counted;
+	}
 	uint64_t n = 0;
 	for (uint32_t i = 0; i < f->n; i++) {
 		fb_feed_log *l = &f->logs[i];
@@ -333,7 +336,13 @@ static uint64_t unstick(fb_feed *f)
 			continue;
 		const fb_check_rec *r = spilled ? &l->spill[l->spilled] : &l->ring[l->cslot];
 		fb_checker *c = f->checker[r->d & 3];
-		if (!c || !fb_checker_take_behind(c, r, elsewhere))
+		/* A producer logs its records in its own commit order (a key's
+		 * next write is sent after the last one's reply, and logged
+		 * after it; the spill follows the ring): nothing after the head
+		 * in its own log can fill a gap before it. Counting them let a
+		 * copy 65,000 versions late, which reads as a few ahead, hold
+		 * its log for ever (issue 27). */
+		if (!c || !fb_checker_take_behind(c, r, elsewhere - l->counted))
 			continue;
 		n++;
 		if (spilled) {

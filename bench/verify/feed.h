@@ -54,7 +54,8 @@ typedef struct fb_feed_log {
 	_Atomic uint64_t want;         /* ... or for a walk: FB_FEED_WANT, 0: none */
 	/* the consumer's, under the feed's lock */
 	uint64_t taken;
-	uint64_t held; /* unstick: what was published before it counted */
+	uint64_t held;    /* unstick: what was published before it counted */
+	uint64_t counted; /* ... and its records it counted as still to come */
 	uint32_t cslot;
 	uint32_t spilled;      /* the spill's records taken (the last pass only) */
 	fb_checker_wait wait;  /* its head held back by a walk: since when */

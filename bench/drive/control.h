@@ -1,0 +1,80 @@
+/*
+ * Issue 27: the write-fenced control that stops being one. Under --op rmw a
+ * write-fenced store (the article's write-only check) must lose an update
+ * whenever two writes it has to accept land in this order:
+ *
+ *   B's read is served; then write A is sent and replied; then B's write is
+ *   sent; and each of A and B carried a fence above every write fence sent
+ *   to that store on the key before it was sent, with none higher sent by
+ *   its reply (so a correct write-fenced store, which admits a token above
+ *   the highest it has written, accepted both).
+ *
+ * Then B's write replaced a balance newer than the one B read, and the
+ * ledger (one fixed amount a write) counts at least one debit lost: a
+ * chain of writes each computed from the balance the previous one left
+ * would be the only way to lose none. Such a B write is a chance. A
+ * correct store loses an update at every chance, so one chance with no
+ * update lost is enough to say the control is not one (DESIGN: a verdict
+ * on the comparison, exit 1). Judged on fencebench's own record of what it
+ * sent and what came back, with no timing; writes delivered late by the
+ * network and resent copies are no chance (the count only misses some).
+ * Only when refusals are judged (every call is this process's).
+ */
+#ifndef FB_CONTROL_H
+#define FB_CONTROL_H
+
+#include "cycle.h"
+
+static inline bool control_on(const fb_env *e, fb_discipline d)
+{
+	return d == FB_WRITE_FENCED && e->wf;
+}
+
+/* Store d served this cycle's read: where the key's write calls stood. */
+static inline void control_read(fb_worker *w, fb_discipline d)
+{
+	if (control_on(w->env, d))
+		w->wf_read_at =
+		        atomic_load_explicit(&w->env->wf[(size_t)w->key * 2], memory_order_seq_cst);
+}
+
+/* The cycle's (first) write to store d is about to be sent: above every
+ * write fence sent before it? and the latest write that had to be
+ * accepted, replied so far. Before `sending` records it. */
+static inline void control_send(fb_worker *w, fb_discipline d)
+{
+	fb_env *e = w->env;
+	if (!control_on(e, d))
+		return;
+	_Atomic uint64_t *c = &e->wf[(size_t)w->key * 2];
+	uint64_t before =
+	        atomic_load_explicit(&e->sent[(size_t)w->key * 4 + d], memory_order_seq_cst);
+	w->wf_above =
+	        before < w->l.fence && !atomic_load_explicit(&e->dup_fences, memory_order_relaxed);
+	w->wf_seen = atomic_load_explicit(&c[1], memory_order_seq_cst);
+	w->wf_sent_no = atomic_fetch_add_explicit(&c[0], 1, memory_order_seq_cst) + 1;
+	w->wf_armed = true;
+}
+
+/* Its reply came back (accepted or not: what a correct store had to do is
+ * judged by what was sent). */
+static inline void control_reply(fb_worker *w, fb_discipline d, fb_mode_counters *mc)
+{
+	fb_env *e = w->env;
+	if (!control_on(e, d) || !w->wf_armed)
+		return;
+	w->wf_armed = false;
+	if (!w->wf_above || atomic_load_explicit(&e->sent[(size_t)w->key * 4 + d],
+	                                         memory_order_seq_cst) != w->l.fence)
+		return; /* a correct store may have refused it */
+	if (w->wf_seen > w->wf_read_at)
+		fb_counter_add(&mc->control_chances, 1);
+	_Atomic uint64_t *hi = &e->wf[(size_t)w->key * 2 + 1];
+	uint64_t cur = atomic_load_explicit(hi, memory_order_relaxed);
+	while (cur < w->wf_sent_no &&
+	       !atomic_compare_exchange_weak_explicit(hi, &cur, w->wf_sent_no, memory_order_seq_cst,
+	                                              memory_order_relaxed))
+		;
+}
+
+#endif
