@@ -257,12 +257,12 @@ FUZZ_CFLAGS  := -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 $(WARN) $(ARCH) -pthre
                 -fno-omit-frame-pointer -MMD -MP $(INC_tests) $(CFLAGS_JSON)
 # options.c names the engines: their registry and the engines come along
 FUZZ_ENGINES      := $(wildcard backends/*.c backends/registry/*.c) core/lease.c core/store.c core/clock.c core/hist.c
-FUZZ_SRC_duration := bench/config/options.c inject/fault.c core/common.c $(FUZZ_ENGINES)
-FUZZ_SRC_options  := bench/config/options.c inject/fault.c core/common.c $(FUZZ_ENGINES)
+FUZZ_SRC_duration := bench/config/duration.c
+FUZZ_SRC_options  := bench/config/options.c bench/config/duration.c inject/fault.c core/common.c $(FUZZ_ENGINES)
 FUZZ_SRC_scenario := bench/tools/scenario_parse.c bench/tools/scenario.c core/common.c \
                      core/clock.c core/lease.c core/store.c
 FUZZ_SRC_plan     := inject/plan.c inject/fault.c core/outfile.c core/stop.c
-FUZZ_SRC_list     := bench/config/options.c inject/fault.c core/common.c $(FUZZ_ENGINES)
+FUZZ_SRC_list     := bench/config/options.c bench/config/duration.c inject/fault.c core/common.c $(FUZZ_ENGINES)
 FUZZ_SRC_doc      := bench/report/compare.c bench/report/output.c
 FUZZ_SRC_reply    := core/common.c $(FUZZ_ENGINES)
 FUZZ_SRC_lease_reply := core/common.c $(FUZZ_ENGINES)
@@ -292,8 +292,11 @@ $(FZ)/%.o: %.c $(FZ)/.flags
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
 $(foreach n,$(FUZZ_NAMES),$(eval $(FZ)/fuzz_$(n): $(call fuzz_objs,$(n))))
+# the client libraries only where a harness links the engines
+FUZZ_LIBS := $(LIBS_JSON) $(LIBS_ENGINES)
+$(FZ)/fuzz_duration: FUZZ_LIBS :=
 $(FUZZ_BINS):
-	$(Q)$(CLANG) -fsanitize=fuzzer,address,undefined -pthread -o $@ $^ $(LIBS_JSON) $(LIBS_ENGINES) -latomic -lm
+	$(Q)$(CLANG) -fsanitize=fuzzer,address,undefined -pthread -o $@ $^ $(FUZZ_LIBS) -latomic -lm
 
 # Every harness runs even after one failed; the target fails if any did.
 fuzz: $(FUZZ_BINS)

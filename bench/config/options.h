@@ -13,6 +13,7 @@
 
 #include "lease.h"
 #include "bug.h"
+#include "duration.h"
 #include "fault.h"
 #include "store.h"
 
@@ -165,18 +166,6 @@ fb_parse fb_config_swarm(const fb_config *base, uint64_t seed, fb_config *row);
  * 0 on success; -1 otherwise. */
 int fb_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 
-/* Parse a duration: a number and a unit ns, us, ms, s, m, h; a bare number
- * is seconds where bare_seconds allows it (--duration), else refused. 0 on
- * success, or one of these. */
-#define FB_DURATION_MALFORMED -1
-#define FB_DURATION_NO_UNIT   -2
-#define FB_DURATION_ZERO      -3 /* below half a nanosecond */
-#define FB_DURATION_TOO_LARGE -4 /* over a year */
-int fb_parse_duration(const char *s, bool bare_seconds, uint64_t *ns);
-
-/* What a duration error says, for "--opt: 'VALUE' ..." */
-const char *fb_duration_error(int code, bool bare_seconds);
-
 /* The elements of a comma list, in order, each below FB_LIST_ITEM bytes: an
  * empty list, an empty element (",a", "a,,b", "a,") or an element given
  * twice is refused, -1 with the reason in why. One rule for every list of
@@ -190,9 +179,6 @@ bool fb_config_is_sweep(const fb_config *cfg);
 
 /* "uniform", "zipf:0.99", "partitioned" */
 void fb_dist_format(char *buf, size_t len, const fb_dist *d);
-
-/* Print a duration compactly: 10ms, 1.5s, 250us. */
-void fb_format_duration(char *buf, size_t len, uint64_t ns);
 
 /* Every option with its value, as "--name value" words (the replay line). */
 void fb_config_replay(const fb_config *cfg, char *buf, size_t len);

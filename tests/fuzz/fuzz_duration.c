@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "options.h"
+#include "duration.h"
 
 #define YEAR_NS (UINT64_C(365) * 24 * 3600 * 1000000000)
 
