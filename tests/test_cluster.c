@@ -94,7 +94,8 @@ static bool all_back(const fb_server *m)
 			         m[i].kind == FB_SERVER_ETCD_MEMBER
 			                 ? "curl -s -m 1 http://127.0.0.1:%d/health | grep -q "
 			                   "'\"health\":\"true\"'"
-			                 : "timeout 1 bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d && printf "
+			                 : "timeout 1 bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d && "
+			                   "printf "
 			                   "srvr >&3 && cat <&3' 2>/dev/null | grep -Eq "
 			                   "'Mode: (leader|follower)'",
 			         m[i].port);
@@ -163,7 +164,8 @@ static void leader_faults(fb_server_kind kind, const char *script, const char *e
 		check(fb_test_json(doc, "run.lease_violations.fence_regressions") &&
 		              fb_test_json(doc, "run.lease_violations.overlapping_leases"),
 		      "and in the JSON:\n%s", p.out);
-		check_eq(fb_test_num(doc, "modes.fenced.stale_accepted"), 0, "fenced stale accepted");
+		check_eq(fb_test_num(doc, "modes.fenced.stale_accepted"), 0,
+		         "fenced stale accepted");
 		check_eq(fb_test_num(doc, "modes.fenced.lost_updates"), 0, "fenced lost updates");
 		check_eq(fb_test_num(doc, "modes.fenced.false_rejections"), 0,
 		         "fenced false rejections");
@@ -171,8 +173,8 @@ static void leader_faults(fb_server_kind kind, const char *script, const char *e
 		         "write-fenced stale accepted");
 		int64_t taken = fb_test_num(doc, "run.faults.nemesis.taken");
 		check(taken >= kills + stops && taken > 0,
-		      "the fault table counts the strikes (%d kills, %d stops): %lld taken\n%s", kills,
-		      stops, (long long)taken, p.out);
+		      "the fault table counts the strikes (%d kills, %d stops): %lld taken\n%s",
+		      kills, stops, (long long)taken, p.out);
 		json_object_put(doc);
 		fb_test_release(&p);
 		/* healed: a killed leader restarted, a stopped one resumed */
