@@ -36,8 +36,8 @@
 /* Issue 24: with several members, one request waits this long at most
  * (or the engine's timeout, if shorter) before the next member is asked:
  * a stopped member accepts connections and never answers. */
-#define MEMBER_TIMEOUT_MS  2000L
-#define DEFAULT_PREFIX     "fencebench"
+#define MEMBER_TIMEOUT_MS 2000L
+#define DEFAULT_PREFIX    "fencebench"
 
 typedef struct eeng eeng;
 

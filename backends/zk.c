@@ -59,9 +59,9 @@
 /* Issue 24: with several servers, one call waits this long at most (or
  * the engine's timeout, if shorter) for an answer, its session
  * reconnecting meanwhile, before it counts as the service refusing. */
-#define MEMBER_WAIT_NS    (UINT64_C(2) * 1000000000)
-#define PREP_CHUNK        512
-#define DEFAULT_PREFIX    "/fencebench"
+#define MEMBER_WAIT_NS (UINT64_C(2) * 1000000000)
+#define PREP_CHUNK     512
+#define DEFAULT_PREFIX "/fencebench"
 
 /*
  * Under ThreadSanitizer only. The single-threaded client formats the

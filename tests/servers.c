@@ -980,7 +980,8 @@ static const char *missing(fb_server_kind kind, char *bindir, size_t blen, char 
 	size_t n = strlen(bindir);
 	snprintf(bindir + n, blen - n, "/%s", exe[kind]);
 	struct stat jar;
-	if ((kind == FB_SERVER_ZOOKEEPER || kind == FB_SERVER_ZK_MEMBER) && stat("/usr/share/java/zookeeper.jar", &jar) != 0) {
+	if ((kind == FB_SERVER_ZOOKEEPER || kind == FB_SERVER_ZK_MEMBER) &&
+	    stat("/usr/share/java/zookeeper.jar", &jar) != 0) {
 		say(why, wlen, "/usr/share/java/zookeeper.jar is not installed");
 		return pkg[kind];
 	}
@@ -1216,8 +1217,8 @@ static bool member_files(fb_server *s, int i, const char *bin, const int *peer, 
 	                 "4lw.commands.whitelist=srvr,ruok\nforceSync=no\nmaxClientCnxns=0\n",
 	                 data, s->port);
 	for (int j = 0; j < FB_CLUSTER_SIZE && n > 0 && (size_t)n < sizeof text; j++)
-		n += snprintf(text + n, sizeof text - (size_t)n, "server.%d=127.0.0.1:%d:%d\n", j + 1,
-		              peer[j], elect[j]);
+		n += snprintf(text + n, sizeof text - (size_t)n, "server.%d=127.0.0.1:%d:%d\n",
+		              j + 1, peer[j], elect[j]);
 	if (!put_file(s, "zoo.cfg", text))
 		return false;
 	say(text, sizeof text,
@@ -1266,7 +1267,8 @@ static int cluster_try(fb_server_kind kind, fb_server *m, const char *bin, const
 			s->dir[0] = 0;
 			return -1;
 		}
-		if (!member_files(s, i, bin, ports + FB_CLUSTER_SIZE, ports + 2 * FB_CLUSTER_SIZE)) {
+		if (!member_files(s, i, bin, ports + FB_CLUSTER_SIZE,
+		                  ports + 2 * FB_CLUSTER_SIZE)) {
 			snprintf(m[0].why, sizeof m[0].why, "%s", s->why);
 			return -1;
 		}
@@ -1326,11 +1328,12 @@ int fb_cluster_start(fb_server_kind kind, fb_server m[FB_CLUSTER_SIZE], char *ur
 		int rc = cluster_try(kind, m, bin, base);
 		if (rc == 1) {
 			const char *scheme = kind == FB_SERVER_ETCD_MEMBER ? "etcd" : "zk";
-			say(url, ulen, "%s://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", scheme, m[0].port,
-			    m[1].port, m[2].port);
+			say(url, ulen, "%s://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", scheme,
+			    m[0].port, m[1].port, m[2].port);
 			say(dirs, dlen, "%s,%s,%s", m[0].dir, m[1].dir, m[2].dir);
 			for (int i = 0; i < FB_CLUSTER_SIZE; i++)
-				say(m[i].url, sizeof m[i].url, "%s://127.0.0.1:%d", scheme, m[i].port);
+				say(m[i].url, sizeof m[i].url, "%s://127.0.0.1:%d", scheme,
+				    m[i].port);
 			return 1;
 		}
 		char why[sizeof m[0].why];

@@ -21,6 +21,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -94,7 +95,8 @@ static bool all_back(const fb_server *m)
 			         m[i].kind == FB_SERVER_ETCD_MEMBER
 			                 ? "curl -s -m 1 http://127.0.0.1:%d/health | grep -q "
 			                   "'\"health\":\"true\"'"
-			                 : "timeout 1 bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d && printf "
+			                 : "timeout 1 bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d && "
+			                   "printf "
 			                   "srvr >&3 && cat <&3' 2>/dev/null | grep -Eq "
 			                   "'Mode: (leader|follower)'",
 			         m[i].port);
@@ -163,7 +165,8 @@ static void leader_faults(fb_server_kind kind, const char *script, const char *e
 		check(fb_test_json(doc, "run.lease_violations.fence_regressions") &&
 		              fb_test_json(doc, "run.lease_violations.overlapping_leases"),
 		      "and in the JSON:\n%s", p.out);
-		check_eq(fb_test_num(doc, "modes.fenced.stale_accepted"), 0, "fenced stale accepted");
+		check_eq(fb_test_num(doc, "modes.fenced.stale_accepted"), 0,
+		         "fenced stale accepted");
 		check_eq(fb_test_num(doc, "modes.fenced.lost_updates"), 0, "fenced lost updates");
 		check_eq(fb_test_num(doc, "modes.fenced.false_rejections"), 0,
 		         "fenced false rejections");
@@ -171,8 +174,8 @@ static void leader_faults(fb_server_kind kind, const char *script, const char *e
 		         "write-fenced stale accepted");
 		int64_t taken = fb_test_num(doc, "run.faults.nemesis.taken");
 		check(taken >= kills + stops && taken > 0,
-		      "the fault table counts the strikes (%d kills, %d stops): %lld taken\n%s", kills,
-		      stops, (long long)taken, p.out);
+		      "the fault table counts the strikes (%d kills, %d stops): %lld taken\n%s",
+		      kills, stops, (long long)taken, p.out);
 		json_object_put(doc);
 		fb_test_release(&p);
 		/* healed: a killed leader restarted, a stopped one resumed */
@@ -208,6 +211,76 @@ static void leader_faults(fb_server_kind kind, const char *script, const char *e
 	free(dir);
 }
 
+/*
+ * The whole cluster gone mid-run: the refusals that ride out one member's
+ * death are bounded, and the run ends as any dead engine's does, exit 3,
+ * once no member has answered for the engine's timeout (10 s, plus what
+ * the nemesis's own timeout and length add), naming it.
+ */
+static void whole_cluster_dies(fb_server_kind kind, const char *says)
+{
+	fb_server m[FB_CLUSTER_SIZE];
+	char url[300], dirs[900];
+	int rc = fb_cluster_start(kind, m, url, sizeof url, dirs, sizeof dirs);
+	check(rc == 1, "the cluster starts: %s", m[0].why);
+	char *dir = fb_test_tmpdir();
+	char script[400], cmd[420];
+	snprintf(script, sizeof script, "%s/kill-all.sh", dir);
+	FILE *f = fopen(script, "w");
+	check(f, "write %s", script);
+	fprintf(f, "#!/bin/sh\n[ \"$1\" = start ] || exit 0\n");
+	for (int i = 0; i < FB_CLUSTER_SIZE; i++)
+		fprintf(f, "kill -9 %d\n", (int)m[i].pid);
+	fclose(f);
+	check(chmod(script, 0755) == 0, "chmod %s", script);
+	snprintf(cmd, sizeof cmd, "exec:%s", script);
+	/* a short nemesis (its timeout and length lengthen the engine's) */
+	const char *args[] = {"-t",
+	                      "4",
+	                      "-k",
+	                      "4",
+	                      "-d",
+	                      "60s",
+	                      "--ttl",
+	                      "1s",
+	                      "--faults",
+	                      "nemesis",
+	                      "--nemesis",
+	                      cmd,
+	                      "--nemesis-rate",
+	                      "5",
+	                      "--nemesis-length",
+	                      "100ms",
+	                      "--nemesis-timeout",
+	                      "2s",
+	                      "--lease",
+	                      url,
+	                      NULL};
+	fb_test_proc p;
+	json_object *doc = fb_test_run_doc_any(&p, args);
+	check(p.code == 3 && strstr(p.out, says) && strstr(p.out, "INCOMPLETE"),
+	      "with every member dead the run ends, exit 3, saying '%s': exit %d\n%s\n%s", says,
+	      p.code, p.out, p.err);
+	json_object_put(doc);
+	fb_test_release(&p);
+	for (int i = 0; i < FB_CLUSTER_SIZE; i++)
+		fb_server_stop(&m[i]);
+	fb_test_rmtree(dir);
+	free(dir);
+}
+
+static void test_etcd_with_every_member_dead_is_exit_3(void **state)
+{
+	(void)state;
+	whole_cluster_dies(FB_SERVER_ETCD_MEMBER, "no member answered for ");
+}
+
+static void test_zookeeper_with_every_server_dead_is_exit_3(void **state)
+{
+	(void)state;
+	whole_cluster_dies(FB_SERVER_ZK_MEMBER, "no server answered for ");
+}
+
 static void test_etcd_leader_kills_and_stops_leave_fenced_safe(void **state)
 {
 	(void)state;
@@ -223,7 +296,7 @@ static void test_zookeeper_leader_kills_and_stops_leave_fenced_safe(void **state
 /* Each kind on its own: one missing package skips only its test. */
 static bool installed(fb_server_kind kind, const char *what)
 {
-	return fb_servers_installed(what, (fb_server_kind[]){kind}, 1, 1);
+	return fb_servers_installed(what, (fb_server_kind[]){kind}, 1, 2);
 }
 
 int main(void)
@@ -238,14 +311,20 @@ int main(void)
 	}
 	snprintf(here, sizeof here, "%s", root);
 	snprintf(root, sizeof root, "%s", dirname(here));
-	struct CMUnitTest tests[2];
+	struct CMUnitTest tests[4];
 	size_t n = 0;
-	if (installed(FB_SERVER_ETCD_MEMBER, "etcd cluster test"))
+	if (installed(FB_SERVER_ETCD_MEMBER, "etcd cluster tests")) {
 		tests[n++] = (struct CMUnitTest)cmocka_unit_test(
 		        test_etcd_leader_kills_and_stops_leave_fenced_safe);
-	if (installed(FB_SERVER_ZK_MEMBER, "ZooKeeper ensemble test"))
+		tests[n++] = (struct CMUnitTest)cmocka_unit_test(
+		        test_etcd_with_every_member_dead_is_exit_3);
+	}
+	if (installed(FB_SERVER_ZK_MEMBER, "ZooKeeper ensemble tests")) {
 		tests[n++] = (struct CMUnitTest)cmocka_unit_test(
 		        test_zookeeper_leader_kills_and_stops_leave_fenced_safe);
+		tests[n++] = (struct CMUnitTest)cmocka_unit_test(
+		        test_zookeeper_with_every_server_dead_is_exit_3);
+	}
 	if (!n)
 		return 0;
 	return _cmocka_run_group_tests("clusters", tests, n, NULL, NULL);
