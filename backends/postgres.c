@@ -65,11 +65,11 @@ typedef struct pg_conn {
 	uint16_t worker;
 	const char *doing; /* the store operation under way ("fenced write"), or NULL */
 	char err[768];
-	/* issue 24: the server's pid of this connection's backend, and
-	 * whether the connection broke where libpq closed it already (a
-	 * pipeline cut short); then per store, the last write this connection saw accepted
-	 * (key, token) and how many copies of it: what a write whose reply
-	 * was lost is settled against */
+	/* issue 24: the server's pid of this connection's backend; whether
+	 * the connection broke (libpq may not say so yet, or a pipeline cut
+	 * short closed it already); and per store the last write this
+	 * connection saw accepted (key, token) and how many copies of it:
+	 * what a write whose reply was lost is settled against */
 	int pid;
 	bool lost;
 	struct {
@@ -234,11 +234,13 @@ static fb_io flush_by(pg_conn *c, uint64_t deadline)
 		int r = PQflush(c->pg);
 		if (r == 0)
 			return FB_IO_OK;
-		/* issue 24: a send or a read that failed is a connection that
-		 * broke (libpq may tell its status only at the next read) */
-		c->lost = r < 0;
-		if (r < 0)
+		if (r < 0) {
+			/* issue 24: a send or a read that failed is a connection
+			 * that broke (libpq may tell its status only at the next
+			 * read) */
+			c->lost = true;
 			return fail(c, NULL);
+		}
 		/* the server may be waiting for us to read before it reads on */
 		if (waited(c, wait_for(c->pg, POLLOUT | POLLIN, deadline)) != FB_IO_OK)
 			return FB_IO_ERROR;
