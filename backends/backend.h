@@ -19,6 +19,10 @@
  * reply never came is of unknown outcome: the run counts it as
  * indeterminate, never as corrupt, and the store's own history (which the
  * engine writes in the same step as the balance) tells later what it did.
+ * An engine may first connect again when its connection broke (issue 24:
+ * Redis, PostgreSQL) and settle such a write from that history itself:
+ * accepted if the history holds it, else sent again, once; FB_IO_ERROR
+ * only when it cannot.
  */
 #ifndef FB_BACKEND_H
 #define FB_BACKEND_H

@@ -44,7 +44,11 @@
 /* cfg->timeout_ns of 0; and the least a connection attempt is given (libpq's
  * own floor for connect_timeout) */
 #define DEFAULT_TIMEOUT_NS (UINT64_C(10) * 1000000000)
-#define MIN_CONNECT_NS     (UINT64_C(2) * 1000000000)
+/* issue 24: how long a connection that broke is dialled again, and how
+ * many times one call connects again before it gives up */
+#define RELINK_NS      (UINT64_C(1) * 1000000000)
+#define RELINK_TRIES   3
+#define MIN_CONNECT_NS (UINT64_C(2) * 1000000000)
 
 /* pg_type OIDs of the parameters (server/catalog/pg_type_d.h, not in libpq-fe.h) */
 #define INT8OID 20
@@ -61,6 +65,18 @@ typedef struct pg_conn {
 	uint16_t worker;
 	const char *doing; /* the store operation under way ("fenced write"), or NULL */
 	char err[768];
+	/* issue 24: the server's pid of this connection's backend; whether
+	 * the connection broke (libpq may not say so yet, or a pipeline cut
+	 * short closed it already); and per store the last write this
+	 * connection saw accepted (key, token) and how many copies of it:
+	 * what a write whose reply was lost is settled against */
+	int pid;
+	bool lost;
+	struct {
+		uint32_t key;
+		uint64_t token;
+		unsigned copies;
+	} acked[FB_DISCIPLINES];
 } pg_conn;
 
 /*
@@ -218,13 +234,20 @@ static fb_io flush_by(pg_conn *c, uint64_t deadline)
 		int r = PQflush(c->pg);
 		if (r == 0)
 			return FB_IO_OK;
-		if (r < 0)
+		if (r < 0) {
+			/* issue 24: a send or a read that failed is a connection
+			 * that broke (libpq may tell its status only at the next
+			 * read) */
+			c->lost = true;
 			return fail(c, NULL);
+		}
 		/* the server may be waiting for us to read before it reads on */
 		if (waited(c, wait_for(c->pg, POLLOUT | POLLIN, deadline)) != FB_IO_OK)
 			return FB_IO_ERROR;
-		if (!PQconsumeInput(c->pg))
+		if (!PQconsumeInput(c->pg)) {
+			c->lost = true;
 			return fail(c, NULL);
+		}
 	}
 }
 
@@ -234,8 +257,10 @@ static fb_io ready_by(pg_conn *c, uint64_t deadline)
 	while (PQisBusy(c->pg)) {
 		if (waited(c, wait_for(c->pg, POLLIN, deadline)) != FB_IO_OK)
 			return FB_IO_ERROR;
-		if (!PQconsumeInput(c->pg))
+		if (!PQconsumeInput(c->pg)) {
+			c->lost = true; /* issue 24 */
 			return fail(c, NULL);
+		}
 	}
 	return FB_IO_OK;
 }
@@ -259,6 +284,7 @@ static PGresult *finish(pg_conn *c, uint64_t deadline, int sent, bool rows)
 	if (!c->pg) /* closed by an earlier call's timeout: its message stands */
 		return NULL;
 	if (!sent) {
+		c->lost = true; /* issue 24: libpq refused to send on it */
 		fail(c, NULL);
 		return NULL;
 	}
@@ -343,6 +369,8 @@ static fb_err dial(pg_engine *e, uint16_t worker, pg_conn *c, char *err, size_t 
 		goto fail;
 	}
 	PQsetNoticeProcessor(c->pg, quiet, NULL);
+	c->pid = PQbackendPID(c->pg);
+	c->lost = false;
 	if (PQsetnonblocking(c->pg, 1) != 0) {
 		fail(c, NULL);
 		fb_say(err, errlen, "%s", c->err);
@@ -1057,6 +1085,16 @@ static fb_io user_read(pg_conn *c, PGresult *res, uint32_t key, fb_store_result 
 	return FB_IO_OK;
 }
 
+/* A write store d accepted, in this connection's own count. */
+static void note_acked(pg_conn *c, fb_discipline d, uint32_t key, uint64_t token)
+{
+	if (c->acked[d].key != key || c->acked[d].token != token)
+		c->acked[d].copies = 0;
+	c->acked[d].key = key;
+	c->acked[d].token = token;
+	c->acked[d].copies++;
+}
+
 /*
  * An operation's result (cleared here) as store d's outcome. NULL: it
  * failed, c->err says why. A write or debit that touched no row was
@@ -1098,6 +1136,8 @@ static fb_io outcome(pg_conn *c, int kind, fb_discipline d, uint32_t key, uint64
 	r->highest_written = fence >= seen;
 	r->stale = !read && PQgetvalue(res, 0, 5)[0] == 't';
 	PQclear(res);
+	if (!read)
+		note_acked(c, d, key, token);
 	return FB_IO_OK;
 }
 
@@ -1107,8 +1147,8 @@ static fb_io outcome(pg_conn *c, int kind, fb_discipline d, uint32_t key, uint64
  * (refused); a fenced read is an UPDATE that registers its token unless a
  * higher one was seen; the other reads are a plain SELECT.
  */
-static fb_io one(pg_conn *c, int kind, fb_discipline d, uint32_t key, int64_t value, uint64_t token,
-                 fb_store_result *r)
+static fb_io one_once(pg_conn *c, int kind, fb_discipline d, uint32_t key, int64_t value,
+                      uint64_t token, fb_store_result *r)
 {
 	pg_call q;
 	fb_io io;
@@ -1119,6 +1159,143 @@ static fb_io one(pg_conn *c, int kind, fb_discipline d, uint32_t key, int64_t va
 	PGresult *res = finish(c, deadline, send_call(c, &q), true);
 	c->doing = NULL;
 	return outcome(c, kind, d, key, token, res, r);
+}
+
+/* ---- a lost reply, settled (issue 24) ---- */
+
+/* The connection broke (a reset, a backend that died; libpq may have
+ * been told first, or a pipeline cut short closed it): not a timeout
+ * (which closes it too, saying so), nor a server's error (which leaves it
+ * open). */
+static bool broke(const pg_conn *c)
+{
+	return c->lost || (c->pg && PQstatus(c->pg) == CONNECTION_BAD);
+}
+
+/* A plain statement's single integer (the first column of its one row);
+ * -1 when it failed (c->err says why). */
+static long long scalar(pg_conn *c, const char *sql)
+{
+	PGresult *res = query(c, sql, true);
+	if (!res)
+		return -1;
+	long long v = PQntuples(res) == 1 && !PQgetisnull(res, 0, 0) ? i64(res, 0, 0) : -1;
+	PQclear(res);
+	return v;
+}
+
+/*
+ * Connect a connection that broke again: dialled for up to RELINK_NS, its
+ * statements prepared; then its old backend is ended and waited for
+ * (pg_terminate_backend, then until pg_stat_activity no longer lists it,
+ * for up to the timeout), so that a transaction it still ran is committed
+ * or rolled back for good before the history is asked. False: c->err says
+ * why.
+ */
+static bool relink(pg_conn *c)
+{
+	int old = c->pid;
+	char first[sizeof c->err];
+	memcpy(first, c->err, sizeof first);
+	PQfinish(c->pg);
+	c->pg = NULL;
+	char err[sizeof c->err] = "";
+	uint64_t t0 = now_ns();
+	while (dial(c->e, c->worker, c, err, sizeof err) != FB_OK ||
+	       prepare_statements(c, err, sizeof err) != FB_OK) {
+		PQfinish(c->pg);
+		c->pg = NULL;
+		if (now_ns() - t0 > RELINK_NS) {
+			fb_say(c->err, sizeof c->err,
+			       "lost (%.300s), and the server did not answer after it: %.300s",
+			       first, err);
+			return false;
+		}
+		fb_sleep_ns(50000000);
+	}
+	if (old <= 0)
+		return true;
+	char sql[160];
+	fb_say(sql, sizeof sql, "SELECT pg_terminate_backend(%d)::int", old);
+	if (scalar(c, sql) < 0)
+		return false;
+	fb_say(sql, sizeof sql, "SELECT count(*) FROM pg_stat_activity WHERE pid = %d", old);
+	uint64_t deadline = deadline_of(c);
+	long long n;
+	while ((n = scalar(c, sql)) > 0 && now_ns() < deadline)
+		fb_sleep_ns(10000000);
+	if (n > 0) /* else c->err says why the query failed */
+		fb_say(c->err, sizeof c->err,
+		       "%s: the backend of a lost connection (pid %d) did not end", c->e->redacted,
+		       old);
+	return n == 0;
+}
+
+/*
+ * A write whose reply was lost, on the connection made again: the history
+ * the write inserts in its own statement says whether it committed. One
+ * copy more of (key, token) from this worker than this connection saw
+ * accepted is the lost write, accepted, as the history tells it (the
+ * highest fence before it: the history's highest before it; in fenced,
+ * reads may have raised it within what the write still passed). None: it
+ * never committed, and it is sent again, a write of its own. The user's
+ * own statements (sql=FILE) keep no history here: not settled.
+ */
+static fb_io settle(pg_conn *c, int kind, fb_discipline d, uint32_t key, int64_t value,
+                    uint64_t token, fb_store_result *r)
+{
+	if (kind == ST_READ)
+		return one_once(c, kind, d, key, value, token, r);
+	if (d == FB_FENCED && c->e->own) {
+		fb_say(c->err, sizeof c->err,
+		       "%s: %s write: its reply was lost, and your own SQL keeps no history to "
+		       "settle it from",
+		       c->e->redacted, fb_discipline_name(d));
+		return FB_IO_ERROR;
+	}
+	char sql[640];
+	fb_say(sql, sizeof sql,
+	       "SELECT version, after, before, stale,"
+	       " (SELECT coalesce(max(fence), 0) FROM fencebench_history p"
+	       "  WHERE p.discipline = h.discipline AND p.id = h.id AND p.version < h.version),"
+	       " (SELECT coalesce(max(fence), 0) FROM fencebench_history p"
+	       "  WHERE p.discipline = h.discipline AND p.id = h.id AND p.version = h.version - 1)"
+	       " FROM fencebench_history h WHERE discipline = %d AND id = %u AND fence = %llu"
+	       " AND client = %u AND worker = %u ORDER BY version",
+	       (int)d, key, (unsigned long long)token, c->e->cfg.client_id, (unsigned)c->worker);
+	PGresult *res = query(c, sql, true);
+	if (!res)
+		return FB_IO_ERROR;
+	int copies = PQntuples(res);
+	int acked =
+	        c->acked[d].key == key && c->acked[d].token == token ? (int)c->acked[d].copies : 0;
+	if (copies <= acked) {
+		PQclear(res);
+		return one_once(c, kind, d, key, value, token, r);
+	}
+	int i = copies - 1;
+	uint64_t top = (uint64_t)i64(res, i, 4), last = (uint64_t)i64(res, i, 5);
+	*r = (fb_store_result){.ok = true,
+	                       .stale = PQgetvalue(res, i, 3)[0] == 't',
+	                       .version = (uint64_t)i64(res, i, 0),
+	                       .balance = i64(res, i, 1),
+	                       .before = i64(res, i, 2),
+	                       .token = token,
+	                       .highest = top,
+	                       .highest_written = top == last};
+	PQclear(res);
+	note_acked(c, d, key, token);
+	return FB_IO_OK;
+}
+
+static fb_io one(pg_conn *c, int kind, fb_discipline d, uint32_t key, int64_t value, uint64_t token,
+                 fb_store_result *r)
+{
+	fb_io io = one_once(c, kind, d, key, value, token, r);
+	for (int t = 0; io == FB_IO_ERROR && t < RELINK_TRIES && broke(c); t++)
+		if (relink(c))
+			io = settle(c, kind, d, key, value, token, r);
+	return io;
 }
 
 static fb_io pg_write(void *conn, fb_discipline d, uint32_t key, int64_t balance, uint64_t token,
@@ -1170,7 +1347,10 @@ static int pipeline_send(pg_conn *c, int n, const pg_call *q, uint64_t deadline)
 		queued++;
 	if (queued < n) {
 		fail(c, NULL);
-		/* a statement queued without its sync point must never run */
+		/* a statement queued without its sync point must never run; a
+		 * connection that refused to take one broke (issue 24: made
+		 * again, its old backend ended, before anything is settled) */
+		c->lost = true;
 		PQfinish(c->pg);
 		c->pg = NULL;
 		return queued;
@@ -1248,11 +1428,33 @@ static void pg_batch(void *conn, int n, const fb_store_op *ops, uint32_t key, ui
 		if (io[i] == FB_IO_ERROR && !first[0])
 			memcpy(first, c->err, sizeof first);
 	}
-	if (c->pg && PQpipelineStatus(c->pg) != PQ_PIPELINE_OFF && !PQexitPipelineMode(c->pg)) {
+	bool lost = broke(c); /* issue 24: settled below, once made again */
+	if (!lost && c->pg && PQpipelineStatus(c->pg) != PQ_PIPELINE_OFF &&
+	    !PQexitPipelineMode(c->pg)) {
 		if (!first[0])
 			fail(c, NULL);
 		PQfinish(c->pg); /* results still due: no later call could trust it */
 		c->pg = NULL;
+	}
+	/* a reset mid-batch: each call it left unanswered is asked again or
+	 * settled, in order, one statement at a time */
+	for (int t = 0; lost && t < RELINK_TRIES; t++) {
+		lost = false;
+		if (!relink(c)) { /* a reset may strike the new one too */
+			memcpy(first, c->err, sizeof first);
+			lost = broke(c);
+			continue;
+		}
+		first[0] = 0;
+		for (int j = 0; j < ns && !lost; j++) {
+			int i = sent[j];
+			if (io[i] != FB_IO_ERROR)
+				continue;
+			io[i] = settle(c, kind[i], ops[i].d, key, ops[i].value, token, &r[i]);
+			if (io[i] == FB_IO_ERROR && !first[0])
+				memcpy(first, c->err, sizeof first);
+			lost = io[i] == FB_IO_ERROR && broke(c);
+		}
 	}
 	if (first[0])
 		memcpy(c->err, first, sizeof first);
@@ -1292,10 +1494,9 @@ static fb_io user_final(pg_conn *c, uint32_t keys, int64_t *balance, uint64_t *l
 	return FB_IO_OK;
 }
 
-static fb_io pg_final(void *conn, fb_discipline d, uint32_t keys, int64_t *balance,
-                      uint64_t *last_fence)
+static fb_io final_once(pg_conn *c, fb_discipline d, uint32_t keys, int64_t *balance,
+                        uint64_t *last_fence)
 {
-	pg_conn *c = conn;
 	if (bad_discipline(c, d))
 		return FB_IO_ERROR;
 	if (d == FB_FENCED && c->e->own)
@@ -1329,6 +1530,19 @@ static fb_io pg_final(void *conn, fb_discipline d, uint32_t keys, int64_t *balan
 		return FB_IO_ERROR;
 	}
 	return FB_IO_OK;
+}
+
+/* Read again on a connection made again (issue 24: a reset may have
+ * struck it while it stood idle during the run). */
+static fb_io pg_final(void *conn, fb_discipline d, uint32_t keys, int64_t *balance,
+                      uint64_t *last_fence)
+{
+	pg_conn *c = conn;
+	fb_io io = final_once(c, d, keys, balance, last_fence);
+	for (int t = 0; io == FB_IO_ERROR && t < RELINK_TRIES && broke(c); t++)
+		if (relink(c))
+			io = final_once(c, d, keys, balance, last_fence);
+	return io;
 }
 
 /*

@@ -1309,8 +1309,8 @@ static bool store_relink(rconn *c)
  * raised it within what the write still passed). None: it never ran, and
  * it is sent again, a write of its own whose reply is its outcome.
  */
-static fb_io store_settle(rconn *c, fb_store_verb op, fb_discipline d, uint32_t key,
-                          uint64_t token, int64_t value, fb_store_result *r)
+static fb_io store_settle(rconn *c, fb_store_verb op, fb_discipline d, uint32_t key, uint64_t token,
+                          int64_t value, fb_store_result *r)
 {
 	fb_rcmd m = {0};
 	fb_rl_arg(&m, "LRANGE");
@@ -1344,7 +1344,8 @@ static fb_io store_settle(rconn *c, fb_store_verb op, fb_discipline d, uint32_t 
 		           fb_discipline_name(d), op_name[op]);
 		return FB_IO_ERROR;
 	}
-	unsigned acked = c->acked[d].key == key && c->acked[d].token == token ? c->acked[d].copies : 0;
+	unsigned acked =
+	        c->acked[d].key == key && c->acked[d].token == token ? c->acked[d].copies : 0;
 	if (copies <= acked)
 		return store_once(c, op, d, key, token, value, r);
 	*r = (fb_store_result){.ok = true,
@@ -1361,8 +1362,8 @@ static fb_io store_settle(rconn *c, fb_store_verb op, fb_discipline d, uint32_t 
 
 /* The operation again on a link connected again: a read is asked again, a
  * write settled. */
-static fb_io store_again(rconn *c, fb_store_verb op, fb_discipline d, uint32_t key,
-                         uint64_t token, int64_t value, fb_store_result *r)
+static fb_io store_again(rconn *c, fb_store_verb op, fb_discipline d, uint32_t key, uint64_t token,
+                         int64_t value, fb_store_result *r)
 {
 	return op == FB_STORE_READ ? store_once(c, op, d, key, token, value, r)
 	                           : store_settle(c, op, d, key, token, value, r);
@@ -1450,7 +1451,8 @@ static void store_batch(void *conn, int n, const fb_store_op *ops, uint32_t key,
 			int i = sent[j];
 			if (io[i] != FB_IO_ERROR)
 				continue;
-			io[i] = store_again(c, ops[i].verb, ops[i].d, key, token, ops[i].value, &r[i]);
+			io[i] = store_again(c, ops[i].verb, ops[i].d, key, token, ops[i].value,
+			                    &r[i]);
 			if (io[i] == FB_IO_ERROR && !first[0])
 				memcpy(first, c->l.err, sizeof first);
 		}

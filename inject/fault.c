@@ -1,9 +1,8 @@
 #include "fault.h"
 
 const char *const fb_fault_names[FB_FAULTS] = {
-        "pause",        "skew",      "delay",     "crash",      "renew",  "retry",
-        "server-pause", "node-jump", "partition", "wire-delay", "wire-reset",
-        "nemesis"};
+        "pause",        "skew",      "delay",     "crash",      "renew",      "retry",
+        "server-pause", "node-jump", "partition", "wire-delay", "wire-reset", "nemesis"};
 const char *const fb_wire_dir_names[FB_WIRE_DIRS] = {"both", "to-server", "to-client"};
 const char *const fb_fault_at_names[FB_AT_COUNT] = {"any",      "after-read", "after-check",
                                                     "takeover", "mix",        "takeover-read"};

@@ -271,7 +271,9 @@ bool fb_fault_gen_next(fb_fault_gen *g, fb_fault_decision *d)
 	if (fb_fault_wire(f)) { /* issue 24: the wire */
 		int i = f == FB_FAULT_WIRE_DELAY;
 		/* a reset has no length and tears both ways down */
-		d->arg_ns = f == FB_FAULT_WIRE_RESET ? 0 : draw(g, c->wire_min_ns[i], c->wire_max_ns[i]);
+		d->arg_ns = f == FB_FAULT_WIRE_RESET
+		                    ? 0
+		                    : draw(g, c->wire_min_ns[i], c->wire_max_ns[i]);
 		d->at = (fb_fault_at)fb_prng_below(&g->rng, FB_WIRE_DIRS);
 		if (f == FB_FAULT_WIRE_RESET)
 			d->at = (fb_fault_at)FB_WIRE_BOTH;

@@ -201,9 +201,8 @@ fb_err fb_plan_read(const char *path, uint32_t threads, unsigned flags, fb_plan 
 		}
 		int fi = lookup(fault, fb_fault_names, FB_FAULTS);
 		int ai = fi == FB_FAULT_SKEW ? lookup(at, skew_names, 3)
-		         : fb_fault_wire(fi)
-		                 ? lookup(at, fb_wire_dir_names, FB_WIRE_DIRS)
-		                 : lookup(at, fb_fault_at_names, FB_AT_COUNT);
+		         : fb_fault_wire(fi) ? lookup(at, fb_wire_dir_names, FB_WIRE_DIRS)
+		                             : lookup(at, fb_fault_at_names, FB_AT_COUNT);
 		int ph = strcmp(phase, "-") ? lookup(phase, phase_names, 3) : 0;
 		if (fi < 0 || ai < 0 || ph < 0) {
 			snprintf(err, errlen, "%s:%u: unknown %s '%s'", path, lineno,

@@ -392,10 +392,10 @@ void fb_test_store_batch_lost_after_first(const fb_store_ops *S, void *conn, boo
 	      (unsigned long long)r[0].version, S->error(conn));
 	if (settles) {
 		for (int i = 1; i < 3; i++)
-			check(io[i] == FB_IO_OK && r[i].ok && r[i].version == 1 && r[i].balance == 90 &&
-			              !r[i].stale && r[i].token == 1,
-			      "%s: the write never answered, which the server ran, is settled from "
-			      "its history as accepted once (%d, version %llu, balance %lld): %s",
+			check(io[i] == FB_IO_OK && r[i].ok && r[i].version == 1 &&
+			              r[i].balance == 90 && !r[i].stale && r[i].token == 1,
+			      "%s: the write never answered is settled from the history as "
+			      "accepted, once (%d, version %llu, balance %lld): %s",
 			      fb_discipline_name(writes[i].d), (int)io[i],
 			      (unsigned long long)r[i].version, (long long)r[i].balance,
 			      S->error(conn));

@@ -110,9 +110,9 @@ void fb_test_store_batch_one_store_fails(const fb_store_ops *S, void *conn, uint
  * the other two FB_IO_ERROR (indeterminate), and a later call fails at
  * once. What the server did with those two is the caller's to check.
  * settles (issue 24: an engine that connects again after a broken
- * connection): the server ran the other two, and the engine, connected
- * again, settles them from the store's history as accepted, with the
- * history's versions and balances, and serves the next call.
+ * connection): the engine, connected again, settles the other two from
+ * the store's history (found there if the server ran them, else sent
+ * again, once): accepted, version 1, balance 90; and serves the next call.
  */
 void fb_test_store_batch_lost_after_first(const fb_store_ops *S, void *conn, bool settles);
 

@@ -26,6 +26,7 @@
 #include "fbengine.h"
 #include "options.h"
 #include "postgres.h"
+#include "proxy.h"
 #include "servers.h"
 
 static fb_server server; /* one for every test but the ones that kill theirs */
@@ -608,21 +609,114 @@ static void test_a_server_error_in_a_batch_is_that_store_s_alone(void **state)
 	pg_end(&p);
 }
 
-/* The backend ends itself in the write-fenced statement (as a server shut
- * down mid-batch): the fenced write before it committed at its sync
- * point, the write-fenced one died with the backend, the unfenced one
- * never ran; to the client the last two are of unknown outcome. */
-static void test_a_connection_lost_mid_batch_leaves_the_unanswered_indeterminate(void **state)
+/* The history rows of store d, key 0, by a plain connection; -1: none. */
+static long long history_rows(int d)
+{
+	PGconn *c = PQconnectdb(server.url);
+	char sql[128];
+	snprintf(sql, sizeof sql,
+	         "SELECT count(*) FROM fencebench_history WHERE discipline = %d AND id = 0", d);
+	PGresult *res = PQstatus(c) == CONNECTION_OK ? PQexec(c, sql) : NULL;
+	long long n =
+	        res && PQresultStatus(res) == PGRES_TUPLES_OK ? atoll(PQgetvalue(res, 0, 0)) : -1;
+	PQclear(res);
+	PQfinish(c);
+	return n;
+}
+
+typedef struct lost_write {
+	void *conn;
+	fb_store_result r;
+	fb_io io;
+} lost_write;
+
+static void *write_in_thread(void *p)
+{
+	lost_write *w = p;
+	w->io = ops->debit(w->conn, FB_WRITE_FENCED, 0, 1, 5, &w->r);
+	return NULL;
+}
+
+/*
+ * Issue 24, a reply lost after its write committed: the store's
+ * connection goes through fencebench's proxy, which holds every byte
+ * towards the client; the debit commits (the test sees its history row on
+ * a connection of its own), then the proxy resets the connection. The
+ * engine connects again (through the proxy), ends the old backend, finds
+ * its debit in the history and settles it as accepted, with the version
+ * and balances there, without running it twice.
+ */
+static void test_a_reply_lost_after_the_commit_is_settled_as_accepted(void **state)
+{
+	(void)state;
+	fb_proxy *px = NULL;
+	int port = 0;
+	char err[512] = "", url[300];
+	check_eq(fb_proxy_start("127.0.0.1", server.port, 0, &px, &port, err, sizeof err), FB_OK,
+	         err);
+	const char *at = strchr(server.url, '@');
+	const char *slash = at ? strchr(at, '/') : NULL;
+	check(at && slash, "the server's URL is user@host:port/db: %s", server.url);
+	snprintf(url, sizeof url, "%.*s127.0.0.1:%d%s", (int)(at + 1 - server.url), server.url,
+	         port, slash);
+	fb_engine_config cfg = config(1, 100);
+	pg p = pg_start(url, &cfg, true, 1);
+	fb_proxy_stats st;
+	fb_proxy_stats_get(px, &st);
+	check_eq(st.conns, 2, "the admin connection, then the worker's (accept number 1)");
+	check_eq(fb_proxy_strike(px, FB_PROXY_DELAY, FB_PROXY_TO_CLIENT, UINT64_C(60000000000), 0,
+	                         true, 1),
+	         1, "the worker's replies held");
+	lost_write w = {.conn = p.conn};
+	pthread_t t;
+	check_eq(pthread_create(&t, NULL, write_in_thread, &w), 0, "the writer's thread");
+	/* bounded: the commit is the server's, in well under 30 s */
+	long long n = 0;
+	for (int i = 0; i < 3000 && n < 1; i++) {
+		n = history_rows(FB_WRITE_FENCED);
+		if (n < 1)
+			nanosleep(&(struct timespec){0, 10000000}, NULL);
+	}
+	check_eq(n, 1, "the debit committed while its reply was held");
+	check_eq(fb_proxy_strike(px, FB_PROXY_RESET, FB_PROXY_BOTH, 0, 0, true, 1), 1,
+	         "the worker's connection reset");
+	pthread_join(t, NULL);
+	check(w.io == FB_IO_OK && w.r.ok && w.r.version == 1 && w.r.balance == 99 &&
+	              w.r.before == 100 && !w.r.stale,
+	      "settled from the history as accepted (%d, version %llu, %lld -> %lld): %s",
+	      (int)w.io, (unsigned long long)w.r.version, (long long)w.r.before,
+	      (long long)w.r.balance, ops->error(p.conn));
+	check_eq(history_rows(FB_WRITE_FENCED), 1, "and not run twice");
+	fb_store_result r;
+	check(rd(&p, FB_WRITE_FENCED, 0, 5, &r) && r.balance == 99,
+	      "the connection made again serves the next call");
+	pg_end(&p);
+	fb_proxy_stop(px, NULL);
+}
+
+/* The backend ends itself in the write-fenced statement, once (as a
+ * server that drops a connection mid-batch): the fenced write before it
+ * committed at its sync point, the write-fenced one died with the backend,
+ * the unfenced one never ran. Issue 24: the engine connects again and
+ * settles the two from the history: neither is there, so each is sent
+ * again, once, and lands. */
+static void test_a_connection_lost_mid_batch_is_settled_from_the_history(void **state)
 {
 	(void)state;
 	fb_engine_config cfg = config(2, 100);
 	pg p = pg_start(server.url, &cfg, true, 1);
-	arm_write_fenced_trigger("PERFORM pg_terminate_backend(pg_backend_pid());");
-	fb_test_store_batch_lost_after_first(ops, p.conn, false);
+	sql_on(server.url, "DROP SEQUENCE IF EXISTS fb_test_once");
+	sql_on(server.url, "CREATE SEQUENCE fb_test_once");
+	arm_write_fenced_trigger("IF nextval('fb_test_once') = 1 THEN "
+	                         "PERFORM pg_terminate_backend(pg_backend_pid()); END IF;");
+	fb_test_store_batch_lost_after_first(ops, p.conn, true);
 	pg q = pg_start(server.url, &cfg, false, 2);
 	rows *rs = history_of(q.conn);
-	check(rs->n == 1 && rs->r[0].d == FENCED && rs->r[0].after == 90,
-	      "the history holds the fenced write alone (%d rows)", rs->n);
+	int per[FB_DISCIPLINES] = {0};
+	for (int i = 0; i < rs->n; i++)
+		per[rs->r[i].d] += rs->r[i].after == 90;
+	check(rs->n == 3 && per[0] == 1 && per[1] == 1 && per[2] == 1,
+	      "the history holds each store's write once (%d rows)", rs->n);
 	free(rs);
 	pg_end(&q);
 	pg_end(&p);
@@ -1038,8 +1132,8 @@ int main(void)
 	        cmocka_unit_test(test_a_batch_takes_each_store_s_outcome_on_its_own),
 	        cmocka_unit_test(test_fences_above_2_32_are_whole),
 	        cmocka_unit_test(test_a_server_error_in_a_batch_is_that_store_s_alone),
-	        cmocka_unit_test(
-	                test_a_connection_lost_mid_batch_leaves_the_unanswered_indeterminate),
+	        cmocka_unit_test(test_a_connection_lost_mid_batch_is_settled_from_the_history),
+	        cmocka_unit_test(test_a_reply_lost_after_the_commit_is_settled_as_accepted),
 	        cmocka_unit_test(test_prepare_not_fresh_joins_a_matching_store_and_refuses_another),
 	        cmocka_unit_test(test_version_is_the_servers),
 	        cmocka_unit_test(test_unreachable_url_is_esys_with_the_password_redacted),

@@ -1268,10 +1268,11 @@ static void test_server_killed_mid_run_gives_io_errors_not_crashes(void **state)
 			              r.version == 2 && r.balance == r.before - 1,
 			      "a debit whose reply was lost and that never ran lands once (version "
 			      "%llu, %lld -> %lld): %s",
-			      (unsigned long long)r.version, (long long)r.before, (long long)r.balance,
-			      S->error(b));
+			      (unsigned long long)r.version, (long long)r.before,
+			      (long long)r.balance, S->error(b));
 			int64_t bal[1];
-			check(S->final(b, FB_FENCED, 1, bal, NULL) == FB_IO_OK && bal[0] == r.balance,
+			check(S->final(b, FB_FENCED, 1, bal, NULL) == FB_IO_OK &&
+			              bal[0] == r.balance,
 			      "the store holds it: %lld", (long long)bal[0]);
 			L->disconnect(a);
 			S->disconnect(b);

@@ -107,12 +107,13 @@ static bool caught_up(void)
 	time_t until = time(NULL) + WAIT_S;
 	for (;;) {
 		redisReply *r = ask(&primary, "ROLE");
-		bool ok = r && r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
-		          r->element[1]->type == REDIS_REPLY_INTEGER &&
-		          r->element[2]->type == REDIS_REPLY_ARRAY && r->element[2]->elements == 1 &&
-		          r->element[2]->element[0]->type == REDIS_REPLY_ARRAY &&
-		          r->element[2]->element[0]->elements == 3 &&
-		          atoll(r->element[2]->element[0]->element[2]->str) >= r->element[1]->integer;
+		bool ok =
+		        r && r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+		        r->element[1]->type == REDIS_REPLY_INTEGER &&
+		        r->element[2]->type == REDIS_REPLY_ARRAY && r->element[2]->elements == 1 &&
+		        r->element[2]->element[0]->type == REDIS_REPLY_ARRAY &&
+		        r->element[2]->element[0]->elements == 3 &&
+		        atoll(r->element[2]->element[0]->element[2]->str) >= r->element[1]->integer;
 		freeReplyObject(r);
 		if (ok)
 			return true;
@@ -294,8 +295,9 @@ static void test_the_store_through_sentinel_follows_a_failover(void **state)
 	char url[600];
 	snprintf(url, sizeof url, "redis://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d/0?sentinel=fb",
 	         sentinel[0].port, sentinel[1].port, sentinel[2].port);
-	const char *args[] = {"-t", "4", "-k", "2", "-d", "1s", "--ttl", "1s", "--faults", "pause",
-	                      "--lease", store.url, "--store", url, NULL};
+	const char *args[] = {"-t",      "4",       "-k",      "2",        "-d",
+	                      "1s",      "--ttl",   "1s",      "--faults", "pause",
+	                      "--lease", store.url, "--store", url,        NULL};
 	fb_test_proc p;
 	json_object *doc = fb_test_run_doc_any(&p, args);
 	check(doc && p.code == 0 && fb_test_num(doc, "modes.fenced.accepted") > 0,

@@ -395,13 +395,26 @@ static void test_resets_are_survived_and_fenced_stays_safe(void **state)
 		char s[8];
 		snprintf(s, sizeof s, "%d", seed);
 		conns = redis_connections();
-		const char *args[] = {"-t",      "8",          "-k",
-		                      "1",       "-d",         "3s",
-		                      "--ttl",   "100ms",      "--seed",
-		                      s,         "--faults",   "pause,wire-reset",
-		                      "--wire-reset-rate",     "20",
-		                      "--lease", url,          "--store",
-		                      url,       "--plan-out", plan,
+		const char *args[] = {"-t",
+		                      "8",
+		                      "-k",
+		                      "1",
+		                      "-d",
+		                      "3s",
+		                      "--ttl",
+		                      "100ms",
+		                      "--seed",
+		                      s,
+		                      "--faults",
+		                      "pause,wire-reset",
+		                      "--wire-reset-rate",
+		                      "20",
+		                      "--lease",
+		                      url,
+		                      "--store",
+		                      url,
+		                      "--plan-out",
+		                      plan,
 		                      NULL};
 		if (doc) {
 			json_object_put(doc);
@@ -455,13 +468,13 @@ static void test_resets_are_survived_and_fenced_stays_safe(void **state)
 	check(resets > 0, "the plan records the resets (%d)", resets);
 	json_object_put(doc);
 	fb_test_release(&p);
-	const char *replay[] = {"-t",      "8",   "-k",     "1",    "-d",       "3s",
+	const char *replay[] = {"-t",      "8",     "-k",       "1",          "-d",      "3s",
 	                        "--ttl",   "100ms", "--faults", "wire-reset", "--lease", url,
-	                        "--store", url,   "--plan", plan,   NULL};
+	                        "--store", url,     "--plan",   plan,         NULL};
 	doc = fb_test_run_doc_any(&p, replay);
 	check(doc && p.code == 0 && fb_test_num(doc, "run.faults.wire_reset.taken") > 0,
-	      "the replay strikes planned resets and ends by its verdict: exit %d\n%s\n%s",
-	      p.code, p.out, p.err);
+	      "the replay strikes planned resets and ends by its verdict: exit %d\n%s\n%s", p.code,
+	      p.out, p.err);
 	json_object_put(doc);
 	fb_test_release(&p);
 	fb_test_rmtree(dir);

@@ -186,8 +186,8 @@ static const opt opts[] = {
         {"wire-reset-rate", 0, "R", K_RATE, OFF(wire_reset_rate), 0, 0, 1000000, NULL, 0,
          "wire_reset_rate", 0, true,
          "resets per second: one proxied connection is torn down with an RST both ways; the "
-         "Redis engine connects again and settles the call in flight from the store, the "
-         "others end the run (exit 3) (default 5)",
+         "Redis engine and the PostgreSQL store connect again and settle the call in flight "
+         "from the store, the others end the run (exit 3) (default 5)",
          NEED_FAULT(FB_FAULT_WIRE_RESET), W_STRESS},
         {"nemesis", 0, "exec:CMD", K_STRING, OFF(nemesis), 0, 0, 0, NULL, 0, "nemesis", 0, true,
          "the nemesis fault runs 'CMD start NAME' when it strikes and 'CMD heal NAME' its "
@@ -1178,9 +1178,11 @@ static int check_combinations(const fb_config *cfg)
 		        "fencebench: --faults: '%s' strikes the wire through fencebench's "
 		        "proxy: add proxy=1 to a --lease or --store URL "
 		        "(redis://127.0.0.1:6379/0?proxy=1)\n",
-		        fb_fault_names[(cfg->faults & (1u << FB_FAULT_PARTITION))    ? FB_FAULT_PARTITION
-		                       : (cfg->faults & (1u << FB_FAULT_WIRE_DELAY)) ? FB_FAULT_WIRE_DELAY
-		                                                                     : FB_FAULT_WIRE_RESET]);
+		        fb_fault_names[(cfg->faults & (1u << FB_FAULT_PARTITION))
+		                               ? FB_FAULT_PARTITION
+		                       : (cfg->faults & (1u << FB_FAULT_WIRE_DELAY))
+		                               ? FB_FAULT_WIRE_DELAY
+		                               : FB_FAULT_WIRE_RESET]);
 		return -1;
 	}
 	if (check_nemesis(cfg))

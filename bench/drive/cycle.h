@@ -124,7 +124,8 @@ typedef struct fb_worker {
 	uint64_t n;              /* cycles begun */
 	uint64_t t0, t1, tw, t2; /* a timed cycle's start, acquired, first write, written */
 	uint64_t local_deadline, steps, spauses, jumps, delay;
-	uint64_t wires[FB_FAULTS_OUTSIDE]; /* issue 24: wire and nemesis faults so far, at the acquire */
+	/* issue 24: wire and nemesis faults so far, at the acquire */
+	uint64_t wires[FB_FAULTS_OUTSIDE];
 	uint64_t outside0;    /* ... and the outside faults' log, then */
 	uint64_t stale_newer; /* the fence a stale write went behind */
 	int64_t erased;       /* ... and the debits it erased */
