@@ -46,6 +46,8 @@ typedef struct fb_feed_log {
 	bool spill_own; /* spill is the log's own malloc (it outgrew its first) */
 	uint32_t nspill, capspill;
 	fb_check_rec *spill;
+	_Atomic uint8_t *news;  /* its byte of the feed's news (many producers), or NULL */
+	_Atomic uint8_t *group; /* ... and its group's: some log of 64 has news */
 	/* producer to consumer */
 	alignas(FB_PAD_LINE) _Atomic uint64_t published;
 	/* consumer to producer */
@@ -177,6 +179,14 @@ static inline void fb_feed_publish(fb_feed_log *l)
 {
 	/* release: the records' fields before the count that shows them */
 	atomic_store_explicit(&l->published, l->head, memory_order_release);
+	/* release: the count before the news, which a pass takes with an
+	 * acquiring exchange. A plain store: a load first, to spare it,
+	 * could see news that a pass was just taking, and the count would
+	 * wait unseen. */
+	if (l->news) {
+		atomic_store_explicit(l->news, 1, memory_order_release);
+		atomic_store_explicit(l->group, 1, memory_order_release);
+	}
 }
 
 /*
