@@ -629,6 +629,19 @@ static void test_a_pass_over_many_logs_visits_each_with_news(void **state)
 	fb_checker_destroy(c);
 }
 
+/* The consumer's capacity (fencebench floor): a correct store's records
+ * from many logs, every one walked, at some rate. */
+static void test_the_consumer_alone_walks_every_record_it_is_fed(void **state)
+{
+	(void)state;
+	double rate = 0;
+	uint64_t unwalked = 1;
+	check_eq(fb_feed_capacity(65, 16, 2 * MS, &rate, &unwalked), FB_OK, "measured");
+	check_eq(unwalked, 0, "every record put was walked");
+	check(rate > 0, "a rate: %f", rate);
+	check_eq(fb_feed_capacity(65, 0, MS, &rate, &unwalked), FB_EINVAL, "no keys: refused");
+}
+
 /*
  * The run's end, said (the stop flag) or only due (its time passed while
  * the producers that would say it waited): a producer whose log is full
@@ -1109,6 +1122,7 @@ int main(void)
 	        cmocka_unit_test(test_a_log_held_by_a_missing_version_is_bounded),
 	        cmocka_unit_test(test_a_full_log_spills_at_the_runs_end_said_or_due),
 	        cmocka_unit_test(test_a_pass_over_many_logs_visits_each_with_news),
+	        cmocka_unit_test(test_the_consumer_alone_walks_every_record_it_is_fed),
 	        cmocka_unit_test(test_the_wait_bound_counts_from_the_walks_last_move),
 	        cmocka_unit_test(test_a_producer_waiting_for_room_is_woken_and_walked),
 	        cmocka_unit_test(test_records_of_an_unchecked_store_never_hold_a_log),

@@ -874,3 +874,98 @@ void fb_feed_stop(fb_feed *f)
 			break;
 	}
 }
+
+/* ---- the consumer alone ---- */
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Fill every log of f, a record a log in turn, each key's versions, fences
+ * and balances following one another as a correct store's would. */
+static uint64_t capacity_fill(fb_feed *f, uint32_t keys, uint16_t *ver, uint64_t *fence,
+                              int64_t *bal, uint32_t *next_key)
+{
+	uint64_t put = 0;
+	for (bool room = true; room;) {
+		room = false;
+		for (uint32_t i = 0; i < f->n; i++) {
+			fb_feed_log *l = &f->logs[i];
+			fb_check_rec *r = fb_feed_slot(l);
+			if (!r)
+				continue;
+			uint32_t k = (*next_key)++ % keys;
+			*r = (fb_check_rec){.fence = ++fence[k],
+			                    .read = bal[k],
+			                    .replaced = bal[k],
+			                    .written = bal[k] - 1,
+			                    .version = ver[k]++,
+			                    .key = k,
+			                    .writer = (uint16_t)(i + 1),
+			                    .d = FB_FENCED};
+			bal[k]--;
+			fb_feed_put(l);
+			put++;
+			room = true;
+		}
+	}
+	for (uint32_t i = 0; i < f->n; i++)
+		fb_feed_publish(&f->logs[i]);
+	return put;
+}
+
+fb_err fb_feed_capacity(uint32_t producers, uint32_t keys, uint64_t duration_ns, double *records_s,
+                        uint64_t *unwalked)
+{
+	uint32_t cap, ahead;
+	if (!keys || fb_feed_plan(producers, fb_checker_in_flight(producers), &cap, &ahead))
+		return FB_EINVAL;
+	fb_checker *c = NULL;
+	fb_feed *f = NULL;
+	uint16_t *ver = calloc(keys, sizeof *ver);
+	uint64_t *fence = calloc(keys, sizeof *fence);
+	int64_t *bal = malloc((size_t)keys * sizeof *bal);
+	fb_err e = FB_ENOMEM;
+	if (!ver || !fence || !bal)
+		goto out;
+	const int64_t initial = INT64_C(1) << 40;
+	for (uint32_t k = 0; k < keys; k++) {
+		ver[k] = 1;
+		bal[k] = initial;
+	}
+	if ((e = fb_checker_create(keys, ahead, initial, &c)))
+		goto out;
+	fb_checker *cs[FB_DISCIPLINES] = {[FB_FENCED] = c};
+	if ((e = fb_feed_create(producers, cap, cs, false, &f)))
+		goto out;
+	uint64_t spent = 0, taken = 0, put = 0, t_end = mono_ns() + 4 * duration_ns;
+	uint32_t next_key = 0;
+	/* only the passes are timed: the filling is the producers' work */
+	while (spent < duration_ns && mono_ns() < t_end) {
+		put += capacity_fill(f, keys, ver, fence, bal, &next_key);
+		uint64_t n, t0 = mono_ns();
+		fb_feed_pass(f, &n);
+		spent += mono_ns() - t0;
+		taken += n;
+	}
+	*records_s = spent ? (double)taken * 1e9 / (double)spent : 0;
+	fb_feed_stop(f); /* the rest, walked */
+	uint64_t sum = 0;
+	for (uint32_t k = 0; k < keys; k++) {
+		fb_check_key ck;
+		fb_checker_key(c, k, &ck);
+		sum += ck.checked;
+	}
+	*unwalked = put - sum;
+	e = FB_OK;
+out:
+	fb_feed_destroy(f);
+	fb_checker_destroy(c);
+	free(ver);
+	free(fence);
+	free(bal);
+	return e;
+}

@@ -213,4 +213,16 @@ static inline bool fb_feed_spilling(const fb_feed_log *l)
  * wait was given up), or no memory. */
 fb_check_rec *fb_feed_spill(fb_feed_log *l);
 
+/*
+ * The consumer's capacity, measured alone (fencebench floor): one thread
+ * fills a feed of `producers` logs with a correct store's records over
+ * `keys` keys, a record a log in turn, and times only the passes that walk
+ * them into a checker, for about duration_ns of passes. *records_s: records
+ * walked a second of passes; *unwalked: records put that the checker did
+ * not walk once the feed stopped (0 unless the feed lost one). FB_EINVAL: no
+ * plan for these.
+ */
+fb_err fb_feed_capacity(uint32_t producers, uint32_t keys, uint64_t duration_ns, double *records_s,
+                        uint64_t *unwalked);
+
 #endif
