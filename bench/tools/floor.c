@@ -746,8 +746,9 @@ int fb_floor_main(int argc, char **argv)
 		fb_err e = fb_feed_capacity(most + 1, c.keys, c.duration_ns, &consumer, &lost);
 		if (e == FB_OK && !lost) {
 			char g[32], o[32];
-			printf("\nconsumer: %s records/s alone (the checker's walk on one thread, fed "
-			       "by %u logs over %u keys): keeps up with %s ops/s of a 3-mode run\n",
+			printf("\nconsumer: %s records/s alone (the checker's walk on one "
+			       "thread, fed by %u logs over %u keys): keeps up with %s ops/s of "
+			       "a 3-mode run\n",
 			       fb_grouped(g, sizeof g, consumer), most + 1, c.keys,
 			       fb_grouped(o, sizeof o, consumer / 3));
 		} else {

@@ -46,10 +46,10 @@ struct fb_feed {
 	 * the lock held the whole run's records for seconds. NULL: few
 	 * producers, every pass looks at every log. */
 	_Atomic uint8_t *news;
-	_Atomic uint8_t *groups;    /* a byte 64 logs: one of them has news (a hint) */
-	uint32_t passes_since_all;  /* the consumer's: passes since one looked at all news */
+	_Atomic uint8_t *groups;     /* a byte 64 logs: one of them has news (a hint) */
+	uint32_t passes_since_all;   /* the consumer's: passes since one looked at all news */
 	_Atomic uint64_t *near_bits; /* a bit a log whose producer waits for a walk (many) */
-	fb_checker *checker[4];  /* by discipline; NULL: not checked (and the 4th) */
+	fb_checker *checker[4];      /* by discipline; NULL: not checked (and the 4th) */
 	bool signals;
 	uint32_t limit[FB_DISCIPLINES]; /* wide logs: how far ahead a record may be put */
 	bool wide;
@@ -517,9 +517,10 @@ static void near_again(fb_feed *f)
 			i += 63;
 			continue;
 		}
-		if (f->near_bits && !(atomic_load_explicit(&f->near_bits[i / 64],
-		                                           memory_order_relaxed) >>
-		                      (i % 64) & 1))
+		uint64_t bits = f->near_bits ? atomic_load_explicit(&f->near_bits[i / 64],
+		                                                    memory_order_relaxed)
+		                             : ~UINT64_C(0);
+		if (!(bits >> (i % 64) & 1))
 			continue;
 		fb_feed_log *l = &f->logs[i];
 		/* acquire: pairs with the waiter's seq_cst flag, stored after want */
