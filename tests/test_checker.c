@@ -625,6 +625,67 @@ static void test_a_log_held_by_a_missing_version_is_bounded(void **state)
 	fb_checker_destroy(c);
 }
 
+/* Put one record in producer i's log of f and publish it. */
+static void put_one(fb_feed *f, uint32_t i, fb_check_rec r)
+{
+	fb_feed_log *log = fb_feed_log_of(f, i);
+	fb_check_rec *slot = fb_feed_slot(log);
+	check(slot, "room in log %u", i);
+	*slot = r;
+	fb_feed_put(log);
+	fb_feed_publish(log);
+}
+
+/*
+ * Hundreds of producers: a pass visits only the logs with news (published
+ * since the last look, or a head held by its walk), found through their
+ * groups of 64. One pass takes what every log published, and a log whose
+ * head was held is looked at again by the pass that moves its walk, its
+ * producer having published nothing since.
+ */
+static void test_a_pass_over_many_logs_visits_each_with_news(void **state)
+{
+	(void)state;
+	enum { LOGS = 300 };
+	fb_checker *c; /* 2^16 keys: a ring of 4 */
+	check_eq(fb_checker_create(1u << 16, 16, 100, &c), FB_OK, "checker");
+	fb_checker *cs[FB_DISCIPLINES] = {[FB_FENCED] = c};
+	fb_feed *f;
+	check_eq(fb_feed_create(LOGS, 16, cs, false, &f), FB_OK, "300 logs");
+	for (uint32_t i = 0; i < LOGS; i++) /* key i's first version, in log i */
+		put_one(f, i, rec(100 + i, 1, 1, 100, 100, 100));
+	uint64_t n = 0;
+	check(fb_feed_pass(f, &n), "a pass");
+	check_eq(n, LOGS, "one pass took every log's record");
+	/* key 7: versions 2..10 in the last log; too far ahead for the ring */
+	for (uint16_t v = 2; v <= 10; v++)
+		put_one(f, LOGS - 1, rec(7, v, v, 100, 100, 100));
+	check(fb_feed_pass(f, &n), "a pass");
+	fb_check_key k;
+	fb_checker_key(c, 7, &k);
+	check_eq(k.checked, 0, "nothing walked before version 1");
+	check(n < 9, "the last log's head is held (%llu taken)", (unsigned long long)n);
+	put_one(f, 5, rec(7, 1, 1, 100, 100, 100)); /* another group's log */
+	check(fb_feed_pass(f, &n), "a pass");
+	fb_checker_key(c, 7, &k);
+	check_eq(k.checked, 10, "the one pass that brought version 1 walked the held log too");
+	fb_feed_destroy(f);
+	fb_checker_destroy(c);
+}
+
+/* The consumer's capacity (fencebench floor): a correct store's records
+ * from many logs, every one walked, at some rate. */
+static void test_the_consumer_alone_walks_every_record_it_is_fed(void **state)
+{
+	(void)state;
+	double rate = 0;
+	uint64_t unwalked = 1;
+	check_eq(fb_feed_capacity(65, 16, 2 * MS, &rate, &unwalked), FB_OK, "measured");
+	check_eq(unwalked, 0, "every record put was walked");
+	check(rate > 0, "a rate: %f", rate);
+	check_eq(fb_feed_capacity(65, 0, MS, &rate, &unwalked), FB_EINVAL, "no keys: refused");
+}
+
 /*
  * The run's end, said (the stop flag) or only due (its time passed while
  * the producers that would say it waited): a producer whose log is full
@@ -1105,6 +1166,8 @@ int main(void)
 	        cmocka_unit_test(test_threads_sharing_versions_count_every_duplicate_once),
 	        cmocka_unit_test(test_a_log_held_by_a_missing_version_is_bounded),
 	        cmocka_unit_test(test_a_full_log_spills_at_the_runs_end_said_or_due),
+	        cmocka_unit_test(test_a_pass_over_many_logs_visits_each_with_news),
+	        cmocka_unit_test(test_the_consumer_alone_walks_every_record_it_is_fed),
 	        cmocka_unit_test(test_the_wait_bound_counts_from_the_walks_last_move),
 	        cmocka_unit_test(test_a_producer_waiting_for_room_is_woken_and_walked),
 	        cmocka_unit_test(test_records_of_an_unchecked_store_never_hold_a_log),

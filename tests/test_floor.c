@@ -359,6 +359,11 @@ static void test_json_has_the_schema_and_one_row_per_thread_count(void **state)
 	              json_object_is_type(rows, json_type_array),
 	      "rows is an array");
 	check_eq(json_object_array_length(rows), 2, "one row per thread count");
+	check(strstr(p.out, "consumer: ") && strstr(p.out, " records/s alone"),
+	      "the consumer's capacity is printed beside the table: %s", p.out);
+	check(json_object_object_get_ex(doc, "consumer_records_s", &v) &&
+	              json_object_get_double(v) > 0,
+	      "consumer_records_s is measured");
 	const char *keys[] = {"fetch_add_ops_s", "pipeline_global_ops_s", "pipeline_per_key_ops_s",
 	                      "mutex_ops_s"};
 	for (size_t i = 0; i < 2; i++) {

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "feed.h"
 #include "options.h"
 #include "prng.h"
 
@@ -733,6 +734,29 @@ int fb_floor_main(int argc, char **argv)
 		json_object_array_add(rows, row);
 	}
 
+	/* The checker's consumer, alone: a stress run's verification keeps up
+	 * while its workers make fewer records a second than this (one a
+	 * store an op: 3 an op with the three default modes). */
+	double consumer = 0;
+	if (!code) {
+		uint32_t most = 0;
+		for (uint32_t i = 0; i < c.ncounts; i++)
+			most = c.counts[i] > most ? c.counts[i] : most;
+		uint64_t lost = 0;
+		fb_err e = fb_feed_capacity(most + 1, c.keys, c.duration_ns, &consumer, &lost);
+		if (e == FB_OK && !lost) {
+			char g[32], o[32];
+			printf("\nconsumer: %s records/s alone (the checker's walk on one "
+			       "thread, fed by %u logs over %u keys): keeps up with %s ops/s of "
+			       "a 3-mode run\n",
+			       fb_grouped(g, sizeof g, consumer), most + 1, c.keys,
+			       fb_grouped(o, sizeof o, consumer / 3));
+		} else {
+			fprintf(stderr, "fencebench floor: consumer: %s\n",
+			        e ? fb_strerror(e) : "a record put was not walked");
+			code = 3;
+		}
+	}
 	if (!code && load[0] > (double)cpus / 2)
 		printf("\nnote: load average %.2f on %ld CPUs before the run: other work shares "
 		       "them, so these rates are low and noisy\n",
@@ -747,6 +771,7 @@ int fb_floor_main(int argc, char **argv)
 		                       json_object_new_double((double)c.duration_ns / 1e9));
 		json_object_object_add(doc, "machine", j_machine(load[0]));
 		json_object_object_add(doc, "rows", json_object_get(rows));
+		json_object_object_add(doc, "consumer_records_s", json_object_new_double(consumer));
 		const char *text = json_object_to_json_string_ext(
 		        doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
 		if (fb_outfile_put(c.json_path, text)) {

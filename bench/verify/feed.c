@@ -39,7 +39,17 @@ struct fb_feed {
 	uint32_t n, cap;
 	uint32_t *moved, nmoved; /* a pass's logs whose tails moved: the consumer's */
 	_Atomic uint64_t *kick;  /* a bit a log whose waiting producer has room */
-	fb_checker *checker[4];  /* by discipline; NULL: not checked (and the 4th) */
+	/* Many producers: a byte a log, set by its producer as it publishes
+	 * and by the consumer for a log it left records in (held by a walk);
+	 * a pass visits only the logs with news. At 16k producers a pass over
+	 * every log took as long as a time slice, and a pass preempted holding
+	 * the lock held the whole run's records for seconds. NULL: few
+	 * producers, every pass looks at every log. */
+	_Atomic uint8_t *news;
+	_Atomic uint8_t *groups;     /* a byte 64 logs: one of them has news (a hint) */
+	uint32_t passes_since_all;   /* the consumer's: passes since one looked at all news */
+	_Atomic uint64_t *near_bits; /* a bit a log whose producer waits for a walk (many) */
+	fb_checker *checker[4];      /* by discipline; NULL: not checked (and the 4th) */
 	bool signals;
 	uint32_t limit[FB_DISCIPLINES]; /* wide logs: how far ahead a record may be put */
 	bool wide;
@@ -85,6 +95,12 @@ fb_err fb_feed_plan(uint32_t producers, uint32_t in_flight, uint32_t *cap, uint3
  * 16k threads the stop's spills were as many first mallocs, each setting
  * up its thread's cache, just as the threads were to exit. */
 #define SPILL_0 8
+
+/* From this many producers on, passes visit only the logs with news: below
+ * it a pass over every log is as quick, and no producer stores news. */
+#define NEWS_MIN 256
+/* ... and every this many passes one looks at every log's news */
+#define ALL_NEWS 32
 
 /* Wide logs: 16 MiB of records in all, 8 to 64 a log. */
 #define WIDE_RECORDS (UINT32_C(1) << 18)
@@ -135,7 +151,13 @@ fb_err fb_feed_create(uint32_t producers, uint32_t cap, fb_checker *const *check
 	f->moved = malloc((size_t)producers * 2 * sizeof *f->moved);
 	f->kick = calloc((producers + 63) / 64, sizeof *f->kick);
 	f->spills = malloc((size_t)producers * SPILL_0 * sizeof *f->spills);
-	if (!f->logs || !f->rings || !f->moved || !f->kick || !f->spills) {
+	if (producers >= NEWS_MIN) {
+		f->news = calloc(producers, sizeof *f->news);
+		f->groups = calloc((producers + 63) / 64, sizeof *f->groups);
+		f->near_bits = calloc((producers + 63) / 64, sizeof *f->near_bits);
+	}
+	if (!f->logs || !f->rings || !f->moved || !f->kick || !f->spills ||
+	    (producers >= NEWS_MIN && (!f->news || !f->groups || !f->near_bits))) {
 		fb_feed_destroy(f);
 		return FB_ENOMEM;
 	}
@@ -158,7 +180,9 @@ fb_err fb_feed_create(uint32_t producers, uint32_t cap, fb_checker *const *check
 		                   .ring = &f->rings[(size_t)i * cap],
 		                   .feed = f,
 		                   .capspill = SPILL_0,
-		                   .spill = &f->spills[(size_t)i * SPILL_0]};
+		                   .spill = &f->spills[(size_t)i * SPILL_0],
+		                   .news = f->news ? &f->news[i] : NULL,
+		                   .group = f->groups ? &f->groups[i / 64] : NULL};
 		atomic_init(&l->published, 0);
 		atomic_init(&l->tail, 0);
 		atomic_init(&l->waiting, 0);
@@ -183,6 +207,9 @@ void fb_feed_destroy(fb_feed *f)
 	free(f->spills);
 	free(f->moved);
 	free(f->kick);
+	free(f->news);
+	free(f->groups);
+	free(f->near_bits);
 	free(f->logs);
 	free(f->rings);
 	free(f);
@@ -233,6 +260,26 @@ static void wake(fb_feed_log *l)
 {
 	atomic_fetch_add_explicit(&l->seq, 1, memory_order_release);
 	futex_wake(&l->seq);
+}
+
+/* Log i published since a pass last looked, or holds records (NULL news:
+ * every log may). Taken: the next pass looks only if there is more. */
+static bool take_news(fb_feed *f, uint32_t i)
+{
+	/* acquire: pairs with the producer's release of the news, after
+	 * its count */
+	return !f->news || (atomic_load_explicit(&f->news[i], memory_order_relaxed) &&
+	                    atomic_exchange_explicit(&f->news[i], 0, memory_order_acquire));
+}
+
+/* Log i holds records still: the next pass looks at it again. */
+static void keep_news(fb_feed *f, uint32_t i)
+{
+	if (!f->news)
+		return;
+	/* relaxed: the consumer's own marks, read under the lock */
+	atomic_store_explicit(&f->news[i], 1, memory_order_relaxed);
+	atomic_store_explicit(&f->groups[i / 64], 1, memory_order_relaxed);
 }
 
 /* A log's head is held back by key's walk: judge the hold by the bound. */
@@ -355,6 +402,7 @@ static uint64_t unstick(fb_feed *f)
 		/* release: the slot is read; the producer may fill it */
 		atomic_store_explicit(&l->tail, l->taken, memory_order_release);
 		f->moved[f->nmoved++] = i;
+		keep_news(f, i); /* what follows it */
 	}
 	return n;
 }
@@ -383,7 +431,23 @@ static uint64_t pass_locked(fb_feed *f, uint64_t *fullest_out)
 {
 	uint64_t n = 0, fullest = 0;
 	bool later = false;
+	/* A group's byte is a hint: taken, it synchronizes with the last
+	 * producer that stored it, whose log's news it shows, not always with
+	 * the others of its group, whose news can stay unseen under a group
+	 * taken. Every ALL_NEWS passes, and after a pass that found nothing,
+	 * one looks at every log's news. */
+	bool all = !f->news || f->passes_since_all >= ALL_NEWS;
+	f->passes_since_all = all ? 0 : f->passes_since_all + 1;
 	for (uint32_t i = 0; i < f->n; i++) {
+		/* acquire: pairs with the producers' release of the group's byte */
+		if (!all && i % 64 == 0 &&
+		    (!atomic_load_explicit(&f->groups[i / 64], memory_order_relaxed) ||
+		     !atomic_exchange_explicit(&f->groups[i / 64], 0, memory_order_acquire))) {
+			i += 63; /* no news in the group: the loop's ++ goes to the next */
+			continue;
+		}
+		if (!take_news(f, i))
+			continue; /* nothing since the last look left it empty */
 		fb_feed_log *l = &f->logs[i];
 		uint64_t before = atomic_load_explicit(&l->published, memory_order_relaxed) -
 		                  l->taken + spill_left(f, l);
@@ -393,7 +457,11 @@ static uint64_t pass_locked(fb_feed *f, uint64_t *fullest_out)
 		if (m)
 			f->moved[f->nmoved++] = i;
 		n += m;
+		if (before > m) /* its head is held: looked at again */
+			keep_news(f, i);
 	}
+	if (!n && !fullest)
+		f->passes_since_all = ALL_NEWS; /* quiet: the next pass looks at all */
 	*fullest_out = fullest;
 	/* an ordered checker walks what it holds once its writes are in hand */
 	uint64_t settled = 0;
@@ -450,6 +518,19 @@ static bool wanted_near(const fb_feed *f, uint64_t want, fb_check_rec *r)
 static void near_again(fb_feed *f)
 {
 	for (uint32_t i = 0; i < f->n; i++) {
+		/* many producers: only the logs whose bit is set (set before the
+		 * flag, cleared after it) may wait; the scan of every flag, a
+		 * line each, took a millisecond at 16k */
+		if (f->near_bits && i % 64 == 0 &&
+		    !atomic_load_explicit(&f->near_bits[i / 64], memory_order_relaxed)) {
+			i += 63;
+			continue;
+		}
+		uint64_t bits = f->near_bits ? atomic_load_explicit(&f->near_bits[i / 64],
+		                                                    memory_order_relaxed)
+		                             : ~UINT64_C(0);
+		if (!(bits >> (i % 64) & 1))
+			continue;
 		fb_feed_log *l = &f->logs[i];
 		/* acquire: pairs with the waiter's seq_cst flag, stored after want */
 		if (!atomic_load_explicit(&l->waiting, memory_order_acquire))
@@ -614,6 +695,14 @@ bool fb_feed_room(fb_feed_log *l, bool wait, uint64_t *stalls)
 			(*stalls)++;
 			counted = true;
 		}
+		/* Wide logs: a log full after a pass was tried waits for a
+		 * consumer off the cores (the feed's thread, or a producer
+		 * preempted while it helps), one thread among thousands that
+		 * go on cycling until their logs fill too, seconds of 16k
+		 * time slices. Close the gate: they park as their cycles end,
+		 * and the consumer runs. The next pass opens it (gate()). */
+		if (f->wide && !atomic_load_explicit(&f->gate, memory_order_relaxed))
+			atomic_store_explicit(&f->gate, 1, memory_order_relaxed);
 		uint32_t seq = atomic_load_explicit(&l->seq, memory_order_acquire);
 		/* seq_cst: the flag before the tail is read again; pairs with the
 		 * consumer's fence between its tail stores and the flags */
@@ -644,6 +733,11 @@ bool fb_feed_near_wait(fb_feed_log *l, const fb_check_rec *r, bool wait, uint64_
 	/* seq_cst: counted before the flag; the consumer reads the count after
 	 * its fence, then the flags */
 	atomic_fetch_add_explicit(&f->walk_waiters, 1, memory_order_seq_cst);
+	uint32_t me = (uint32_t)(l - f->logs);
+	/* seq_cst: the bit before the flag (near_again reads it first) */
+	if (f->near_bits)
+		atomic_fetch_or_explicit(&f->near_bits[me / 64], UINT64_C(1) << (me % 64),
+		                         memory_order_seq_cst);
 	for (bool first = true;; first = false) {
 		if (wait && ended(f, l))
 			break; /* the record and those after it spill, as in fb_feed_room */
@@ -668,6 +762,9 @@ bool fb_feed_near_wait(fb_feed_log *l, const fb_check_rec *r, bool wait, uint64_
 		atomic_store_explicit(&l->waiting, 0, memory_order_relaxed);
 		atomic_store_explicit(&l->want, 0, memory_order_relaxed);
 	}
+	if (f->near_bits) /* relaxed: after the flag, which near_again reads after the bit */
+		atomic_fetch_and_explicit(&f->near_bits[me / 64], ~(UINT64_C(1) << (me % 64)),
+		                          memory_order_relaxed);
 	atomic_fetch_sub_explicit(&f->walk_waiters, 1, memory_order_relaxed);
 	return near;
 }
@@ -777,6 +874,8 @@ void fb_feed_stop(fb_feed *f)
 	 * lost with its engine): the verdict counts it, the bound need not. */
 	f->clk = NULL;
 	f->settle_all = true;
+	for (uint32_t i = 0; i < f->n; i++)
+		keep_news(f, i); /* the spills: the producers stored no news for them */
 	while (trylock(f)) {
 		uint64_t fullest, n = pass_locked(f, &fullest);
 		unlock(f);
@@ -784,4 +883,99 @@ void fb_feed_stop(fb_feed *f)
 		if (!n)
 			break;
 	}
+}
+
+/* ---- the consumer alone ---- */
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Fill every log of f, a record a log in turn, each key's versions, fences
+ * and balances following one another as a correct store's would. */
+static uint64_t capacity_fill(fb_feed *f, uint32_t keys, uint16_t *ver, uint64_t *fence,
+                              int64_t *bal, uint32_t *next_key)
+{
+	uint64_t put = 0;
+	for (bool room = true; room;) {
+		room = false;
+		for (uint32_t i = 0; i < f->n; i++) {
+			fb_feed_log *l = &f->logs[i];
+			fb_check_rec *r = fb_feed_slot(l);
+			if (!r)
+				continue;
+			uint32_t k = (*next_key)++ % keys;
+			*r = (fb_check_rec){.fence = ++fence[k],
+			                    .read = bal[k],
+			                    .replaced = bal[k],
+			                    .written = bal[k] - 1,
+			                    .version = ver[k]++,
+			                    .key = k,
+			                    .writer = (uint16_t)(i + 1),
+			                    .d = FB_FENCED};
+			bal[k]--;
+			fb_feed_put(l);
+			put++;
+			room = true;
+		}
+	}
+	for (uint32_t i = 0; i < f->n; i++)
+		fb_feed_publish(&f->logs[i]);
+	return put;
+}
+
+fb_err fb_feed_capacity(uint32_t producers, uint32_t keys, uint64_t duration_ns, double *records_s,
+                        uint64_t *unwalked)
+{
+	uint32_t cap, ahead;
+	if (!keys || fb_feed_plan(producers, fb_checker_in_flight(producers), &cap, &ahead))
+		return FB_EINVAL;
+	fb_checker *c = NULL;
+	fb_feed *f = NULL;
+	uint16_t *ver = calloc(keys, sizeof *ver);
+	uint64_t *fence = calloc(keys, sizeof *fence);
+	int64_t *bal = malloc((size_t)keys * sizeof *bal);
+	fb_err e = FB_ENOMEM;
+	if (!ver || !fence || !bal)
+		goto out;
+	const int64_t initial = INT64_C(1) << 40;
+	for (uint32_t k = 0; k < keys; k++) {
+		ver[k] = 1;
+		bal[k] = initial;
+	}
+	if ((e = fb_checker_create(keys, ahead, initial, &c)))
+		goto out;
+	fb_checker *cs[FB_DISCIPLINES] = {[FB_FENCED] = c};
+	if ((e = fb_feed_create(producers, cap, cs, false, &f)))
+		goto out;
+	uint64_t spent = 0, taken = 0, put = 0, t_end = mono_ns() + 4 * duration_ns;
+	uint32_t next_key = 0;
+	/* only the passes are timed: the filling is the producers' work */
+	while (spent < duration_ns && mono_ns() < t_end) {
+		put += capacity_fill(f, keys, ver, fence, bal, &next_key);
+		uint64_t n, t0 = mono_ns();
+		fb_feed_pass(f, &n);
+		spent += mono_ns() - t0;
+		taken += n;
+	}
+	*records_s = spent ? (double)taken * 1e9 / (double)spent : 0;
+	fb_feed_stop(f); /* the rest, walked */
+	uint64_t sum = 0;
+	for (uint32_t k = 0; k < keys; k++) {
+		fb_check_key ck;
+		fb_checker_key(c, k, &ck);
+		sum += ck.checked;
+	}
+	*unwalked = put - sum;
+	e = FB_OK;
+out:
+	fb_feed_destroy(f);
+	fb_checker_destroy(c);
+	free(ver);
+	free(fence);
+	free(bal);
+	return e;
 }

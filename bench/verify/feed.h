@@ -46,6 +46,8 @@ typedef struct fb_feed_log {
 	bool spill_own; /* spill is the log's own malloc (it outgrew its first) */
 	uint32_t nspill, capspill;
 	fb_check_rec *spill;
+	_Atomic uint8_t *news;  /* its byte of the feed's news (many producers), or NULL */
+	_Atomic uint8_t *group; /* ... and its group's: some log of 64 has news */
 	/* producer to consumer */
 	alignas(FB_PAD_LINE) _Atomic uint64_t published;
 	/* consumer to producer */
@@ -178,6 +180,14 @@ static inline void fb_feed_publish(fb_feed_log *l)
 {
 	/* release: the records' fields before the count that shows them */
 	atomic_store_explicit(&l->published, l->head, memory_order_release);
+	/* release: the count before the news, which a pass takes with an
+	 * acquiring exchange. A plain store: a load first, to spare it,
+	 * could see news that a pass was just taking, and the count would
+	 * wait unseen. */
+	if (l->news) {
+		atomic_store_explicit(l->news, 1, memory_order_release);
+		atomic_store_explicit(l->group, 1, memory_order_release);
+	}
 }
 
 /*
@@ -203,5 +213,17 @@ static inline bool fb_feed_spilling(const fb_feed_log *l)
  * record, already counted (no fb_feed_put). NULL: l does not spill (the
  * wait was given up), or no memory. */
 fb_check_rec *fb_feed_spill(fb_feed_log *l);
+
+/*
+ * The consumer's capacity, measured alone (fencebench floor): one thread
+ * fills a feed of `producers` logs with a correct store's records over
+ * `keys` keys, a record a log in turn, and times only the passes that walk
+ * them into a checker, for about duration_ns of passes. *records_s: records
+ * walked a second of passes; *unwalked: records put that the checker did
+ * not walk once the feed stopped (0 unless the feed lost one). FB_EINVAL: no
+ * plan for these.
+ */
+fb_err fb_feed_capacity(uint32_t producers, uint32_t keys, uint64_t duration_ns, double *records_s,
+                        uint64_t *unwalked);
 
 #endif
