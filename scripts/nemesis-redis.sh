@@ -18,6 +18,12 @@
 #                  Once: a primary with no replica left to promote is spared.
 #   primary-stop   the primary is SIGSTOPped (its Sentinels may fail it over
 #                  meanwhile); heal: SIGCONT.
+#   failover       a failover forced through the first Sentinel that answers
+#                  (SENTINEL FAILOVER: a replica promoted without waiting for
+#                  the primary to fail, the old primary made its replica);
+#                  nothing to heal.
+#   replica-stop   the primary's replicas are SIGSTOPped (the primary goes on
+#                  alone, granting what no replica has); heal: SIGCONT.
 #
 # Nothing to do (no primary answers, no replica) is not a failure: exit 0.
 set -euo pipefail
@@ -50,18 +56,22 @@ primary() {
 # field $3 of `INFO $4` on HOST $1 PORT $2
 info() { redis-cli -h "$1" -p "$2" INFO "$4" 2>/dev/null | tr -d "\r" | sed -n "s/^$3://p" || true; }
 
+# the PIDs of the replicas of the primary at HOST $1 PORT $2, one a line
+replica_pids() {
+	local r rport rhost
+	for r in $(info "$1" "$2" 'slave[0-9]*' replication); do # ip=..,port=..,...
+		rport=$(echo "$r" | sed -n 's/.*port=\([0-9]*\).*/\1/p')
+		rhost=$(echo "$r" | sed -n 's/.*ip=\([^,]*\).*/\1/p')
+		info "$rhost" "$rport" process_id server
+	done
+}
+
 case $verb:$name in
 start:primary-kill)
 	read -r host port <<<"$(primary)" || exit 0
 	pid=$(info "$host" "$port" process_id server)
 	[ -n "$pid" ] || exit 0 # the named primary is gone: a failover under way
-	replicas=()
-	for r in $(info "$host" "$port" 'slave[0-9]*' replication); do # ip=..,port=..,...
-		rport=$(echo "$r" | sed -n 's/.*port=\([0-9]*\).*/\1/p')
-		rhost=$(echo "$r" | sed -n 's/.*ip=\([^,]*\).*/\1/p')
-		rpid=$(info "$rhost" "$rport" process_id server)
-		[ -z "$rpid" ] || replicas+=("$rpid")
-	done
+	mapfile -t replicas < <(replica_pids "$host" "$port" | grep .)
 	[ "${#replicas[@]}" -gt 0 ] || exit 0 # nothing to promote: spared
 	kill -STOP "${replicas[@]}"
 	redis-cli -h "$host" -p "$port" CLIENT KILL TYPE replica >/dev/null || true
@@ -81,9 +91,31 @@ heal:primary-stop)
 	kill -CONT "$(cat "$state")" 2>/dev/null || true
 	rm -f "$state"
 	;;
-heal:primary-kill) ;; # a killed primary stays dead: the failover is the fault
+start:failover)
+	for s in ${FB_SENTINELS//,/ }; do
+		# refused while one is under way, or with no replica to promote:
+		# nothing to do, as for the other faults
+		if redis-cli -h "${s%:*}" -p "${s##*:}" SENTINEL FAILOVER "$master" 2>/dev/null |
+			grep -q '^OK'; then
+			break
+		fi
+	done
+	;;
+start:replica-stop)
+	read -r host port <<<"$(primary)" || exit 0
+	replica_pids "$host" "$port" | grep . >"$state.replicas" || true
+	# shellcheck disable=SC2046
+	[ ! -s "$state.replicas" ] || kill -STOP $(cat "$state.replicas")
+	;;
+heal:replica-stop)
+	[ -f "$state.replicas" ] || exit 0
+	# shellcheck disable=SC2046
+	[ ! -s "$state.replicas" ] || kill -CONT $(cat "$state.replicas") 2>/dev/null || true
+	rm -f "$state.replicas"
+	;;
+heal:primary-kill | heal:failover) ;; # nothing comes back: the failover is the fault
 *)
-	say "usage: nemesis-redis.sh start|heal primary-kill|primary-stop (not '$verb $name')"
+	say "usage: nemesis-redis.sh start|heal primary-kill|primary-stop|failover|replica-stop (not '$verb $name')"
 	exit 2
 	;;
 esac
