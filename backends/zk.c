@@ -616,6 +616,7 @@ static bool batch_wait(zeng *e, zop *ops, int n, int ok1, int ok2, const char *w
 	for (int i = 0; i < n; i++)
 		if (ops[i].rc != ZOK && ops[i].rc != ok1 && ops[i].rc != ok2) {
 			zfail(s, "%s: %s", what, zerror(ops[i].rc));
+			s->lost = lost_link(ops[i].rc);
 			return false;
 		}
 	return true;
@@ -692,6 +693,8 @@ static bool forget_chunk(zeng *e, uint32_t k0, int n, zop *ops)
  * forgotten: zxids only grow, and so the first fence is whatever the
  * ensemble's next zxid is.
  */
+static bool prepare_once(zeng *e, bool fresh, zop *ops);
+
 static fb_err lease_prepare(void *eng, bool fresh, char *err, size_t errlen)
 {
 	zeng *e = eng;
@@ -700,6 +703,30 @@ static fb_err lease_prepare(void *eng, bool fresh, char *err, size_t errlen)
 		fb_engine_err(err, errlen, "out of memory preparing ZooKeeper");
 		return FB_ENOMEM;
 	}
+	/* Each step is idempotent (a node that exists, a request already
+	 * gone, are fine), so a link lost on the way (a server just started,
+	 * slow to answer its first requests within the session's timeout,
+	 * which is --ttl) is another try on a new session, until the
+	 * engine's timeout. */
+	uint64_t until = now_ns(e) + fb_engine_timeout(&e->cfg);
+	bool ok;
+	do {
+		e->admin.lost = false;
+		ok = prepare_once(e, fresh, ops);
+		if (!ok && e->admin.lost)
+			sess_close(&e->admin); /* the next try on a new session */
+	} while (!ok && e->admin.lost && now_ns(e) < until);
+	sess_close(&e->admin); /* done with: it must not keep ops' addresses */
+	free(ops);
+	if (!ok) {
+		fb_engine_err(err, errlen, e->admin.err);
+		return FB_ESYS;
+	}
+	return FB_OK;
+}
+
+static bool prepare_once(zeng *e, bool fresh, zop *ops)
+{
 	bool ok = sess_ready(&e->admin, now_ns(e) + e->cfg.timeout_ns) && create_path(e, e->prefix);
 	for (uint32_t k = 0; ok && k < e->cfg.keys;) {
 		int n = e->cfg.keys - k < PREP_CHUNK ? (int)(e->cfg.keys - k) : PREP_CHUNK;
@@ -719,13 +746,7 @@ static fb_err lease_prepare(void *eng, bool fresh, char *err, size_t errlen)
 		ok = batch_wait(e, ops, n, ZNODEEXISTS, ZNODEEXISTS, "create the lock nodes");
 		k += (uint32_t)n;
 	}
-	sess_close(&e->admin); /* done with: it must not keep ops' addresses */
-	free(ops);
-	if (!ok) {
-		fb_engine_err(err, errlen, e->admin.err);
-		return FB_ESYS;
-	}
-	return FB_OK;
+	return ok;
 }
 
 /* ---- connections -------------------------------------------------------- */
