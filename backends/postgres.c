@@ -1271,7 +1271,7 @@ static fb_io settle(pg_conn *c, int kind, fb_discipline d, uint32_t key, int64_t
 		PQclear(res);
 		return one_once(c, kind, d, key, value, token, r);
 	}
-	int i = copies - 1;
+	int i = acked; /* the first copy not seen accepted: later ones were sent after it */
 	uint64_t top = (uint64_t)i64(res, i, 4), last = (uint64_t)i64(res, i, 5);
 	*r = (fb_store_result){.ok = true,
 	                       .stale = PQgetvalue(res, i, 3)[0] == 't',

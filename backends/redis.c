@@ -1315,6 +1315,10 @@ static fb_io store_settle(rconn *c, fb_store_verb op, fb_discipline d, uint32_t 
 	redisReply *x = fb_rl_run(&c->l, &m);
 	if (!x)
 		return FB_IO_ERROR;
+	/* The first copy this connection has not seen accepted is this write:
+	 * a later copy is one sent again after it (issue 24). */
+	unsigned acked =
+	        c->acked[d].key == key && c->acked[d].token == token ? c->acked[d].copies : 0;
 	unsigned copies = 0;
 	fb_history_row mine = {0};
 	uint64_t top = 0, top_mine = 0, prev = 0, last_mine = 0;
@@ -1324,10 +1328,11 @@ static fb_io store_settle(rconn *c, fb_store_verb op, fb_discipline d, uint32_t 
 		good = parse_row(x->element[i], &h);
 		if (good && h.fence == token && h.client == c->e->cfg.client_id &&
 		    h.worker == c->worker) {
-			copies++;
-			mine = h;
-			top_mine = top;
-			last_mine = prev;
+			if (copies++ == acked) {
+				mine = h;
+				top_mine = top;
+				last_mine = prev;
+			}
 		}
 		if (good && h.fence > top)
 			top = h.fence;
@@ -1339,8 +1344,6 @@ static fb_io store_settle(rconn *c, fb_store_verb op, fb_discipline d, uint32_t 
 		           fb_discipline_name(d), op_name[op]);
 		return FB_IO_ERROR;
 	}
-	unsigned acked =
-	        c->acked[d].key == key && c->acked[d].token == token ? c->acked[d].copies : 0;
 	if (copies <= acked)
 		return store_once(c, op, d, key, token, value, r);
 	*r = (fb_store_result){.ok = true,

@@ -1227,6 +1227,30 @@ static void test_a_link_lost_mid_batch_is_settled_from_the_history(void **state)
 	relay_stop(&rl);
 }
 
+/* A debit and its copy in one batch, both replies lost (the relay passes
+ * the fenced reply, then closes): each settled as its own history row, the
+ * first copy not seen accepted, not both as the last. */
+static void test_a_write_and_its_copy_both_lost_are_settled_in_order(void **state)
+{
+	(void)state;
+	relay rl;
+	relay_start(&rl);
+	char url[64];
+	snprintf(url, sizeof url, "redis://127.0.0.1:%d/0", rl.port);
+	fb_engine_config cfg = base_cfg();
+	void *e = store_engine(&cfg, url, true);
+	void *c = sconn(e, 1);
+	atomic_store(&rl.keep, 1);
+	fb_store_result r[3];
+	fb_io io[3];
+	S->batch(c, 3, fb_test_copy_batch, 0, 1, r, io);
+	fb_test_store_copy_settled(r, io, S->error(c));
+	check_eq(adm_int("LLEN %s", "fb:hist:unfenced:0"), 2, "the server ran each copy once");
+	S->disconnect(c);
+	S->close(e);
+	relay_stop(&rl);
+}
+
 /* ---- a server that dies ------------------------------------------------ */
 
 static void test_server_killed_mid_run_gives_io_errors_not_crashes(void **state)
@@ -1430,6 +1454,7 @@ int main(void)
 	        cmocka_unit_test(test_a_server_error_in_a_batch_is_that_store_s_alone),
 	        cmocka_unit_test(test_a_batch_after_script_flush_falls_back_to_eval),
 	        cmocka_unit_test(test_a_link_lost_mid_batch_is_settled_from_the_history),
+	        cmocka_unit_test(test_a_write_and_its_copy_both_lost_are_settled_in_order),
 	        cmocka_unit_test(test_server_killed_mid_run_gives_io_errors_not_crashes),
 	        cmocka_unit_test(test_stopped_server_is_io_error_by_the_timeout_then_fails_fast),
 	};
