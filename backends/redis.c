@@ -1272,12 +1272,32 @@ static bool parse_row(const redisReply *x, fb_history_row *h);
  * not run yet then never runs, so what the history says next is final.
  * False: no server answered, or the link failed again (l->err says why).
  */
+/* The link connected again given up for good: what the lost call did is
+ * not known and cannot be settled (l->err says why); every later call on
+ * it fails at once. */
+static bool unsettleable(rconn *c)
+{
+	redisFree(c->l.c);
+	c->l.c = NULL;
+	c->l.broke = false; /* not to be connected again */
+	return false;
+}
+
 static bool store_relink(rconn *c)
 {
 	long long old = c->cid;
 	if (!follow(&c->l, &c->e->u))
 		return false;
-	if (!c->e->u.sentinel[0] && old > 0) {
+	if (!c->e->u.sentinel[0]) {
+		/* The filter form answers the number it killed (0: gone
+		 * already); an error reply (NOPERM for an ACL user without
+		 * CLIENT) or no id to kill by means the old connection may
+		 * still run the lost call after the history is read. */
+		if (old <= 0) {
+			fb_rl_fail(&c->l, "cannot end the old connection: the server gave it no "
+			                  "CLIENT ID, so a write whose reply was lost cannot be settled");
+			return unsettleable(c);
+		}
 		fb_rcmd m = {0};
 		fb_rl_arg(&m, "CLIENT");
 		fb_rl_arg(&m, "KILL");
@@ -1288,9 +1308,15 @@ static bool store_relink(rconn *c)
 			fb_rl_lost(&c->l);
 			return false;
 		}
-		freeReplyObject(r); /* an error reply: it was gone already */
+		bool killed = r->type == REDIS_REPLY_INTEGER;
+		if (!killed)
+			fb_rl_fail(&c->l, "cannot end the old connection: CLIENT KILL ID %lld: %.200s",
+			           old, r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+		freeReplyObject(r);
+		if (!killed)
+			return unsettleable(c);
 	}
-	c->cid = client_id(&c->l);
+	c->cid = client_id(&c->l); /* 0: the next relink cannot settle */
 	return c->l.c != NULL;
 }
 

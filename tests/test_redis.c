@@ -1251,6 +1251,38 @@ static void test_a_write_and_its_copy_both_lost_are_settled_in_order(void **stat
 	relay_stop(&rl);
 }
 
+/* A user whose ACL forbids CLIENT KILL: after the reset the old
+ * connection cannot be ended (NOPERM), so the writes it left unanswered
+ * may still run after the history is read: not settled, reported failed,
+ * the error saying why; the link is given up, not used again. */
+static void test_an_old_connection_that_cannot_be_killed_is_not_settled(void **state)
+{
+	(void)state;
+	adm_do("ACL SETUSER fbnokill on >pw ~* &* +@all %s", "-client|kill");
+	relay rl;
+	relay_start(&rl);
+	char url[96];
+	snprintf(url, sizeof url, "redis://fbnokill:pw@127.0.0.1:%d/0", rl.port);
+	fb_engine_config cfg = base_cfg();
+	void *e = store_engine(&cfg, url, true);
+	void *c = sconn(e, 1);
+	atomic_store(&rl.keep, 1);
+	fb_store_result r[3];
+	fb_io io[3];
+	S->batch(c, 3, fb_test_copy_batch, 0, 1, r, io);
+	check(io[0] == FB_IO_OK && io[1] == FB_IO_ERROR && io[2] == FB_IO_ERROR,
+	      "the answered debit stands, the lost ones are not settled (%d, %d, %d)", (int)io[0],
+	      (int)io[1], (int)io[2]);
+	check(strstr(S->error(c), "cannot end the old connection") && strstr(S->error(c), "NOPERM"),
+	      "the error says why: %s", S->error(c));
+	fb_store_result x;
+	check_eq(S->read(c, FB_FENCED, 0, 2, &x), FB_IO_ERROR, "a later call fails at once");
+	S->disconnect(c);
+	S->close(e);
+	relay_stop(&rl);
+	adm_do("ACL DELUSER %s", "fbnokill");
+}
+
 /* ---- a server that dies ------------------------------------------------ */
 
 static void test_server_killed_mid_run_gives_io_errors_not_crashes(void **state)
@@ -1455,6 +1487,7 @@ int main(void)
 	        cmocka_unit_test(test_a_batch_after_script_flush_falls_back_to_eval),
 	        cmocka_unit_test(test_a_link_lost_mid_batch_is_settled_from_the_history),
 	        cmocka_unit_test(test_a_write_and_its_copy_both_lost_are_settled_in_order),
+	        cmocka_unit_test(test_an_old_connection_that_cannot_be_killed_is_not_settled),
 	        cmocka_unit_test(test_server_killed_mid_run_gives_io_errors_not_crashes),
 	        cmocka_unit_test(test_stopped_server_is_io_error_by_the_timeout_then_fails_fast),
 	};
