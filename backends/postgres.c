@@ -1211,13 +1211,17 @@ static bool relink(pg_conn *c)
 		}
 		fb_sleep_ns(50000000);
 	}
-	if (old <= 0)
+	/* the new backend may have been given the old one's pid, which is then
+	 * gone: ending it would end this connection */
+	if (old <= 0 || old == PQbackendPID(c->pg))
 		return true;
 	char sql[160];
 	fb_say(sql, sizeof sql, "SELECT pg_terminate_backend(%d)::int", old);
 	if (scalar(c, sql) < 0)
 		return false;
-	fb_say(sql, sizeof sql, "SELECT count(*) FROM pg_stat_activity WHERE pid = %d", old);
+	fb_say(sql, sizeof sql,
+	       "SELECT count(*) FROM pg_stat_activity WHERE pid = %d AND pid <> pg_backend_pid()",
+	       old);
 	uint64_t deadline = deadline_of(c);
 	long long n;
 	while ((n = scalar(c, sql)) > 0 && now_ns() < deadline)
