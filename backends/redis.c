@@ -358,6 +358,14 @@ static fb_err dial_server(fb_rlink *l, const rurl *u)
  * again. The call that failed is not retried here: its outcome is
  * unknown, and the caller settles it or reports the conservative one.
  */
+/* l->err without the URL fb_rl_fail put in front, to quote in another. */
+static const char *unprefixed(const fb_rlink *l, const char *err)
+{
+	size_t n = l->url ? strlen(l->url) : 0;
+	return n && strncmp(err, l->url, n) == 0 && strncmp(err + n, ": ", 2) == 0 ? err + n + 2
+	                                                                              : err;
+}
+
 static bool follow(fb_rlink *l, const rurl *u)
 {
 	if (!u->sentinel[0] && (l->c || !l->broke))
@@ -378,9 +386,10 @@ static bool follow(fb_rlink *l, const rurl *u)
 		if (fb_clock_now(fb_clock_monotonic()) - t0 > bound) {
 			char last[FB_RL_ERRLEN];
 			snprintf(last, sizeof last, "%s", l->err);
-			fb_rl_fail(l, "lost (%.200s), and no %s answered after it: %.200s", first,
+			fb_rl_fail(l, "lost (%.200s), and no %s answered after it: %.200s",
+			           unprefixed(l, first),
 			           u->sentinel[0] ? "master named by the Sentinels" : "server",
-			           last);
+			           unprefixed(l, last));
 			return false;
 		}
 		fb_sleep_ns(50000000);
