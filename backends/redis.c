@@ -399,15 +399,18 @@ static bool follow(fb_rlink *l, const rurl *u)
 /* ---- the engine -------------------------------------------------------- */
 
 /* The server's id of the link's connection (CLIENT ID, Redis 5); 0 when
- * the server has none. */
+ * the server has none; -1 when the link was lost asking, before any call
+ * was sent on it: there is nothing of it to end. */
 static long long client_id(fb_rlink *l)
 {
 	const char *v[2] = {"CLIENT", "ID"};
 	size_t len[2] = {6, 2};
 	redisReply *r = fb_rl_command(l, 2, v, len);
 	long long id = r && r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
-	if (!r)
+	if (!r) {
 		fb_rl_lost(l);
+		id = -1;
+	}
 	freeReplyObject(r);
 	return id;
 }
@@ -444,7 +447,8 @@ typedef struct rconn {
 	/* issue 24, the store's: the server's CLIENT ID of this connection
 	 * (0: unknown), and per store the last write it saw accepted (key,
 	 * token) and how many copies of it (a resent copy is a write of its
-	 * own): what a write whose reply was lost is settled against */
+	 * own): what a write whose reply was lost is settled against; -1: the
+	 * link was lost asking, nothing sent on it to end */
 	long long cid;
 	struct {
 		uint32_t key;
@@ -1302,11 +1306,13 @@ static bool store_relink(rconn *c)
 		 * already); an error reply (NOPERM for an ACL user without
 		 * CLIENT) or no id to kill by means the old connection may
 		 * still run the lost call after the history is read. */
-		if (old <= 0) {
+		if (old == 0) {
 			fb_rl_fail(&c->l, "cannot end the old connection: the server gave it no "
 			                  "CLIENT ID, so a write whose reply was lost cannot be settled");
 			return unsettleable(c);
 		}
+	}
+	if (!c->e->u.sentinel[0] && old > 0) {
 		fb_rcmd m = {0};
 		fb_rl_arg(&m, "CLIENT");
 		fb_rl_arg(&m, "KILL");
