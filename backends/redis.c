@@ -415,6 +415,29 @@ static long long client_id(fb_rlink *l)
 	return id;
 }
 
+/* The server instance's run_id (INFO server): a server restarted, from
+ * an older RDB maybe, has a new one. "" when not told; false: the link
+ * was lost asking. */
+static bool run_id(fb_rlink *l, char *out, size_t len)
+{
+	out[0] = 0;
+	const char *v[2] = {"INFO", "server"};
+	size_t n[2] = {4, 6};
+	redisReply *r = fb_rl_command(l, 2, v, n);
+	if (!r) {
+		fb_rl_lost(l);
+		return false;
+	}
+	const char *at = r->type == REDIS_REPLY_STRING ? strstr(r->str, "run_id:") : NULL;
+	if (at) {
+		at += 7;
+		size_t k = strcspn(at, "\r\n");
+		snprintf(out, len, "%.*s", (int)(k < len ? k : len - 1), at);
+	}
+	freeReplyObject(r);
+	return true;
+}
+
 /* One engine (lease or store): the run's configuration, the parsed URL and
  * one admin connection for prepare and version. Read-only once prepared:
  * the workers' connections read it from their own threads. */
@@ -450,6 +473,7 @@ typedef struct rconn {
 	 * own): what a write whose reply was lost is settled against; -1: the
 	 * link was lost asking, nothing sent on it to end */
 	long long cid;
+	char run_id[48]; /* INFO server's run_id at connect ("" unknown) */
 	struct {
 		uint32_t key;
 		uint64_t token;
@@ -599,8 +623,11 @@ static fb_err engine_connect(void *eng, uint16_t worker, void **conn, char *err,
 		free(c);
 		return rc;
 	}
-	if (e->store)
+	if (e->store) {
 		c->cid = client_id(&c->l);
+		if (c->l.c && !e->u.sentinel[0])
+			run_id(&c->l, c->run_id, sizeof c->run_id);
+	}
 	*conn = c;
 	return FB_OK;
 }
@@ -1301,6 +1328,19 @@ static bool store_relink(rconn *c)
 	long long old = c->cid;
 	if (!follow(&c->l, &c->e->u))
 		return false;
+	if (!c->e->u.sentinel[0] && c->run_id[0]) {
+		/* the same address, another server: restarted, from an older
+		 * snapshot maybe; the history no longer says what ran */
+		char now[sizeof c->run_id];
+		if (!run_id(&c->l, now, sizeof now))
+			return false;
+		if (strcmp(now, c->run_id) != 0) {
+			fb_rl_fail(&c->l, "server restarted (run_id %.40s, was %.40s): a write whose "
+			                  "reply was lost cannot be settled",
+			           now[0] ? now : "unknown", c->run_id);
+			return unsettleable(c);
+		}
+	}
 	if (!c->e->u.sentinel[0]) {
 		/* The filter form answers the number it killed (0: gone
 		 * already); an error reply (NOPERM for an ACL user without
