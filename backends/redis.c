@@ -363,7 +363,7 @@ static const char *unprefixed(const fb_rlink *l, const char *err)
 {
 	size_t n = l->url ? strlen(l->url) : 0;
 	return n && strncmp(err, l->url, n) == 0 && strncmp(err + n, ": ", 2) == 0 ? err + n + 2
-	                                                                              : err;
+	                                                                           : err;
 }
 
 static bool follow(fb_rlink *l, const rurl *u)
@@ -1335,8 +1335,9 @@ static bool store_relink(rconn *c)
 		if (!run_id(&c->l, now, sizeof now))
 			return false;
 		if (strcmp(now, c->run_id) != 0) {
-			fb_rl_fail(&c->l, "server restarted (run_id %.40s, was %.40s): a write whose "
-			                  "reply was lost cannot be settled",
+			fb_rl_fail(&c->l,
+			           "server restarted (run_id %.40s, was %.40s): a write whose "
+			           "reply was lost cannot be settled",
 			           now[0] ? now : "unknown", c->run_id);
 			return unsettleable(c);
 		}
@@ -1347,8 +1348,9 @@ static bool store_relink(rconn *c)
 		 * CLIENT) or no id to kill by means the old connection may
 		 * still run the lost call after the history is read. */
 		if (old == 0) {
-			fb_rl_fail(&c->l, "cannot end the old connection: the server gave it no "
-			                  "CLIENT ID, so a write whose reply was lost cannot be settled");
+			fb_rl_fail(&c->l,
+			           "cannot end the old connection: the server gave it no "
+			           "CLIENT ID, so a write whose reply was lost cannot be settled");
 			return unsettleable(c);
 		}
 	}
@@ -1365,7 +1367,8 @@ static bool store_relink(rconn *c)
 		}
 		bool killed = r->type == REDIS_REPLY_INTEGER;
 		if (!killed)
-			fb_rl_fail(&c->l, "cannot end the old connection: CLIENT KILL ID %lld: %.200s",
+			fb_rl_fail(&c->l,
+			           "cannot end the old connection: CLIENT KILL ID %lld: %.200s",
 			           old, r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
 		freeReplyObject(r);
 		if (!killed)

@@ -380,7 +380,8 @@ void fb_test_store_batch_one_store_fails(const fb_store_ops *S, void *conn, uint
 		check(r[1].balance != balance, "the write that failed left nothing");
 }
 
-const fb_store_op fb_test_copy_batch[3] = {DB(FB_FENCED, 1), DB(FB_UNFENCED, 1), DB(FB_UNFENCED, 1)};
+const fb_store_op fb_test_copy_batch[3] = {DB(FB_FENCED, 1), DB(FB_UNFENCED, 1),
+                                           DB(FB_UNFENCED, 1)};
 
 void fb_test_store_copy_settled(const fb_store_result *r, const fb_io *io, const char *err)
 {
