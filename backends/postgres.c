@@ -71,6 +71,10 @@ typedef struct pg_conn {
 	 * (key, token) and how many copies of it: what a write whose reply
 	 * was lost is settled against */
 	int pid;
+	/* pg_postmaster_start_time() in microseconds at the first connect (0:
+	 * unknown): a server restarted since cannot settle from its history
+	 * what the lost connection ran */
+	long long started;
 	bool lost;
 	struct {
 		uint32_t key;
@@ -952,6 +956,9 @@ static fb_err prepare_statements(pg_conn *c, char *err, size_t errlen)
 	return FB_OK;
 }
 
+static long long scalar(pg_conn *c, const char *sql);
+#define STARTED_SQL "SELECT (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::bigint"
+
 static fb_err pg_connect(void *eng, uint16_t worker, void **conn, char *err, size_t errlen)
 {
 	pg_engine *e = eng;
@@ -969,6 +976,8 @@ static fb_err pg_connect(void *eng, uint16_t worker, void **conn, char *err, siz
 		free(c);
 		return rc;
 	}
+	long long st = scalar(c, STARTED_SQL);
+	c->started = st > 0 ? st : 0;
 	*conn = c;
 	return FB_OK;
 }
@@ -1210,6 +1219,20 @@ static bool relink(pg_conn *c)
 			return false;
 		}
 		fb_sleep_ns(50000000);
+	}
+	long long st = scalar(c, STARTED_SQL);
+	if (st < 0)
+		return false;
+	if (c->started && st != c->started) {
+		fb_say(c->err, sizeof c->err,
+		       "%s: server restarted (lost: %.300s): a write whose reply was lost cannot "
+		       "be "
+		       "settled",
+		       c->e->redacted, first);
+		PQfinish(c->pg);
+		c->pg = NULL;
+		c->lost = false; /* not to be connected again */
+		return false;
 	}
 	/* the new backend may have been given the old one's pid, which is then
 	 * gone: ending it would end this connection */
