@@ -1428,6 +1428,18 @@ static fb_io store_settle(rconn *c, fb_store_verb op, fb_discipline d, uint32_t 
 		           fb_discipline_name(d), op_name[op]);
 		return FB_IO_ERROR;
 	}
+	/* Fewer copies than seen accepted: the store lost a write it
+	 * acknowledged (asynchronous replication, a failover). Sent again,
+	 * it could be accepted twice and blamed on fencing: its outcome is
+	 * left unknown, the store's loss, not fencing's. */
+	if (copies < acked) {
+		fb_rl_fail(&c->l,
+		           "%s %s: its reply was lost, and the history holds %u copies of it "
+		           "where %u were seen accepted: the store lost an acknowledged write (a "
+		           "failover?), so its outcome is unknown",
+		           fb_discipline_name(d), op_name[op], copies, acked);
+		return FB_IO_ERROR;
+	}
 	if (copies <= acked)
 		return store_once(c, op, d, key, token, value, r);
 	*r = (fb_store_result){.ok = true,
