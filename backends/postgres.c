@@ -71,6 +71,10 @@ typedef struct pg_conn {
 	 * connection saw accepted (key, token) and how many copies of it:
 	 * what a write whose reply was lost is settled against */
 	int pid;
+	/* pg_postmaster_start_time() in microseconds at the first connect (0:
+	 * unknown): a server restarted since cannot settle from its history
+	 * what the lost connection ran */
+	long long started;
 	bool lost;
 	struct {
 		uint32_t key;
@@ -954,6 +958,9 @@ static fb_err prepare_statements(pg_conn *c, char *err, size_t errlen)
 	return FB_OK;
 }
 
+static long long scalar(pg_conn *c, const char *sql);
+#define STARTED_SQL "SELECT (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::bigint"
+
 static fb_err pg_connect(void *eng, uint16_t worker, void **conn, char *err, size_t errlen)
 {
 	pg_engine *e = eng;
@@ -971,6 +978,8 @@ static fb_err pg_connect(void *eng, uint16_t worker, void **conn, char *err, siz
 		free(c);
 		return rc;
 	}
+	long long st = scalar(c, STARTED_SQL);
+	c->started = st > 0 ? st : 0;
 	*conn = c;
 	return FB_OK;
 }
@@ -1213,13 +1222,31 @@ static bool relink(pg_conn *c)
 		}
 		fb_sleep_ns(50000000);
 	}
-	if (old <= 0)
+	long long st = scalar(c, STARTED_SQL);
+	if (st < 0)
+		return false;
+	if (c->started && st != c->started) {
+		fb_say(c->err, sizeof c->err,
+		       "%s: server restarted (lost: %.300s): a write whose reply was lost cannot "
+		       "be "
+		       "settled",
+		       c->e->redacted, first);
+		PQfinish(c->pg);
+		c->pg = NULL;
+		c->lost = false; /* not to be connected again */
+		return false;
+	}
+	/* the new backend may have been given the old one's pid, which is then
+	 * gone: ending it would end this connection */
+	if (old <= 0 || old == PQbackendPID(c->pg))
 		return true;
 	char sql[160];
 	fb_say(sql, sizeof sql, "SELECT pg_terminate_backend(%d)::int", old);
 	if (scalar(c, sql) < 0)
 		return false;
-	fb_say(sql, sizeof sql, "SELECT count(*) FROM pg_stat_activity WHERE pid = %d", old);
+	fb_say(sql, sizeof sql,
+	       "SELECT count(*) FROM pg_stat_activity WHERE pid = %d AND pid <> pg_backend_pid()",
+	       old);
 	uint64_t deadline = deadline_of(c);
 	long long n;
 	while ((n = scalar(c, sql)) > 0 && now_ns() < deadline)
@@ -1273,7 +1300,7 @@ static fb_io settle(pg_conn *c, int kind, fb_discipline d, uint32_t key, int64_t
 		PQclear(res);
 		return one_once(c, kind, d, key, value, token, r);
 	}
-	int i = copies - 1;
+	int i = acked; /* the first copy not seen accepted: later ones were sent after it */
 	uint64_t top = (uint64_t)i64(res, i, 4), last = (uint64_t)i64(res, i, 5);
 	*r = (fb_store_result){.ok = true,
 	                       .stale = PQgetvalue(res, i, 3)[0] == 't',

@@ -358,6 +358,14 @@ static fb_err dial_server(fb_rlink *l, const rurl *u)
  * again. The call that failed is not retried here: its outcome is
  * unknown, and the caller settles it or reports the conservative one.
  */
+/* l->err without the URL fb_rl_fail put in front, to quote in another. */
+static const char *unprefixed(const fb_rlink *l, const char *err)
+{
+	size_t n = l->url ? strlen(l->url) : 0;
+	return n && strncmp(err, l->url, n) == 0 && strncmp(err + n, ": ", 2) == 0 ? err + n + 2
+	                                                                           : err;
+}
+
 static bool follow(fb_rlink *l, const rurl *u)
 {
 	if (!u->sentinel[0] && (l->c || !l->broke))
@@ -378,9 +386,10 @@ static bool follow(fb_rlink *l, const rurl *u)
 		if (fb_clock_now(fb_clock_monotonic()) - t0 > bound) {
 			char last[FB_RL_ERRLEN];
 			snprintf(last, sizeof last, "%s", l->err);
-			fb_rl_fail(l, "lost (%.200s), and no %s answered after it: %.200s", first,
+			fb_rl_fail(l, "lost (%.200s), and no %s answered after it: %.200s",
+			           unprefixed(l, first),
 			           u->sentinel[0] ? "master named by the Sentinels" : "server",
-			           last);
+			           unprefixed(l, last));
 			return false;
 		}
 		fb_sleep_ns(50000000);
@@ -390,17 +399,43 @@ static bool follow(fb_rlink *l, const rurl *u)
 /* ---- the engine -------------------------------------------------------- */
 
 /* The server's id of the link's connection (CLIENT ID, Redis 5); 0 when
- * the server has none. */
+ * the server has none; -1 when the link was lost asking, before any call
+ * was sent on it: there is nothing of it to end. */
 static long long client_id(fb_rlink *l)
 {
 	const char *v[2] = {"CLIENT", "ID"};
 	size_t len[2] = {6, 2};
 	redisReply *r = fb_rl_command(l, 2, v, len);
 	long long id = r && r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
-	if (!r)
+	if (!r) {
 		fb_rl_lost(l);
+		id = -1;
+	}
 	freeReplyObject(r);
 	return id;
+}
+
+/* The server instance's run_id (INFO server): a server restarted, from
+ * an older RDB maybe, has a new one. "" when not told; false: the link
+ * was lost asking. */
+static bool run_id(fb_rlink *l, char *out, size_t len)
+{
+	out[0] = 0;
+	const char *v[2] = {"INFO", "server"};
+	size_t n[2] = {4, 6};
+	redisReply *r = fb_rl_command(l, 2, v, n);
+	if (!r) {
+		fb_rl_lost(l);
+		return false;
+	}
+	const char *at = r->type == REDIS_REPLY_STRING ? strstr(r->str, "run_id:") : NULL;
+	if (at) {
+		at += 7;
+		size_t k = strcspn(at, "\r\n");
+		snprintf(out, len, "%.*s", (int)(k < len ? k : len - 1), at);
+	}
+	freeReplyObject(r);
+	return true;
 }
 
 /* One engine (lease or store): the run's configuration, the parsed URL and
@@ -435,8 +470,10 @@ typedef struct rconn {
 	/* issue 24, the store's: the server's CLIENT ID of this connection
 	 * (0: unknown), and per store the last write it saw accepted (key,
 	 * token) and how many copies of it (a resent copy is a write of its
-	 * own): what a write whose reply was lost is settled against */
+	 * own): what a write whose reply was lost is settled against; -1: the
+	 * link was lost asking, nothing sent on it to end */
 	long long cid;
+	char run_id[48]; /* INFO server's run_id at connect ("" unknown) */
 	struct {
 		uint32_t key;
 		uint64_t token;
@@ -586,8 +623,11 @@ static fb_err engine_connect(void *eng, uint16_t worker, void **conn, char *err,
 		free(c);
 		return rc;
 	}
-	if (e->store)
+	if (e->store) {
 		c->cid = client_id(&c->l);
+		if (c->l.c && !e->u.sentinel[0])
+			run_id(&c->l, c->run_id, sizeof c->run_id);
+	}
 	*conn = c;
 	return FB_OK;
 }
@@ -1277,11 +1317,48 @@ static bool parse_row(const redisReply *x, fb_history_row *h);
  * not run yet then never runs, so what the history says next is final.
  * False: no server answered, or the link failed again (l->err says why).
  */
+/* The link connected again given up for good: what the lost call did is
+ * not known and cannot be settled (l->err says why); every later call on
+ * it fails at once. */
+static bool unsettleable(rconn *c)
+{
+	redisFree(c->l.c);
+	c->l.c = NULL;
+	c->l.broke = false; /* not to be connected again */
+	return false;
+}
+
 static bool store_relink(rconn *c)
 {
 	long long old = c->cid;
 	if (!follow(&c->l, &c->e->u))
 		return false;
+	if (!c->e->u.sentinel[0] && c->run_id[0]) {
+		/* the same address, another server: restarted, from an older
+		 * snapshot maybe; the history no longer says what ran */
+		char now[sizeof c->run_id];
+		if (!run_id(&c->l, now, sizeof now))
+			return false;
+		if (strcmp(now, c->run_id) != 0) {
+			fb_rl_fail(&c->l,
+			           "server restarted (run_id %.40s, was %.40s): a write whose "
+			           "reply was lost cannot be settled",
+			           now[0] ? now : "unknown", c->run_id);
+			return unsettleable(c);
+		}
+	}
+	if (!c->e->u.sentinel[0]) {
+		/* The filter form answers the number it killed (0: gone
+		 * already); an error reply (NOPERM for an ACL user without
+		 * CLIENT) or no id to kill by means the old connection may
+		 * still run the lost call after the history is read. */
+		if (old == 0) {
+			fb_rl_fail(&c->l,
+			           "cannot end the old connection: the server gave it no "
+			           "CLIENT ID, so a write whose reply was lost cannot be settled");
+			return unsettleable(c);
+		}
+	}
 	if (!c->e->u.sentinel[0] && old > 0) {
 		fb_rcmd m = {0};
 		fb_rl_arg(&m, "CLIENT");
@@ -1293,9 +1370,16 @@ static bool store_relink(rconn *c)
 			fb_rl_lost(&c->l);
 			return false;
 		}
-		freeReplyObject(r); /* an error reply: it was gone already */
+		bool killed = r->type == REDIS_REPLY_INTEGER;
+		if (!killed)
+			fb_rl_fail(&c->l,
+			           "cannot end the old connection: CLIENT KILL ID %lld: %.200s",
+			           old, r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+		freeReplyObject(r);
+		if (!killed)
+			return unsettleable(c);
 	}
-	c->cid = client_id(&c->l);
+	c->cid = client_id(&c->l); /* 0: the next relink cannot settle */
 	return c->l.c != NULL;
 }
 
@@ -1320,6 +1404,10 @@ static fb_io store_settle(rconn *c, fb_store_verb op, fb_discipline d, uint32_t 
 	redisReply *x = fb_rl_run(&c->l, &m);
 	if (!x)
 		return FB_IO_ERROR;
+	/* The first copy this connection has not seen accepted is this write:
+	 * a later copy is one sent again after it (issue 24). */
+	unsigned acked =
+	        c->acked[d].key == key && c->acked[d].token == token ? c->acked[d].copies : 0;
 	unsigned copies = 0;
 	fb_history_row mine = {0};
 	uint64_t top = 0, top_mine = 0, prev = 0, last_mine = 0;
@@ -1329,10 +1417,11 @@ static fb_io store_settle(rconn *c, fb_store_verb op, fb_discipline d, uint32_t 
 		good = parse_row(x->element[i], &h);
 		if (good && h.fence == token && h.client == c->e->cfg.client_id &&
 		    h.worker == c->worker) {
-			copies++;
-			mine = h;
-			top_mine = top;
-			last_mine = prev;
+			if (copies++ == acked) {
+				mine = h;
+				top_mine = top;
+				last_mine = prev;
+			}
 		}
 		if (good && h.fence > top)
 			top = h.fence;
@@ -1344,8 +1433,18 @@ static fb_io store_settle(rconn *c, fb_store_verb op, fb_discipline d, uint32_t 
 		           fb_discipline_name(d), op_name[op]);
 		return FB_IO_ERROR;
 	}
-	unsigned acked =
-	        c->acked[d].key == key && c->acked[d].token == token ? c->acked[d].copies : 0;
+	/* Fewer copies than seen accepted: the store lost a write it
+	 * acknowledged (asynchronous replication, a failover). Sent again,
+	 * it could be accepted twice and blamed on fencing: its outcome is
+	 * left unknown, the store's loss, not fencing's. */
+	if (copies < acked) {
+		fb_rl_fail(&c->l,
+		           "%s %s: its reply was lost, and the history holds %u copies of it "
+		           "where %u were seen accepted: the store lost an acknowledged write (a "
+		           "failover?), so its outcome is unknown",
+		           fb_discipline_name(d), op_name[op], copies, acked);
+		return FB_IO_ERROR;
+	}
 	if (copies <= acked)
 		return store_once(c, op, d, key, token, value, r);
 	*r = (fb_store_result){.ok = true,

@@ -380,6 +380,23 @@ void fb_test_store_batch_one_store_fails(const fb_store_ops *S, void *conn, uint
 		check(r[1].balance != balance, "the write that failed left nothing");
 }
 
+const fb_store_op fb_test_copy_batch[3] = {DB(FB_FENCED, 1), DB(FB_UNFENCED, 1),
+                                           DB(FB_UNFENCED, 1)};
+
+void fb_test_store_copy_settled(const fb_store_result *r, const fb_io *io, const char *err)
+{
+	check(io[0] == FB_IO_OK && r[0].ok && r[0].version == 1 && r[0].balance == 99,
+	      "the fenced debit stands (%d, version %llu): %s", (int)io[0],
+	      (unsigned long long)r[0].version, err);
+	for (int i = 1; i < 3; i++)
+		check(io[i] == FB_IO_OK && r[i].ok && r[i].version == (uint64_t)i &&
+		              r[i].before == 101 - i && r[i].balance == 100 - i,
+		      "unfenced debit %d of 2 is settled as its own copy: version %d, %d -> %d "
+		      "(%d, version %llu, %lld -> %lld): %s",
+		      i, i, 101 - i, 100 - i, (int)io[i], (unsigned long long)r[i].version,
+		      (long long)r[i].before, (long long)r[i].balance, err);
+}
+
 void fb_test_store_batch_lost_after_first(const fb_store_ops *S, void *conn, bool settles)
 {
 	const fb_store_op writes[] = {WR(FB_FENCED, 90), WR(FB_WRITE_FENCED, 90),

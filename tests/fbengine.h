@@ -116,4 +116,16 @@ void fb_test_store_batch_one_store_fails(const fb_store_ops *S, void *conn, uint
  */
 void fb_test_store_batch_lost_after_first(const fb_store_ops *S, void *conn, bool settles);
 
+/*
+ * A debit and its copy sent again in one batch (a retry fault), both
+ * replies lost: the batch fb_test_copy_batch on key 0 with token 1, its
+ * stores fresh at balance 100, the server running all three. Issue 24:
+ * each is settled as its own row of the history, in order: the fenced
+ * debit version 1 (100 -> 99), the unfenced ones version 1 (100 -> 99) and
+ * version 2 (99 -> 98), not both as the last copy (a duplicate and a chain
+ * break the checker would blame on a correct store).
+ */
+extern const fb_store_op fb_test_copy_batch[3];
+void fb_test_store_copy_settled(const fb_store_result *r, const fb_io *io, const char *err);
+
 #endif

@@ -694,6 +694,59 @@ static void test_a_reply_lost_after_the_commit_is_settled_as_accepted(void **sta
 	fb_proxy_stop(px, NULL);
 }
 
+typedef struct lost_batch {
+	void *conn;
+	fb_store_result r[3];
+	fb_io io[3];
+} lost_batch;
+
+static void *batch_in_thread(void *p)
+{
+	lost_batch *b = p;
+	ops->batch(b->conn, 3, fb_test_copy_batch, 0, 1, b->r, b->io);
+	return NULL;
+}
+
+/* A debit and its copy in one batch, every reply held by the proxy until
+ * all three committed, then the connection reset: each settled as its own
+ * history row (the first copy not seen accepted), not both as the last. */
+static void test_a_write_and_its_copy_both_lost_are_settled_in_order(void **state)
+{
+	(void)state;
+	fb_proxy *px = NULL;
+	int port = 0;
+	char err[512] = "", url[300];
+	check_eq(fb_proxy_start("127.0.0.1", server.port, 0, &px, &port, err, sizeof err), FB_OK,
+	         err);
+	const char *at = strchr(server.url, '@');
+	const char *slash = at ? strchr(at, '/') : NULL;
+	check(at && slash, "the server's URL is user@host:port/db: %s", server.url);
+	snprintf(url, sizeof url, "%.*s127.0.0.1:%d%s", (int)(at + 1 - server.url), server.url,
+	         port, slash);
+	fb_engine_config cfg = config(1, 100);
+	pg p = pg_start(url, &cfg, true, 1);
+	check_eq(fb_proxy_strike(px, FB_PROXY_DELAY, FB_PROXY_TO_CLIENT, UINT64_C(60000000000), 0,
+	                         true, 1),
+	         1, "the worker's replies held");
+	lost_batch b = {.conn = p.conn};
+	pthread_t t;
+	check_eq(pthread_create(&t, NULL, batch_in_thread, &b), 0, "the batch's thread");
+	long long n = 0;
+	for (int i = 0; i < 3000 && n < 2; i++) {
+		n = history_rows(FB_UNFENCED);
+		if (n < 2)
+			nanosleep(&(struct timespec){0, 10000000}, NULL);
+	}
+	check_eq(n, 2, "both copies committed while their replies were held");
+	check_eq(fb_proxy_strike(px, FB_PROXY_RESET, FB_PROXY_BOTH, 0, 0, true, 1), 1,
+	         "the worker's connection reset");
+	pthread_join(t, NULL);
+	fb_test_store_copy_settled(b.r, b.io, ops->error(p.conn));
+	check_eq(history_rows(FB_UNFENCED), 2, "and none run twice");
+	pg_end(&p);
+	fb_proxy_stop(px, NULL);
+}
+
 /* The backend ends itself in the write-fenced statement, once (as a
  * server that drops a connection mid-batch): the fenced write before it
  * committed at its sync point, the write-fenced one died with the backend,
@@ -1134,6 +1187,7 @@ int main(void)
 	        cmocka_unit_test(test_a_server_error_in_a_batch_is_that_store_s_alone),
 	        cmocka_unit_test(test_a_connection_lost_mid_batch_is_settled_from_the_history),
 	        cmocka_unit_test(test_a_reply_lost_after_the_commit_is_settled_as_accepted),
+	        cmocka_unit_test(test_a_write_and_its_copy_both_lost_are_settled_in_order),
 	        cmocka_unit_test(test_prepare_not_fresh_joins_a_matching_store_and_refuses_another),
 	        cmocka_unit_test(test_version_is_the_servers),
 	        cmocka_unit_test(test_unreachable_url_is_esys_with_the_password_redacted),

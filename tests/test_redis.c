@@ -1082,6 +1082,7 @@ typedef struct relay {
 	int lfd, port, wake[2];
 	int cli[RELAY_PAIRS], up[RELAY_PAIRS];
 	_Atomic int keep; /* -1: not armed */
+	_Atomic int to;   /* the server's port new connections go to */
 	pthread_t t;
 } relay;
 
@@ -1117,7 +1118,8 @@ static void relay_cut(relay *r, int i, const char *buf, ssize_t n, redisReader *
 static void relay_accept(relay *r)
 {
 	int c = accept(r->lfd, NULL, NULL), u = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)srv.port)};
+	struct sockaddr_in a = {.sin_family = AF_INET,
+	                        .sin_port = htons((uint16_t)atomic_load(&r->to))};
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	for (int i = 0; i < RELAY_PAIRS; i++)
 		if (r->cli[i] < 0 && c >= 0 && connect(u, (struct sockaddr *)&a, sizeof a) == 0) {
@@ -1176,6 +1178,7 @@ static void relay_start(relay *r)
 {
 	memset(r, 0, sizeof *r);
 	atomic_init(&r->keep, -1);
+	atomic_init(&r->to, srv.port);
 	for (int i = 0; i < RELAY_PAIRS; i++)
 		r->cli[i] = r->up[i] = -1;
 	struct sockaddr_in a = {.sin_family = AF_INET};
@@ -1225,6 +1228,92 @@ static void test_a_link_lost_mid_batch_is_settled_from_the_history(void **state)
 	S->disconnect(c);
 	S->close(e);
 	relay_stop(&rl);
+}
+
+/* A debit and its copy in one batch, both replies lost (the relay passes
+ * the fenced reply, then closes): each settled as its own history row, the
+ * first copy not seen accepted, not both as the last. */
+static void test_a_write_and_its_copy_both_lost_are_settled_in_order(void **state)
+{
+	(void)state;
+	relay rl;
+	relay_start(&rl);
+	char url[64];
+	snprintf(url, sizeof url, "redis://127.0.0.1:%d/0", rl.port);
+	fb_engine_config cfg = base_cfg();
+	void *e = store_engine(&cfg, url, true);
+	void *c = sconn(e, 1);
+	atomic_store(&rl.keep, 1);
+	fb_store_result r[3];
+	fb_io io[3];
+	S->batch(c, 3, fb_test_copy_batch, 0, 1, r, io);
+	fb_test_store_copy_settled(r, io, S->error(c));
+	check_eq(adm_int("LLEN %s", "fb:hist:unfenced:0"), 2, "the server ran each copy once");
+	S->disconnect(c);
+	S->close(e);
+	relay_stop(&rl);
+}
+
+/* A user whose ACL forbids CLIENT KILL: after the reset the old
+ * connection cannot be ended (NOPERM), so the writes it left unanswered
+ * may still run after the history is read: not settled, reported failed,
+ * the error saying why; the link is given up, not used again. */
+static void test_an_old_connection_that_cannot_be_killed_is_not_settled(void **state)
+{
+	(void)state;
+	adm_do("ACL SETUSER fbnokill on >pw ~* &* +@all %s", "-client|kill");
+	relay rl;
+	relay_start(&rl);
+	char url[96];
+	snprintf(url, sizeof url, "redis://fbnokill:pw@127.0.0.1:%d/0", rl.port);
+	fb_engine_config cfg = base_cfg();
+	void *e = store_engine(&cfg, url, true);
+	void *c = sconn(e, 1);
+	atomic_store(&rl.keep, 1);
+	fb_store_result r[3];
+	fb_io io[3];
+	S->batch(c, 3, fb_test_copy_batch, 0, 1, r, io);
+	check(io[0] == FB_IO_OK && io[1] == FB_IO_ERROR && io[2] == FB_IO_ERROR,
+	      "the answered debit stands, the lost ones are not settled (%d, %d, %d)", (int)io[0],
+	      (int)io[1], (int)io[2]);
+	check(strstr(S->error(c), "cannot end the old connection") && strstr(S->error(c), "NOPERM"),
+	      "the error says why: %s", S->error(c));
+	fb_store_result x;
+	check_eq(S->read(c, FB_FENCED, 0, 2, &x), FB_IO_ERROR, "a later call fails at once");
+	S->disconnect(c);
+	S->close(e);
+	relay_stop(&rl);
+	adm_do("ACL DELUSER %s", "fbnokill");
+}
+
+/* The relay's address answered, after the reset, by another server (as
+ * one restarted from an older snapshot): its history cannot settle what
+ * the lost connection sent; the call fails, naming the restart. */
+static void test_a_restarted_server_does_not_settle_a_lost_write(void **state)
+{
+	(void)state;
+	fb_server s2;
+	check_eq(fb_server_start(FB_SERVER_REDIS, &s2), 1, s2.why);
+	relay rl;
+	relay_start(&rl);
+	char url[64];
+	snprintf(url, sizeof url, "redis://127.0.0.1:%d/0", rl.port);
+	fb_engine_config cfg = base_cfg();
+	void *e = store_engine(&cfg, url, true);
+	void *c = sconn(e, 1);
+	atomic_store(&rl.to, s2.port);
+	atomic_store(&rl.keep, 1);
+	fb_store_result r[3];
+	fb_io io[3];
+	S->batch(c, 3, fb_test_copy_batch, 0, 1, r, io);
+	check(io[0] == FB_IO_OK && io[1] == FB_IO_ERROR && io[2] == FB_IO_ERROR,
+	      "the answered debit stands, the lost ones are not settled (%d, %d, %d): %s",
+	      (int)io[0], (int)io[1], (int)io[2], S->error(c));
+	check(strstr(S->error(c), "server restarted"), "the error says why: %s", S->error(c));
+	S->disconnect(c);
+	S->close(e);
+	relay_stop(&rl);
+	fb_server_stop(&s2);
 }
 
 /* ---- a server that dies ------------------------------------------------ */
@@ -1430,6 +1519,9 @@ int main(void)
 	        cmocka_unit_test(test_a_server_error_in_a_batch_is_that_store_s_alone),
 	        cmocka_unit_test(test_a_batch_after_script_flush_falls_back_to_eval),
 	        cmocka_unit_test(test_a_link_lost_mid_batch_is_settled_from_the_history),
+	        cmocka_unit_test(test_a_write_and_its_copy_both_lost_are_settled_in_order),
+	        cmocka_unit_test(test_an_old_connection_that_cannot_be_killed_is_not_settled),
+	        cmocka_unit_test(test_a_restarted_server_does_not_settle_a_lost_write),
 	        cmocka_unit_test(test_server_killed_mid_run_gives_io_errors_not_crashes),
 	        cmocka_unit_test(test_stopped_server_is_io_error_by_the_timeout_then_fails_fast),
 	};
