@@ -321,6 +321,14 @@ uint64_t fb_engine_timeout(const fb_engine_config *cfg);
 /* ns as seconds, without trailing zeros: "10", "0.5", "2.25". */
 void fb_engine_seconds(char *buf, size_t len, uint64_t ns);
 
+/* Issue 24: a service of several members that did not answer a call rides
+ * it out while it has been silent for no longer than the engine's timeout
+ * (since *down_since, which this sets at the first silence; the caller
+ * zeroes it when a call is answered): true. False when it has been silent
+ * longer: then `why` is "no member answered for N s; the last: LAST". */
+bool fb_engine_ride_out(uint64_t *down_since, const fb_engine_config *cfg, const char *member,
+                        const char *last, char *why, size_t len);
+
 /* Why a lease engine cannot serve cfg, or NULL: no keys, no TTL, a first
  * fence out of range, or (service_fences: a service that mints its own,
  * one counter for every key) --fence per-key or a --first-fence. */

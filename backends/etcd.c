@@ -318,15 +318,11 @@ static bool ride_out(econn *c)
 {
 	if (!c->unavailable)
 		return false;
-	uint64_t now = fb_clock_now(fb_clock_monotonic());
-	if (!c->down_since)
-		c->down_since = now;
-	if (now - c->down_since <= fb_engine_timeout(&c->e->cfg))
-		return true;
-	char last[ERRLEN], secs[32];
+	char last[ERRLEN], why[ERRLEN];
 	snprintf(last, sizeof last, "%s", c->err);
-	fb_engine_seconds(secs, sizeof secs, fb_engine_timeout(&c->e->cfg));
-	efail(c, "no member answered for %s s; the last: %.300s", secs, last);
+	if (fb_engine_ride_out(&c->down_since, &c->e->cfg, "member", last, why, sizeof why))
+		return true;
+	efail(c, "%s", why);
 	return false;
 }
 

@@ -113,6 +113,20 @@ uint64_t fb_engine_timeout(const fb_engine_config *cfg)
 	return cfg->timeout_ns ? cfg->timeout_ns : UINT64_C(10) * 1000000000;
 }
 
+bool fb_engine_ride_out(uint64_t *down_since, const fb_engine_config *cfg, const char *member,
+                        const char *last, char *why, size_t len)
+{
+	uint64_t now = fb_clock_now(fb_clock_monotonic());
+	if (!*down_since)
+		*down_since = now;
+	if (now - *down_since <= fb_engine_timeout(cfg))
+		return true;
+	char secs[32];
+	fb_engine_seconds(secs, sizeof secs, fb_engine_timeout(cfg));
+	snprintf(why, len, "no %s answered for %s s; the last: %.300s", member, secs, last);
+	return false;
+}
+
 void fb_engine_seconds(char *buf, size_t len, uint64_t ns)
 {
 	snprintf(buf, len, "%.3f", (double)ns / 1e9);

@@ -976,15 +976,11 @@ static bool ride_out(zconn *c)
 {
 	if (!c->e->ensemble || !c->s.lost)
 		return false;
-	uint64_t now = fb_clock_now(fb_clock_monotonic());
-	if (!c->down_since)
-		c->down_since = now;
-	if (now - c->down_since <= fb_engine_timeout(&c->e->cfg))
-		return true;
-	char last[ERRLEN], secs[32];
+	char last[ERRLEN], why[ERRLEN];
 	snprintf(last, sizeof last, "%s", c->s.err);
-	fb_engine_seconds(secs, sizeof secs, fb_engine_timeout(&c->e->cfg));
-	zfail(&c->s, "no server answered for %s s; the last: %.300s", secs, last);
+	if (fb_engine_ride_out(&c->down_since, &c->e->cfg, "server", last, why, sizeof why))
+		return true;
+	zfail(&c->s, "%s", why);
 	return false;
 }
 
