@@ -223,7 +223,7 @@ static void test_pauses_past_the_ttl_corrupt_unfenced_only(void **state)
 	                      NULL};
 	fb_test_proc p;
 	json_object *doc = fb_test_run_doc(&p, args, 0);
-	fb_test_fenced_safe_unfenced_corrupted(doc, p.out);
+	fb_test_fenced_safe_unfenced_corrupted(doc, p.out, FB_KEEPS_ORDER);
 	check(strstr(p.out, "lease etcd 3."), "the report names the service:\n%s", p.out);
 	json_object_put(doc);
 	fb_test_release(&p);
@@ -236,7 +236,7 @@ static void test_two_processes_share_the_cluster(void **state)
 	(void)state;
 	const char *common[] = {"-t",    "4",  "-d",           "2s", "-k", "4",
 	                        "--ttl", "1s", "--pause-rate", "2",  NULL};
-	fb_test_shared_run(etcd.url, redis.url, common);
+	fb_test_shared_run(etcd.url, redis.url, common, FB_KEEPS_ORDER);
 }
 
 int main(void)

@@ -307,8 +307,8 @@ static void test_pauses_past_the_session_timeout_corrupt_unfenced_only(void **st
 	        "--store",    redis.url,    "--mode",       "fenced,write-fenced,unfenced",
 	        NULL};
 	fb_test_proc p;
-	json_object *doc = fb_test_run_corrupting(&p, args);
-	fb_test_fenced_safe_unfenced_corrupted(doc, p.out);
+	json_object *doc = fb_test_run_corrupting(&p, args, FB_KEEPS_ORDER);
+	fb_test_fenced_safe_unfenced_corrupted(doc, p.out, FB_KEEPS_ORDER);
 	check(strstr(p.out, "lease ZooKeeper 3.") && strstr(p.out, "session timeout 200 ms"),
 	      "the report names the service and its negotiated timeout:\n%s", p.out);
 	json_object_put(doc);
@@ -322,7 +322,7 @@ static void test_two_processes_share_the_ensemble(void **state)
 	(void)state;
 	const char *common[] = {"-t",    "4",     "-d",           "2s", "-k", "4",
 	                        "--ttl", "200ms", "--pause-rate", "10", NULL};
-	fb_test_shared_run(zk.url, redis.url, common);
+	fb_test_shared_run(zk.url, redis.url, common, FB_KEEPS_ORDER);
 }
 
 static void test_unreachable_ensemble_is_exit_3(void **state)
