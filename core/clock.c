@@ -12,6 +12,43 @@
 #include <time.h>
 #include <unistd.h>
 
+/*
+ * One instant on both clocks: a monotonic read bracketed by two TSC reads,
+ * the tightest bracket of a few tries. A thread preempted between the two
+ * clocks' reads (a loaded machine, a sanitizer's slow calls) would
+ * otherwise pair a monotonic instant with a TSC count milliseconds later,
+ * and the rate calibrated from it be off by as much: a run timed on it
+ * lasted 7 times its -d under TSan at load 15. False when no try came
+ * within BRACKET_MAX cycles (the TSC is then not used).
+ */
+#define BRACKET_TRIES 16
+#define BRACKET_MAX   UINT64_C(20000) /* cycles: microseconds; 0.1% of the 10 ms window */
+
+bool fb_tsc_instant(const fb_tsc_reads *r, uint64_t *ns, uint64_t *t)
+{
+	uint64_t best = UINT64_MAX;
+	for (int i = 0; i < BRACKET_TRIES; i++) {
+		uint64_t a = r->tsc(r->ctx);
+		uint64_t n = r->ns(r->ctx);
+		uint64_t b = r->tsc(r->ctx);
+		if (b > a && b - a < best) {
+			best = b - a;
+			*ns = n;
+			*t = a + (b - a) / 2;
+		}
+	}
+	return best <= BRACKET_MAX;
+}
+
+bool fb_tsc_rate(uint64_t ns0, uint64_t t0, uint64_t ns1, uint64_t t1, uint64_t *mult)
+{
+	/* a rate no TSC has (outside 0.1-20 GHz): not trusted */
+	if (ns1 <= ns0 || t1 <= t0 || (t1 - t0) / (ns1 - ns0) >= 20 || (t1 - t0) * 10 < ns1 - ns0)
+		return false;
+	*mult = (uint64_t)(((unsigned __int128)(ns1 - ns0) << 32) / (t1 - t0));
+	return true;
+}
+
 #if defined(__x86_64__)
 #include <cpuid.h>
 #include <x86intrin.h>
@@ -92,32 +129,16 @@ static int tsc_trustworthy(void)
 	return ok;
 }
 
-/*
- * One instant on both clocks: a monotonic read bracketed by two TSC reads,
- * the tightest bracket of a few tries. A thread preempted between the two
- * clocks' reads (a loaded machine, a sanitizer's slow calls) would
- * otherwise pair a monotonic instant with a TSC count milliseconds later,
- * and the rate calibrated from it be off by as much: a run timed on it
- * lasted 7 times its -d under TSan at load 15. False when no try came
- * within BRACKET_MAX cycles (the TSC is then not used).
- */
-#define BRACKET_TRIES 16
-#define BRACKET_MAX   UINT64_C(20000) /* cycles: microseconds; 0.1% of the 10 ms window */
-
-static bool tsc_instant(uint64_t *ns, uint64_t *t)
+static uint64_t read_tsc(void *ctx)
 {
-	uint64_t best = UINT64_MAX;
-	for (int i = 0; i < BRACKET_TRIES; i++) {
-		uint64_t a = __rdtsc();
-		uint64_t n = posix_now(CLOCK_MONOTONIC);
-		uint64_t b = __rdtsc();
-		if (b > a && b - a < best) {
-			best = b - a;
-			*ns = n;
-			*t = a + (b - a) / 2;
-		}
-	}
-	return best <= BRACKET_MAX;
+	(void)ctx;
+	return __rdtsc();
+}
+
+static uint64_t read_monotonic(void *ctx)
+{
+	(void)ctx;
+	return posix_now(CLOCK_MONOTONIC);
 }
 
 static void tsc_calibrate(void)
@@ -125,17 +146,16 @@ static void tsc_calibrate(void)
 	tsc.chosen = &monotonic_clock;
 	if (!tsc_trustworthy())
 		return;
+	const fb_tsc_reads reads = {read_tsc, read_monotonic, NULL};
 	uint64_t ns0, t0, ns1, t1;
-	if (!tsc_instant(&ns0, &t0))
+	if (!fb_tsc_instant(&reads, &ns0, &t0))
 		return;
 	do {
-		if (!tsc_instant(&ns1, &t1))
+		if (!fb_tsc_instant(&reads, &ns1, &t1))
 			return;
 	} while (ns1 - ns0 < 10000000);
-	/* a rate no TSC has (outside 0.1-20 GHz): not trusted */
-	if (t1 <= t0 || (t1 - t0) / (ns1 - ns0) >= 20 || (t1 - t0) * 10 < ns1 - ns0)
+	if (!fb_tsc_rate(ns0, t0, ns1, t1, &tsc.mult))
 		return;
-	tsc.mult = (uint64_t)(((unsigned __int128)(ns1 - ns0) << 32) / (t1 - t0));
 	tsc.base_tsc = t1;
 	tsc.base_ns = ns1;
 	tsc.chosen = &tsc_clock;

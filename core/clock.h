@@ -43,6 +43,20 @@ const fb_clock *fb_clock_realtime(void);
  */
 const fb_clock *fb_clock_fast(void);
 
+/* The fast clock's calibration, in pieces its tests drive with made-up
+ * reads. fb_tsc_instant: one instant on both clocks, a monotonic read
+ * bracketed by two TSC reads, the tightest of 16 tries; false when none
+ * came within 20,000 cycles (a preempted thread pairs instants far apart).
+ * fb_tsc_rate: mult (ns a cycle, 32.32 fixed point) from two instants;
+ * false for a rate no TSC has (outside 0.1-20 GHz) or time not moving. */
+typedef struct fb_tsc_reads {
+	uint64_t (*tsc)(void *ctx);
+	uint64_t (*ns)(void *ctx);
+	void *ctx;
+} fb_tsc_reads;
+bool fb_tsc_instant(const fb_tsc_reads *r, uint64_t *ns, uint64_t *t);
+bool fb_tsc_rate(uint64_t ns0, uint64_t t0, uint64_t ns1, uint64_t t1, uint64_t *mult);
+
 /*
  * How far behind one core's readings of c can be another's (issue 27): a
  * thread pinned to the first CPU this process may use and one pinned to

@@ -96,6 +96,78 @@ static void test_a_clock_behind_on_one_core_is_measured(void **state)
 	check(CPU_EQUAL(&set, &after), "the caller's affinity is as it was");
 }
 
+/*
+ * Made-up reads for the calibration: a 3 GHz TSC and a monotonic clock
+ * that agree, except that the reader is preempted for `stall` cycles
+ * between the monotonic read and the second TSC read on every try but
+ * `tight` (-1: on every try).
+ */
+typedef struct scripted {
+	uint64_t cycles; /* the TSC now */
+	int reads, tight;
+	uint64_t stall;
+} scripted;
+
+static uint64_t scripted_tsc(void *ctx)
+{
+	scripted *s = ctx;
+	int read = s->reads++; /* 3 a try: TSC, monotonic, TSC */
+	if (read % 3 == 2 && read / 3 != s->tight)
+		s->cycles += s->stall;
+	return s->cycles += 30; /* 10 ns between reads */
+}
+
+static uint64_t scripted_ns(void *ctx)
+{
+	scripted *s = ctx;
+	s->reads++;
+	return s->cycles / 3; /* 3 cycles a ns */
+}
+
+static void test_a_preempted_instant_is_not_paired(void **state)
+{
+	(void)state;
+	for (int tight = 0; tight < 16; tight += 5) {
+		scripted s = {.cycles = 3000000000u, .tight = tight, .stall = 30000000};
+		fb_tsc_reads r = {scripted_tsc, scripted_ns, &s};
+		uint64_t ns = 0, t = 0;
+		check(fb_tsc_instant(&r, &ns, &t), "try %d was tight", tight);
+		/* the tight try's instant: its monotonic read and the middle of
+		 * its bracket, 10 ns apart at most on a 3 GHz clock */
+		uint64_t as_ns = t / 3;
+		check(as_ns + 20 >= ns && as_ns <= ns + 20,
+		      "try %d: paired %llu ns with %llu cycles (%llu ns)", tight,
+		      (unsigned long long)ns, (unsigned long long)t, (unsigned long long)as_ns);
+	}
+	scripted all = {.cycles = 3000000000u, .tight = -1, .stall = 30000000};
+	fb_tsc_reads r = {scripted_tsc, scripted_ns, &all};
+	uint64_t ns, t;
+	check(!fb_tsc_instant(&r, &ns, &t), "every try preempted: no instant");
+	scripted near = {.cycles = 3000000000u, .tight = -1, .stall = 19000};
+	r.ctx = &near;
+	check(fb_tsc_instant(&r, &ns, &t), "a bracket under 20,000 cycles is an instant");
+}
+
+static void test_a_rate_no_tsc_has_is_refused(void **state)
+{
+	(void)state;
+	uint64_t mult = 0;
+	const uint64_t ns0 = 1000000000, t0 = 5000000000, win = 10000000;
+	check(fb_tsc_rate(ns0, t0, ns0 + win, t0 + 3 * win, &mult), "3 GHz");
+	/* 3 cycles a ns: mult is 2^32 / 3 */
+	check_eq(mult, (UINT64_C(1) << 32) / 3, "32.32 ns a cycle");
+	check(fb_tsc_rate(ns0, t0, ns0 + win, t0 + win / 10, &mult), "0.1 GHz, the lowest");
+	check(!fb_tsc_rate(ns0, t0, ns0 + win, t0 + win / 10 - 1, &mult), "below 0.1 GHz");
+	check(fb_tsc_rate(ns0, t0, ns0 + win, t0 + 20 * win - 1, &mult), "just under 20 GHz");
+	check(!fb_tsc_rate(ns0, t0, ns0 + win, t0 + 20 * win, &mult), "20 GHz");
+	check(!fb_tsc_rate(ns0, t0, ns0 + win, t0, &mult), "a TSC that did not move");
+	check(!fb_tsc_rate(ns0, t0, ns0, t0 + win, &mult), "a monotonic clock that did not");
+	/* the bug this guards: the first instant's TSC read 15 ms after its
+	 * monotonic one, in a 10 ms window: time ran backwards on the TSC */
+	check(!fb_tsc_rate(ns0, t0 + 45000000, ns0 + win, t0 + 3 * win, &mult),
+	      "a pairing 15 ms off");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -104,6 +176,8 @@ int main(void)
 	        cmocka_unit_test(test_real_clocks_never_go_backwards),
 	        cmocka_unit_test(test_fast_clock_agrees_with_monotonic),
 	        cmocka_unit_test(test_a_clock_behind_on_one_core_is_measured),
+	        cmocka_unit_test(test_a_preempted_instant_is_not_paired),
+	        cmocka_unit_test(test_a_rate_no_tsc_has_is_refused),
 	};
 	return cmocka_run_group_tests_name("clock", tests, NULL, NULL);
 }
