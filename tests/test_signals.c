@@ -315,7 +315,10 @@ static void test_a_json_fifo_with_no_reader_loses_nothing_else(void **state)
 	start(&p, args, false);
 	int code = fb_test_finish(&p);
 	check_eq(code, 3, "an output no reader took is a runtime failure");
-	check(strstr(p.out, "PASS") && strstr(p.out, "results: "),
+	/* the verdict line: PASS, or VACUOUS when 200 ms of a loaded machine
+	 * gave no fault a stale write to attempt (ASan in CI, once) */
+	check((strstr(p.out, "\nPASS: ") || strstr(p.out, "\nVACUOUS: ")) &&
+	              strstr(p.out, "results: "),
 	      "the summary and the results line are printed:\n%s", p.out);
 	check(strstr(p.err, "--json: no reader opened the FIFO"), "one line says so: %s", p.err);
 	json_object *doc = results_doc(res);
