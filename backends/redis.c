@@ -32,6 +32,7 @@
 #define VALLEN     64
 #define PIPE_CHUNK 128
 #define HIST_CHUNK 1000
+#define MARKS      64 /* a store connection's versions remembered, per store */
 /* issue 24: how long a plain link whose connection broke dials its server
  * again, and how many times one call connects again before it gives up */
 #define RELINK_NS    UINT64_C(1000000000)
@@ -460,6 +461,11 @@ typedef struct held {
 	char val[VALLEN];
 } held;
 
+typedef struct store_mark {
+	uint32_t key1;
+	uint64_t version, highest;
+} store_mark;
+
 typedef struct rconn {
 	const reng *e;
 	fb_rlink l;
@@ -479,6 +485,14 @@ typedef struct rconn {
 		uint64_t token;
 		unsigned copies;
 	} acked[FB_DISCIPLINES];
+	/* Per store, a direct-mapped cache of the latest version a reply on
+	 * this connection showed for a key (key + 1; 0: empty), and the
+	 * store's highest fence then: a lost write's history row, if any, is
+	 * at or after that version's row, so its settle reads from there on,
+	 * never only a window of the latest rows (1,000 rows on a busy key
+	 * pass within a reconnect). A copy's reply does not move it: the row
+	 * of the first copy this connection saw accepted stays in range. */
+	store_mark mark[FB_DISCIPLINES][MARKS];
 } rconn;
 
 /* SCRIPT LOAD every script; the SHAs are the scripts' (content hashes), so
@@ -1286,6 +1300,13 @@ static fb_io store_reply(rconn *c, fb_store_verb op, fb_discipline d, uint32_t k
 	                       .token = token,
 	                       .highest = (uint64_t)v[4],
 	                       .highest_written = d != FB_FENCED || v[4] == v[3]};
+	bool copy = op != FB_STORE_READ && c->acked[d].copies && c->acked[d].key == key &&
+	            c->acked[d].token == token;
+	if (!copy) {
+		c->mark[d][key % MARKS].key1 = key + 1;
+		c->mark[d][key % MARKS].version = (uint64_t)v[5];
+		c->mark[d][key % MARKS].highest = (uint64_t)v[4];
+	}
 	if (r->ok && op != FB_STORE_READ)
 		note_acked(c, d, key, token);
 	return r->ok ? FB_IO_OK : FB_IO_REFUSED;
@@ -1396,38 +1417,63 @@ static bool store_relink(rconn *c)
 static fb_io store_settle(rconn *c, fb_store_verb op, fb_discipline d, uint32_t key, uint64_t token,
                           int64_t value, fb_store_result *r)
 {
+	char hist[64];
+	snprintf(hist, sizeof hist, "fb:hist:%s:%" PRIu32, fb_discipline_key(d), key);
+	/* the rows now: the old connection is ended, so the lost write's row,
+	 * if it ran, is among them; rows appended later are others' */
 	fb_rcmd m = {0};
-	fb_rl_arg(&m, "LRANGE");
-	fb_rl_argf(&m, "fb:hist:%s:%" PRIu32, fb_discipline_key(d), key);
-	fb_rl_argf(&m, "-%d", HIST_CHUNK);
-	fb_rl_arg(&m, "-1");
+	fb_rl_arg(&m, "LLEN");
+	fb_rl_arg(&m, hist);
 	redisReply *x = fb_rl_run(&c->l, &m);
 	if (!x)
 		return FB_IO_ERROR;
+	bool good = x->type == REDIS_REPLY_INTEGER && x->integer >= 0;
+	long long rows = good ? x->integer : 0;
+	freeReplyObject(x);
+	/* from the row of the version this connection saw last before the
+	 * write (every row when it saw none): the highest fence before that
+	 * row is the store's highest then in unfenced (whose reads register
+	 * nothing); in the fenced two, accepted fences only grow, so the row
+	 * itself is the highest before the next */
+	const store_mark *mk = &c->mark[d][key % MARKS];
+	bool marked = mk->key1 == key + 1 && mk->version;
+	long long from = marked ? (long long)mk->version - 1 : 0;
 	/* The first copy this connection has not seen accepted is this write:
 	 * a later copy is one sent again after it (issue 24). */
 	unsigned acked =
 	        c->acked[d].key == key && c->acked[d].token == token ? c->acked[d].copies : 0;
 	unsigned copies = 0;
 	fb_history_row mine = {0};
-	uint64_t top = 0, top_mine = 0, prev = 0, last_mine = 0;
-	bool good = x->type == REDIS_REPLY_ARRAY;
-	for (size_t i = 0; good && i < x->elements; i++) {
-		fb_history_row h;
-		good = parse_row(x->element[i], &h);
-		if (good && h.fence == token && h.client == c->e->cfg.client_id &&
-		    h.worker == c->worker) {
-			if (copies++ == acked) {
-				mine = h;
-				top_mine = top;
-				last_mine = prev;
+	uint64_t top = marked && d == FB_UNFENCED ? mk->highest : 0, top_mine = 0, prev = 0,
+	         last_mine = 0;
+	for (long long at = from; good && at < rows; at += HIST_CHUNK) {
+		long long to = at + HIST_CHUNK < rows ? at + HIST_CHUNK - 1 : rows - 1;
+		m.n = 0;
+		fb_rl_arg(&m, "LRANGE");
+		fb_rl_arg(&m, hist);
+		fb_rl_argf(&m, "%lld", at);
+		fb_rl_argf(&m, "%lld", to);
+		x = fb_rl_run(&c->l, &m);
+		if (!x)
+			return FB_IO_ERROR;
+		good = x->type == REDIS_REPLY_ARRAY;
+		for (size_t i = 0; good && i < x->elements; i++) {
+			fb_history_row h;
+			good = parse_row(x->element[i], &h);
+			if (good && h.fence == token && h.client == c->e->cfg.client_id &&
+			    h.worker == c->worker) {
+				if (copies++ == acked) {
+					mine = h;
+					top_mine = top;
+					last_mine = prev;
+				}
 			}
+			if (good && h.fence > top)
+				top = h.fence;
+			prev = h.fence;
 		}
-		if (good && h.fence > top)
-			top = h.fence;
-		prev = h.fence;
+		freeReplyObject(x);
 	}
-	freeReplyObject(x);
 	if (!good) {
 		fb_rl_fail(&c->l, "%s %s: its history is not what the write appends",
 		           fb_discipline_name(d), op_name[op]);

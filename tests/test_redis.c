@@ -1084,6 +1084,8 @@ typedef struct relay {
 	_Atomic int keep; /* -1: not armed */
 	_Atomic int to;   /* the server's port new connections go to */
 	pthread_t t;
+	void (*on_cut)(void *ctx); /* run by the relay as it cuts, before the close */
+	void *cut_ctx;
 } relay;
 
 static void relay_close(relay *r, int i)
@@ -1110,6 +1112,8 @@ static void relay_cut(relay *r, int i, const char *buf, ssize_t n, redisReader *
 	if (pass && write(r->cli[i], buf, (size_t)pass) != pass)
 		*seen = keep;
 	if (*seen >= keep) {
+		if (r->on_cut)
+			r->on_cut(r->cut_ctx);
 		relay_close(r, i);
 		atomic_store(&r->keep, -1);
 	}
@@ -1228,6 +1232,161 @@ static void test_a_link_lost_mid_batch_is_settled_from_the_history(void **state)
 	S->disconnect(c);
 	S->close(e);
 	relay_stop(&rl);
+}
+
+/* A store engine through the relay (c: worker 1) and one straight to the
+ * server (other: worker 2), the accounts fresh. */
+typedef struct rig {
+	relay rl;
+	void *e, *direct, *c, *other;
+} rig;
+
+static void rig_open(rig *g, const fb_engine_config *cfg)
+{
+	relay_start(&g->rl);
+	char url[64];
+	snprintf(url, sizeof url, "redis://127.0.0.1:%d/0", g->rl.port);
+	g->e = store_engine(cfg, url, true);
+	g->direct = store_engine(cfg, srv.url, false);
+	g->c = sconn(g->e, 1);
+	g->other = sconn(g->direct, 2);
+}
+
+static void rig_close(rig *g)
+{
+	relay_stop(&g->rl); /* joined: what its thread did happened before */
+	S->disconnect(g->c);
+	S->disconnect(g->other);
+	S->close(g->e);
+	S->close(g->direct);
+}
+
+/* Between the lost unfenced write and its settle, another worker's
+ * writes: more rows than one LRANGE chunk, every one after the lost one. */
+typedef struct flood {
+	void *conn; /* another worker's, straight to the server */
+	int rows;
+	_Atomic int done; /* release: the relay thread's use of conn and adm */
+} flood;
+
+static void flood_after_the_lost_write(void *ctx)
+{
+	flood *f = ctx;
+	/* the server ran the pipeline in order: the unfenced write is in
+	 * before the first row of the flood (a bounded wait on the server's
+	 * state, not on time) */
+	for (int i = 0; i < 100000 && adm_int("LLEN %s", "fb:hist:unfenced:0") < 1; i++)
+		;
+	for (int i = 0; i < f->rows; i++) {
+		fb_store_result r;
+		check_eq(S->write(f->conn, FB_UNFENCED, 0, 50, 2, NULL, &r), FB_IO_OK,
+		         S->error(f->conn));
+	}
+	atomic_store(&f->done, 1);
+}
+
+/* Issue 24's settle read only the latest 1,000 rows: a lost write with
+ * more rows after it (a busy key, a slow reconnect) was not found, sent
+ * again, and landed twice: a duplicate blamed on fencing. It is read from
+ * the version this connection saw last, every row after it. */
+static void test_a_lost_write_is_settled_however_many_rows_follow_it(void **state)
+{
+	(void)state;
+	rig g;
+	fb_engine_config cfg = base_cfg();
+	rig_open(&g, &cfg);
+	flood f = {.conn = g.other, .rows = 2500};
+	void *c = g.c;
+	g.rl.on_cut = flood_after_the_lost_write;
+	g.rl.cut_ctx = &f;
+	atomic_store(&g.rl.keep, 1);
+	fb_test_store_batch_lost_after_first(S, c, true);
+	check_eq(atomic_load(&f.done), 1, "the flood ran between the loss and the settle");
+	check_eq(adm_int("LLEN %s", "fb:hist:unfenced:0"), 1 + f.rows,
+	         "the lost write ran once, found behind 2,500 rows, not sent again");
+	rig_close(&g);
+}
+
+/* A debit and two copies of it, the first two answered, the last lost:
+ * the settle reads from the first copy's row, not the last answered
+ * one's, or it would count one copy fewer, call the lost one unsent, and
+ * send it again (a fourth row). */
+static void test_a_lost_copy_after_two_answered_is_settled_as_the_third(void **state)
+{
+	(void)state;
+	rig g;
+	fb_engine_config cfg = base_cfg();
+	rig_open(&g, &cfg);
+	void *c = g.c;
+	atomic_store(&g.rl.keep, 2);
+	const fb_store_op three[3] = {{FB_STORE_DEBIT, FB_UNFENCED, 1, NULL},
+	                              {FB_STORE_DEBIT, FB_UNFENCED, 1, NULL},
+	                              {FB_STORE_DEBIT, FB_UNFENCED, 1, NULL}};
+	fb_store_result r[3];
+	fb_io io[3];
+	S->batch(c, 3, three, 0, 1, r, io);
+	for (int i = 0; i < 3; i++)
+		check(io[i] == FB_IO_OK && r[i].ok && r[i].version == (uint64_t)i + 1 &&
+		              r[i].balance == 99 - i,
+		      "copy %d: version %d, balance %d (%d, version %llu, balance %lld): %s", i + 1,
+		      i + 1, 99 - i, (int)io[i], (unsigned long long)r[i].version,
+		      (long long)r[i].balance, S->error(c));
+	check_eq(adm_int("LLEN %s", "fb:hist:unfenced:0"), 3, "each copy ran once");
+	rig_close(&g);
+}
+
+/* The lost write's outcome names the highest fence the unfenced store had
+ * accepted before it, though that row lies before the version the
+ * connection saw last (its read): the settle starts there, and takes the
+ * rows before from the store's highest the read reported. */
+static void test_a_settled_write_knows_the_highest_fence_before_its_rows(void **state)
+{
+	(void)state;
+	rig g;
+	fb_engine_config cfg = base_cfg();
+	rig_open(&g, &cfg);
+	void *other = g.other, *c = g.c;
+	fb_store_result r;
+	check_eq(S->write(other, FB_UNFENCED, 0, 80, 9, NULL, &r), FB_IO_OK, S->error(other));
+	check_eq(S->write(other, FB_UNFENCED, 0, 70, 3, NULL, &r), FB_IO_OK, S->error(other));
+	check(S->read(c, FB_UNFENCED, 0, 5, &r) == FB_IO_OK && r.version == 2 && r.highest == 9,
+	      "the read sees two rows, the highest 9 (version %llu, highest %llu): %s",
+	      (unsigned long long)r.version, (unsigned long long)r.highest, S->error(c));
+	atomic_store(&g.rl.keep, 0);
+	fb_io io = S->write(c, FB_UNFENCED, 0, 60, 5, NULL, &r);
+	check(io == FB_IO_OK && r.ok && r.version == 3 && r.highest == 9 && r.stale,
+	      "settled: the third row, stale below 9 (%d, version %llu, highest %llu, stale %d): "
+	      "%s",
+	      (int)io, (unsigned long long)r.version, (unsigned long long)r.highest, (int)r.stale,
+	      S->error(c));
+	check_eq(adm_int("LLEN %s", "fb:hist:unfenced:0"), 3, "it ran once");
+	rig_close(&g);
+}
+
+/* The versions a connection remembers are a small cache by key: key 64's
+ * version, in key 0's place, says nothing of key 0's rows. */
+static void test_another_keys_version_does_not_bound_a_settle(void **state)
+{
+	(void)state;
+	rig g;
+	fb_engine_config cfg = base_cfg();
+	cfg.keys = 65;
+	rig_open(&g, &cfg);
+	void *other = g.other, *c = g.c;
+	fb_store_result r;
+	for (uint64_t t = 1; t <= 3; t++)
+		check_eq(S->write(other, FB_UNFENCED, 64, 90, t, NULL, &r), FB_IO_OK,
+		         S->error(other));
+	check(S->read(c, FB_UNFENCED, 64, 5, &r) == FB_IO_OK && r.version == 3,
+	      "key 64 has three rows (version %llu): %s", (unsigned long long)r.version,
+	      S->error(c));
+	atomic_store(&g.rl.keep, 0);
+	fb_io io = S->write(c, FB_UNFENCED, 0, 60, 5, NULL, &r);
+	check(io == FB_IO_OK && r.ok && r.version == 1,
+	      "key 0's lost write settled as its first row (%d, version %llu): %s", (int)io,
+	      (unsigned long long)r.version, S->error(c));
+	check_eq(adm_int("LLEN %s", "fb:hist:unfenced:0"), 1, "it ran once");
+	rig_close(&g);
 }
 
 /* A debit and its copy in one batch, both replies lost (the relay passes
@@ -1519,7 +1678,11 @@ int main(void)
 	        cmocka_unit_test(test_a_server_error_in_a_batch_is_that_store_s_alone),
 	        cmocka_unit_test(test_a_batch_after_script_flush_falls_back_to_eval),
 	        cmocka_unit_test(test_a_link_lost_mid_batch_is_settled_from_the_history),
+	        cmocka_unit_test(test_a_lost_write_is_settled_however_many_rows_follow_it),
 	        cmocka_unit_test(test_a_write_and_its_copy_both_lost_are_settled_in_order),
+	        cmocka_unit_test(test_a_lost_copy_after_two_answered_is_settled_as_the_third),
+	        cmocka_unit_test(test_a_settled_write_knows_the_highest_fence_before_its_rows),
+	        cmocka_unit_test(test_another_keys_version_does_not_bound_a_settle),
 	        cmocka_unit_test(test_an_old_connection_that_cannot_be_killed_is_not_settled),
 	        cmocka_unit_test(test_a_restarted_server_does_not_settle_a_lost_write),
 	        cmocka_unit_test(test_server_killed_mid_run_gives_io_errors_not_crashes),
