@@ -639,7 +639,7 @@ static fb_err engine_connect(void *eng, uint16_t worker, void **conn, char *err,
 	}
 	if (e->store) {
 		c->cid = client_id(&c->l);
-		if (c->l.c && !e->u.sentinel[0])
+		if (c->l.c)
 			run_id(&c->l, c->run_id, sizeof c->run_id);
 	}
 	*conn = c;
@@ -1352,35 +1352,45 @@ static bool unsettleable(rconn *c)
 static bool store_relink(rconn *c)
 {
 	long long old = c->cid;
+	bool sentinel = c->e->u.sentinel[0] != 0;
 	if (!follow(&c->l, &c->e->u))
 		return false;
-	if (!c->e->u.sentinel[0] && c->run_id[0]) {
-		/* the same address, another server: restarted, from an older
-		 * snapshot maybe; the history no longer says what ran */
-		char now[sizeof c->run_id];
-		if (!run_id(&c->l, now, sizeof now))
-			return false;
-		if (strcmp(now, c->run_id) != 0) {
-			fb_rl_fail(&c->l,
-			           "server restarted (run_id %.40s, was %.40s): a write whose "
-			           "reply was lost cannot be settled",
-			           now[0] ? now : "unknown", c->run_id);
-			return unsettleable(c);
-		}
+	/* Which server answers now: plain, the same address, so another
+	 * run_id is a restart (from an older snapshot maybe: the history no
+	 * longer says what ran); through Sentinel, another run_id is another
+	 * master (a failover), whose history the old connection cannot reach,
+	 * and the same run_id the master a timeout left, where the old
+	 * connection may still run the lost call: ended first, as plain. */
+	char now[sizeof c->run_id] = "";
+	if (c->run_id[0] && !run_id(&c->l, now, sizeof now))
+		return false;
+	bool same = c->run_id[0] && strcmp(now, c->run_id) == 0;
+	if (!sentinel && c->run_id[0] && !same) {
+		fb_rl_fail(&c->l,
+		           "server restarted (run_id %.40s, was %.40s): a write whose "
+		           "reply was lost cannot be settled",
+		           now[0] ? now : "unknown", c->run_id);
+		return unsettleable(c);
 	}
-	if (!c->e->u.sentinel[0]) {
+	if (sentinel && (!c->run_id[0] || !now[0])) {
+		fb_rl_fail(&c->l, "the master gave no run_id (INFO server), so whether the "
+		                  "lost call's master answers again is not known: a write whose "
+		                  "reply was lost cannot be settled");
+		return unsettleable(c);
+	}
+	if (sentinel && !same) {
+		memcpy(c->run_id, now, sizeof now);
+	} else if (old == 0) {
+		/* no id to kill by: the old connection may still run the lost
+		 * call after the history is read */
+		fb_rl_fail(&c->l, "cannot end the old connection: the server gave it no "
+		                  "CLIENT ID, so a write whose reply was lost cannot be settled");
+		return unsettleable(c);
+	} else if (old > 0) {
 		/* The filter form answers the number it killed (0: gone
 		 * already); an error reply (NOPERM for an ACL user without
-		 * CLIENT) or no id to kill by means the old connection may
-		 * still run the lost call after the history is read. */
-		if (old == 0) {
-			fb_rl_fail(&c->l,
-			           "cannot end the old connection: the server gave it no "
-			           "CLIENT ID, so a write whose reply was lost cannot be settled");
-			return unsettleable(c);
-		}
-	}
-	if (!c->e->u.sentinel[0] && old > 0) {
+		 * CLIENT) means the old connection may still run the lost call
+		 * after the history is read. */
 		fb_rcmd m = {0};
 		fb_rl_arg(&m, "CLIENT");
 		fb_rl_arg(&m, "KILL");
