@@ -259,7 +259,7 @@ FUZZ_CFLAGS  := -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 $(WARN) $(ARCH) -pthre
 FUZZ_ENGINES      := $(wildcard backends/*.c backends/registry/*.c) core/lease.c core/store.c core/clock.c core/hist.c
 FUZZ_SRC_duration := bench/config/duration.c
 FUZZ_SRC_options  := bench/config/options.c bench/config/duration.c inject/fault.c core/common.c $(FUZZ_ENGINES)
-FUZZ_SRC_scenario := bench/tools/scenario_parse.c bench/tools/scenario.c core/common.c \
+FUZZ_SRC_scenario := bench/tools/scenario_parse.c bench/tools/scenario.c bench/config/duration.c core/common.c \
                      core/clock.c core/lease.c core/store.c
 FUZZ_SRC_plan     := inject/plan.c inject/fault.c core/outfile.c core/stop.c
 FUZZ_SRC_list     := bench/config/options.c bench/config/duration.c inject/fault.c core/common.c $(FUZZ_ENGINES)
