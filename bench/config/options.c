@@ -13,7 +13,7 @@
 #include "backend.h"
 #include "common.h"
 #include "prng.h"
-#include "registry.h"
+#include "schemes.h"
 #include "url.h"
 
 static int check_nemesis(const struct fb_config *cfg);
@@ -723,28 +723,13 @@ static int parse_value(fb_config *cfg, const opt *o, const char *v)
 		bool lease = o->off == OFF(lease_url);
 		if (!*v)
 			return bad(o, v, "is empty (inproc, or an engine's URL)");
-		if (lease ? !fb_lease_engine(v) : !fb_store_engine(v)) {
+		/* the scheme only: the URL itself is its engine's to judge,
+		 * before the run starts (fb_registry_check_urls) */
+		if (lease ? !fb_lease_scheme(v) : !fb_store_scheme(v)) {
 			char red[256], reason[320];
 			fb_url_redact(v, red, sizeof red);
-			/* its engine's ops vector fell short at registration */
-			const char *refused = fb_registry_refused(fb_registry_builtin(), v, lease);
-			snprintf(reason, sizeof reason, "is not an engine%s%s; valid: %s",
-			         refused ? ": " : "", refused ? refused : "",
+			snprintf(reason, sizeof reason, "is not an engine; valid: %s",
 			         lease ? fb_lease_schemes() : fb_store_schemes());
-			return bad(o, red, reason);
-		}
-		/* judged here, before the run header: a typo is input */
-		bool (*check)(const char *, const char **) =
-		        lease ? fb_lease_engine(v)->check_url : fb_store_engine(v)->check_url;
-		const char *why2 = NULL;
-		char bare[2048]; /* proxy=1 is the run's to take off before the engine reads */
-		if (check && fb_url_proxied(v) && !fb_url_without_proxy(v, bare, sizeof bare))
-			return bad(o, v, "is too long");
-		if (check && !check(fb_url_proxied(v) ? bare : v, &why2)) {
-			char red[256];
-			fb_url_redact(v, red, sizeof red);
-			char reason[320];
-			snprintf(reason, sizeof reason, "is malformed: %s", why2);
 			return bad(o, red, reason);
 		}
 		*(const char **)f = strcmp(v, "inproc") == 0 ? NULL : v;
@@ -1054,7 +1039,7 @@ static void settle(fb_config *cfg)
 		cfg->seed_lo = cfg->seed_hi = cfg->seed;
 	/* as the run decides it: an engine whose calls are round trips */
 	bool remote =
-	        fb_lease_engine(cfg->lease_url)->remote || fb_store_engine(cfg->store_url)->remote;
+	        fb_lease_scheme(cfg->lease_url)->remote || fb_store_scheme(cfg->store_url)->remote;
 	/* Two clock reads are nothing beside a round trip: with a remote
 	 * engine every cycle is timed unless --sample says otherwise. */
 	if (remote && !cfg->sample_given)
@@ -1077,8 +1062,8 @@ static void settle(fb_config *cfg)
  * and sizes apply. */
 static void store_faults(fb_config *cfg, const bool *given)
 {
-	if (cfg->store_url && fb_store_engine(cfg->store_url) &&
-	    fb_store_engine(cfg->store_url) != fb_store_engine(NULL) &&
+	if (cfg->store_url && fb_store_scheme(cfg->store_url) &&
+	    fb_store_scheme(cfg->store_url) != fb_store_scheme(NULL) &&
 	    !given_name(given, "faults") && !cfg->plan_path && !cfg->deterministic) {
 		apply_default(cfg, opt_named("faults"), opt_named("faults")->def.v_if);
 		cfg->store_faults = true;
@@ -1089,7 +1074,7 @@ static void settle_faults(fb_config *cfg, const bool *given)
 {
 	if (!fb_config_fault(cfg, FB_FAULT_SKEW))
 		return;
-	bool remote = fb_lease_engine(cfg->lease_url)->remote;
+	bool remote = fb_lease_scheme(cfg->lease_url)->remote;
 	if (!given_name(given, "lease-clock") && !given_name(given, "check-lease")) {
 		if (remote)
 			cfg->check_lease = FB_CHECK_LOCAL;
@@ -1140,8 +1125,8 @@ static int check_cpus(const fb_config *cfg)
 static int check_combinations(const fb_config *cfg)
 {
 	if (cfg->adapter_timeout_ns &&
-	    (!cfg->store_url || fb_store_engine(cfg->store_url) != fb_store_engine("exec:x")) &&
-	    (!cfg->lease_url || fb_lease_engine(cfg->lease_url) != fb_lease_engine("exec:x"))) {
+	    (!cfg->store_url || fb_store_scheme(cfg->store_url) != fb_store_scheme("exec:x")) &&
+	    (!cfg->lease_url || fb_lease_scheme(cfg->lease_url) != fb_lease_scheme("exec:x"))) {
 		fprintf(stderr, "fencebench: --adapter-timeout: an adapter's deadline; this run's "
 		                "store and lease service are no adapters (--store exec:COMMAND, "
 		                "--lease exec:COMMAND)\n");
@@ -1161,7 +1146,7 @@ static int check_combinations(const fb_config *cfg)
 		return -1;
 	}
 	bool remote =
-	        fb_lease_engine(cfg->lease_url)->remote || fb_store_engine(cfg->store_url)->remote;
+	        fb_lease_scheme(cfg->lease_url)->remote || fb_store_scheme(cfg->store_url)->remote;
 	/* Partitioned means no two workers share a key: with fewer keys than
 	 * workers that cannot be, and a run that shared them anyway would
 	 * measure contention under a name that says there is none. */
@@ -1197,14 +1182,14 @@ static int check_combinations(const fb_config *cfg)
 		return -1;
 	}
 	if ((cfg->faults & (1u << FB_FAULT_SERVER_PAUSE)) &&
-	    (cfg->deterministic || !fb_lease_engine(cfg->lease_url)->server_pause)) {
+	    (cfg->deterministic || !fb_lease_scheme(cfg->lease_url)->server_pause)) {
 		fprintf(stderr,
 		        "fencebench: --faults: 'server-pause' needs a lease service that can "
 		        "pause: --lease redis://... or redlock://...\n");
 		return -1;
 	}
 	if ((cfg->faults & (1u << FB_FAULT_NODE_JUMP)) &&
-	    (cfg->deterministic || !fb_lease_engine(cfg->lease_url)->node_jump)) {
+	    (cfg->deterministic || !fb_lease_scheme(cfg->lease_url)->node_jump)) {
 		fprintf(stderr, "fencebench: --faults: 'node-jump' needs a lease service of "
 		                "independent nodes: --lease redlock://...\n");
 		return -1;
