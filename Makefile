@@ -47,7 +47,8 @@ CFLAGS_ALL := -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) -g $(WARN) $(ARCH) -pthr
 #   inject/         faults: the decisions, the ports, plans, the delay line
 #   backends/       engines behind two ops vectors (in-process, Redis, PostgreSQL),
 #                   and the helpers they share (helpers.c)
-#   backends/registry/  the registry: the one file that includes every engine
+#   backends/registry/  the registry: the one file that includes every engine;
+#                   beside it the schemes (schemes.c), all the options know of them
 #   bench/config/   the run's configuration: one table parses, helps, echoes, replays
 #   bench/verify/   the checkers: history walk, lease witness, the offline history
 #   bench/drive/    the cycle, once, and its two drivers (threads, simulator)
@@ -255,14 +256,16 @@ FUZZ_NAMES   := duration options scenario plan list doc reply lease_reply sql
 FUZZ_CFLAGS  := -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 $(WARN) $(ARCH) -pthread \
                 -fsanitize=address,undefined -fno-sanitize-recover=all \
                 -fno-omit-frame-pointer -MMD -MP $(INC_tests) $(CFLAGS_JSON)
-# options.c names the engines: their registry and the engines come along
+# the engine harnesses link the engines, their registry and the client
+# libraries; options.c knows the schemes alone (schemes.c), no engine
 FUZZ_ENGINES      := $(wildcard backends/*.c backends/registry/*.c) core/lease.c core/store.c core/clock.c core/hist.c
+FUZZ_SCHEMES      := backends/registry/schemes.c backends/url.c backends/helpers.c core/store.c core/clock.c
 FUZZ_SRC_duration := bench/config/duration.c
-FUZZ_SRC_options  := bench/config/options.c bench/config/duration.c inject/fault.c core/common.c $(FUZZ_ENGINES)
-FUZZ_SRC_scenario := bench/tools/scenario_parse.c bench/tools/scenario.c core/common.c \
+FUZZ_SRC_options  := bench/config/options.c bench/config/duration.c inject/fault.c core/common.c $(FUZZ_SCHEMES)
+FUZZ_SRC_scenario := bench/tools/scenario_parse.c bench/tools/scenario.c bench/config/duration.c core/common.c \
                      core/clock.c core/lease.c core/store.c
 FUZZ_SRC_plan     := inject/plan.c inject/fault.c core/outfile.c core/stop.c
-FUZZ_SRC_list     := bench/config/options.c bench/config/duration.c inject/fault.c core/common.c $(FUZZ_ENGINES)
+FUZZ_SRC_list     := bench/config/options.c bench/config/duration.c inject/fault.c core/common.c $(FUZZ_SCHEMES)
 FUZZ_SRC_doc      := bench/report/compare.c bench/report/output.c
 FUZZ_SRC_reply    := core/common.c $(FUZZ_ENGINES)
 FUZZ_SRC_lease_reply := core/common.c $(FUZZ_ENGINES)
@@ -294,7 +297,8 @@ $(FZ)/%.o: %.c $(FZ)/.flags
 $(foreach n,$(FUZZ_NAMES),$(eval $(FZ)/fuzz_$(n): $(call fuzz_objs,$(n))))
 # the client libraries only where a harness links the engines
 FUZZ_LIBS := $(LIBS_JSON) $(LIBS_ENGINES)
-$(FZ)/fuzz_duration: FUZZ_LIBS :=
+$(FZ)/fuzz_duration $(FZ)/fuzz_options $(FZ)/fuzz_list $(FZ)/fuzz_scenario $(FZ)/fuzz_plan: FUZZ_LIBS :=
+$(FZ)/fuzz_doc: FUZZ_LIBS := $(LIBS_JSON)
 $(FUZZ_BINS):
 	$(Q)$(CLANG) -fsanitize=fuzzer,address,undefined -pthread -o $@ $^ $(FUZZ_LIBS) -latomic -lm
 

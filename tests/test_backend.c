@@ -148,12 +148,102 @@ static void test_a_short_ops_vector_is_refused_by_name(void **state)
 	check(fb_registry_add_store(&r, &batchless), "an optional op may be missing");
 }
 
+/* The options know the schemes alone (schemes.h): each row of the table
+ * is a registered engine's, in the registry's order, saying the same. */
+static void check_rows(const char *kind, const fb_scheme *t, size_t n, const char *const *scheme,
+                       const char *const *url, const char *const *help, const bool *remote,
+                       const bool *pause, const bool *jump, size_t m)
+{
+	check(n == m, "%s: %zu schemes in the table, %zu engines registered", kind, n, m);
+	for (size_t i = 0; i < n; i++) {
+		check(!strcmp(t[i].scheme, scheme[i]), "%s row %zu: scheme '%s', the engine's '%s'",
+		      kind, i, t[i].scheme, scheme[i]);
+		check(!strcmp(t[i].url, url[i]), "%s '%s': url '%s', the engine's '%s'", kind,
+		      scheme[i], t[i].url, url[i]);
+		check(!strcmp(t[i].help, help[i]), "%s '%s': help '%s', the engine's '%s'", kind,
+		      scheme[i], t[i].help, help[i]);
+		check(t[i].remote == remote[i] && t[i].server_pause == pause[i] &&
+		              t[i].node_jump == jump[i],
+		      "%s '%s': remote, server_pause, node_jump as the engine's", kind, scheme[i]);
+	}
+}
+
+static void test_the_scheme_table_is_the_registrys(void **state)
+{
+	(void)state;
+	const fb_registry *b = fb_registry_builtin();
+	const char *scheme[FB_REGISTRY_MAX], *url[FB_REGISTRY_MAX], *help[FB_REGISTRY_MAX];
+	bool remote[FB_REGISTRY_MAX], pause[FB_REGISTRY_MAX], jump[FB_REGISTRY_MAX];
+	for (size_t i = 0; i < b->nlease; i++) {
+		scheme[i] = b->lease[i]->scheme;
+		url[i] = b->lease[i]->url;
+		help[i] = b->lease[i]->help;
+		remote[i] = b->lease[i]->remote;
+		pause[i] = b->lease[i]->server_pause != NULL;
+		jump[i] = b->lease[i]->node_jump != NULL;
+	}
+	check_rows("lease", fb_lease_scheme_table, fb_lease_scheme_count, scheme, url, help, remote,
+	           pause, jump, b->nlease);
+	for (size_t i = 0; i < b->nstore; i++) {
+		scheme[i] = b->store[i]->scheme;
+		url[i] = b->store[i]->url;
+		help[i] = b->store[i]->help;
+		remote[i] = b->store[i]->remote;
+		pause[i] = jump[i] = false;
+	}
+	check_rows("store", fb_store_scheme_table, fb_store_scheme_count, scheme, url, help, remote,
+	           pause, jump, b->nstore);
+	static const char *const urls[] = {NULL,           "inproc",        "redis://h/1",
+	                                   "zk://h",       "etcd://h",      "redlock://a,b,c",
+	                                   "exec:x y",     "postgres://u@h", "postgresql://u@h",
+	                                   "host=h dbname=x", "mongodb://h", "redisx://h"};
+	for (size_t i = 0; i < sizeof urls / sizeof urls[0]; i++) {
+		const fb_scheme *l = fb_lease_scheme(urls[i]), *st = fb_store_scheme(urls[i]);
+		const fb_lease_ops *le = fb_lease_engine(urls[i]);
+		const fb_store_ops *se = fb_store_engine(urls[i]);
+		check(l ? le && !strcmp(l->scheme, le->scheme) : !le,
+		      "'%s': the table's lease scheme is the registry's engine's", urls[i]);
+		check(st ? se && !strcmp(st->scheme, se->scheme) : !se,
+		      "'%s': the table's store scheme is the registry's engine's", urls[i]);
+	}
+}
+
+/* Each engine judges its URL before the run, through the registry: the
+ * options know only that the scheme exists. */
+static void test_an_engine_judges_its_url_before_the_run(void **state)
+{
+	(void)state;
+	const fb_registry *b = fb_registry_builtin();
+	char why[320];
+	check(!fb_registry_judge(b, NULL, true, why, sizeof why) &&
+	              !fb_registry_judge(b, "inproc", false, why, sizeof why) &&
+	              !fb_registry_judge(b, "redis://127.0.0.1:6379/0", true, why, sizeof why) &&
+	              !fb_registry_judge(b, "redis://127.0.0.1:6379/0?proxy=1", false, why,
+	                                 sizeof why),
+	      "good URLs pass: %s", why);
+	const char *w = fb_registry_judge(b, "redis://127.0.0.1:99999", true, why, sizeof why);
+	check(w && !strncmp(w, "is malformed: the port must be", 30), "a bad port: '%s'",
+	      w ? w : "(passed)");
+	w = fb_registry_judge(b, "mongodb://h", false, why, sizeof why);
+	check(w && !strncmp(w, "is not an engine; valid: inproc, redis://", 41),
+	      "an unknown scheme: '%s'", w ? w : "(passed)");
+	fb_registry r = {0};
+	fb_lease_ops no_peek = fb_zk_lease_ops;
+	no_peek.peek = NULL;
+	fb_registry_add_lease(&r, &no_peek);
+	w = fb_registry_judge(&r, "zk://h:2181", true, why, sizeof why);
+	check(w && strstr(w, "is not an engine: the lease engine \"zk\" is refused: it has no peek"),
+	      "a refused engine says why: '%s'", w ? w : "(passed)");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_engines_are_chosen_by_scheme),
 	        cmocka_unit_test(test_passwords_never_survive_redaction),
 	        cmocka_unit_test(test_a_short_ops_vector_is_refused_by_name),
+	        cmocka_unit_test(test_the_scheme_table_is_the_registrys),
+	        cmocka_unit_test(test_an_engine_judges_its_url_before_the_run),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

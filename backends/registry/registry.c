@@ -15,6 +15,7 @@
 #include "postgres.h"
 #include "redis.h"
 #include "redlock.h"
+#include "url.h"
 #include "zk.h"
 
 static const fb_lease_ops *const lease_engines[] = {&fb_inproc_lease_ops,  &fb_redis_lease_ops,
@@ -113,42 +114,13 @@ bool fb_registry_add_store(fb_registry *r, const fb_store_ops *ops)
 
 static fb_registry builtin;
 static pthread_once_t builtin_once = PTHREAD_ONCE_INIT;
-/* the lists written from the registered engines: each one's url for the
- * error line, each one's help for --help */
-static char lease_urls[1024], store_urls[1024], lease_help[2048], store_help[2048];
-
-/* The n words in buf, joined by sep, the last by last_sep. */
-static void join(char *buf, size_t len, const char *const *w, size_t n, const char *sep,
-                 const char *last_sep)
-{
-	size_t o = 0;
-	buf[0] = 0;
-	for (size_t i = 0; i < n && o < len; i++) {
-		int k = snprintf(buf + o, len - o, "%s%s", i == 0 ? "" : i + 1 == n ? last_sep : sep,
-		                 w[i]);
-		o += k > 0 ? (size_t)k : 0;
-	}
-}
 
 static void register_builtin(void)
 {
-	const char *url[FB_REGISTRY_MAX], *help[FB_REGISTRY_MAX];
 	for (size_t i = 0; i < COUNT(lease_engines); i++)
 		fb_registry_add_lease(&builtin, lease_engines[i]);
 	for (size_t i = 0; i < COUNT(store_engines); i++)
 		fb_registry_add_store(&builtin, store_engines[i]);
-	for (size_t i = 0; i < builtin.nlease; i++) {
-		url[i] = builtin.lease[i]->url;
-		help[i] = builtin.lease[i]->help;
-	}
-	join(lease_urls, sizeof lease_urls, url, builtin.nlease, ", ", ", ");
-	join(lease_help, sizeof lease_help, help, builtin.nlease, ", ", ", or ");
-	for (size_t i = 0; i < builtin.nstore; i++) {
-		url[i] = builtin.store[i]->url;
-		help[i] = builtin.store[i]->help;
-	}
-	join(store_urls, sizeof store_urls, url, builtin.nstore, ", ", ", ");
-	join(store_help, sizeof store_help, help, builtin.nstore, ", ", ", or ");
 }
 
 const fb_registry *fb_registry_builtin(void)
@@ -157,48 +129,12 @@ const fb_registry *fb_registry_builtin(void)
 	return &builtin;
 }
 
-/*
- * The scheme of a URL: "exec" for "exec:COMMAND" (whatever the command
- * holds), what precedes "://", or the whole word "inproc". A libpq
- * conninfo ("host=... dbname=...") has no scheme but an '=': it is
- * PostgreSQL's. *len is the scheme's length.
- */
-static const char *scheme_of(const char *url, size_t *len)
-{
-	if (strncmp(url, "exec:", 5) == 0) {
-		*len = 4;
-		return url;
-	}
-	const char *sep = strstr(url, "://");
-	if (sep) {
-		*len = (size_t)(sep - url);
-		return url;
-	}
-	if (strchr(url, '=')) {
-		*len = strlen("postgres");
-		return "postgres";
-	}
-	*len = strlen(url);
-	return url;
-}
-
-static bool scheme_is(const char *url, const char *scheme)
-{
-	size_t n;
-	const char *s = scheme_of(url, &n);
-	if (n == strlen(scheme) && strncmp(s, scheme, n) == 0)
-		return true;
-	/* libpq takes both spellings */
-	return strcmp(scheme, "postgres") == 0 && n == strlen("postgresql") &&
-	       strncmp(s, "postgresql", n) == 0;
-}
-
 const fb_lease_ops *fb_registry_lease(const fb_registry *r, const char *url)
 {
 	if (!url || !*url)
 		url = "inproc";
 	for (size_t i = 0; i < r->nlease; i++)
-		if (scheme_is(url, r->lease[i]->scheme))
+		if (fb_scheme_is(url, r->lease[i]->scheme))
 			return r->lease[i];
 	return NULL;
 }
@@ -208,7 +144,7 @@ const fb_store_ops *fb_registry_store(const fb_registry *r, const char *url)
 	if (!url || !*url)
 		url = "inproc";
 	for (size_t i = 0; i < r->nstore; i++)
-		if (scheme_is(url, r->store[i]->scheme))
+		if (fb_scheme_is(url, r->store[i]->scheme))
 			return r->store[i];
 	return NULL;
 }
@@ -217,7 +153,7 @@ const char *fb_registry_refused(const fb_registry *r, const char *url, bool leas
 {
 	for (size_t i = 0; i < r->nrefused; i++)
 		if (r->refused[i].lease == lease && r->refused[i].scheme &&
-		    scheme_is(url && *url ? url : "inproc", r->refused[i].scheme))
+		    fb_scheme_is(url && *url ? url : "inproc", r->refused[i].scheme))
 			return r->refused[i].why;
 	return NULL;
 }
@@ -232,26 +168,51 @@ const fb_store_ops *fb_store_engine(const char *url)
 	return fb_registry_store(fb_registry_builtin(), url);
 }
 
-const char *fb_lease_schemes(void)
+/*
+ * An engine URL judged before the run starts, as input: its engine known
+ * and registered, and the URL one its engine would take (its check_url,
+ * on the URL without proxy=1, which is the run's to take off). NULL, or
+ * why not, for "--OPT: 'URL' WHY".
+ */
+const char *fb_registry_judge(const fb_registry *r, const char *url, bool lease, char *why,
+                              size_t len)
 {
-	fb_registry_builtin();
-	return lease_urls;
+	const void *engine = lease ? (const void *)fb_registry_lease(r, url)
+	                           : (const void *)fb_registry_store(r, url);
+	if (!engine) {
+		/* its engine's ops vector fell short at registration */
+		const char *refused = fb_registry_refused(r, url, lease);
+		snprintf(why, len, "is not an engine%s%s; valid: %s", refused ? ": " : "",
+		         refused ? refused : "", lease ? fb_lease_schemes() : fb_store_schemes());
+		return why;
+	}
+	bool (*check)(const char *, const char **) =
+	        lease ? fb_registry_lease(r, url)->check_url : fb_registry_store(r, url)->check_url;
+	if (!check || !url)
+		return NULL;
+	char bare[2048];
+	if (fb_url_proxied(url) && !fb_url_without_proxy(url, bare, sizeof bare)) {
+		snprintf(why, len, "is too long");
+		return why;
+	}
+	const char *reason = NULL;
+	if (check(fb_url_proxied(url) ? bare : url, &reason))
+		return NULL;
+	snprintf(why, len, "is malformed: %s", reason);
+	return why;
 }
 
-const char *fb_store_schemes(void)
+bool fb_registry_check_urls(const char *lease_url, const char *store_url)
 {
-	fb_registry_builtin();
-	return store_urls;
-}
-
-const char *fb_lease_engines_help(void)
-{
-	fb_registry_builtin();
-	return lease_help;
-}
-
-const char *fb_store_engines_help(void)
-{
-	fb_registry_builtin();
-	return store_help;
+	const fb_registry *r = fb_registry_builtin();
+	for (int lease = 1; lease >= 0; lease--) {
+		const char *url = lease ? lease_url : store_url;
+		char why[320], red[256];
+		if (!fb_registry_judge(r, url, lease, why, sizeof why))
+			continue;
+		fb_url_redact(url ? url : "inproc", red, sizeof red);
+		fprintf(stderr, "fencebench: --%s: '%s' %s\n", lease ? "lease" : "store", red, why);
+		return false;
+	}
+	return true;
 }

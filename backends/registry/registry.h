@@ -1,12 +1,14 @@
 /*
- * The engine registry (registry.c): which engine serves a URL, and the
- * schemes it knows. Above the engines: the options, the drivers and the
- * tools include it; no engine does.
+ * The engine registry (registry.c): which engine serves a URL, and
+ * whether it takes the URL. Above the engines: the drivers, main and the
+ * tools include it; no engine does, nor do the options, which know the
+ * schemes alone (schemes.h).
  */
 #ifndef FB_REGISTRY_H
 #define FB_REGISTRY_H
 
 #include "backend.h"
+#include "schemes.h"
 
 /*
  * Registration: an engine's ops vector joins a registry only if it was
@@ -47,15 +49,14 @@ const fb_registry *fb_registry_builtin(void);
 const fb_lease_ops *fb_lease_engine(const char *url);
 const fb_store_ops *fb_store_engine(const char *url);
 
-/* The registered engines' URLs, "inproc, redis://HOST:PORT/DB, ...": for
- * the error line; written from the engines' own (url), in the registry's
- * order. */
-const char *fb_lease_schemes(void);
-const char *fb_store_schemes(void);
+/* An engine URL as the run will open it, judged as input: NULL, or why
+ * not ("is not an engine...; valid: ...", "is malformed: ...") for the
+ * line "--lease: 'URL' WHY" (the URL shown redacted). */
+const char *fb_registry_judge(const fb_registry *r, const char *url, bool lease, char *why,
+                              size_t len);
 
-/* The same for --help, each engine's help: "inproc (default), ..., or
- * exec:COMMAND: ...". */
-const char *fb_lease_engines_help(void);
-const char *fb_store_engines_help(void);
+/* Both of a run's engine URLs judged by the built-in registry; on the
+ * first that fails, its one line on stderr and false (exit 2: input). */
+bool fb_registry_check_urls(const char *lease_url, const char *store_url);
 
 #endif

@@ -483,6 +483,9 @@ int main(int argc, char **argv)
 	case FB_PARSE_RUN:
 		break;
 	}
+	/* each engine judges its URL, before anything starts: a typo is input */
+	if (!fb_registry_check_urls(cfg.lease_url, cfg.store_url))
+		return 2;
 
 	if (check_outputs(&cfg))
 		return 3;

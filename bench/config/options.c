@@ -13,7 +13,7 @@
 #include "backend.h"
 #include "common.h"
 #include "prng.h"
-#include "registry.h"
+#include "schemes.h"
 #include "url.h"
 
 static int check_nemesis(const struct fb_config *cfg);
@@ -39,6 +39,27 @@ typedef enum kind {
 	K_VERSION,
 } kind;
 
+/*
+ * An option's default, written once: fb_config_defaults (a list's: settle,
+ * when none was given) parses it as if it had been given, and --help shows
+ * it where the help text says {}. A default that follows another option is
+ * written as such: {ttl} a multiple of the TTL (settle sizes what was left
+ * unset), {if} the value a condition of the run selects (its code says
+ * which). With v set, ttl is a condition's too (work: skew alone).
+ */
+typedef struct deflt {
+	const char *v;          /* in the option's own syntax; NULL: none or computed */
+	const char *v_if;       /* a condition's default, in the same syntax */
+	uint8_t ttl_lo, ttl_hi; /* twentieths of the TTL; 0: none */
+} deflt;
+
+#define TWENTIETHS(x)         ((uint8_t)((x) * 20 + 0.5))
+#define NODEF                 {NULL, NULL, 0, 0}
+#define DEF(v)                {v, NULL, 0, 0}
+#define DEF_IF(v, w)          {v, w, 0, 0}
+#define DEF_TTL(lo, hi)       {NULL, NULL, TWENTIETHS(lo), TWENTIETHS(hi)}
+#define DEF_TTL_IF(v, lo, hi) {v, NULL, TWENTIETHS(lo), TWENTIETHS(hi)}
+
 typedef struct opt {
 	const char *name;
 	int short_name;  /* 0: long only */
@@ -55,6 +76,7 @@ typedef struct opt {
 	int need;  /* replayed only when relevant: 0 always, 1 + fb_fault for that
 	              fault's options, NEED_DETERMINISTIC */
 	int where; /* the drivers that take it: 0 both, W_STRESS or W_DET alone */
+	deflt def;
 } opt;
 
 /* The smallest -d and --ttl that measure anything. */
@@ -81,269 +103,268 @@ static const char *const on_held_names[] = {"wait", "skip"};
 static const opt opts[] = {
         {"threads", 't', "N[,N...]", K_U32_LIST, OFF(threads_list), OFF(n_threads), 1,
          FB_MAX_THREADS, NULL, 0, "threads", 0, true,
-         "worker threads; a list sweeps them in turn (default: online CPUs)", 0, 0},
+         "worker threads; a list sweeps them in turn (default: online CPUs)", 0, 0, NODEF},
         {"duration", 'd', "D", K_DURATION, OFF(duration_ns), 0, FB_MIN_DURATION_NS, 0, NULL, 0,
          "duration_s", 1e9, true,
-         "how long to run; units us ms s m h, bare number = seconds (default 10s, at least 1ms)", 0,
-         W_STRESS},
+         "how long to run; units us ms s m h, bare number = seconds (default {}, at least 1ms)", 0,
+         W_STRESS, DEF("10s")},
         {"cycles", 0, "N", K_U64, OFF(cycles), 0, 1, UINT64_MAX, NULL, 0, "cycles", 0, true,
          "each worker stops after N cycles; the run ends when all have (default: no limit)",
-         NEED_SET, 0},
+         NEED_SET, 0, NODEF},
         {"keys", 'k', "N", K_U32, OFF(keys), 0, 1, 1000000, NULL, 0, "keys", 0, true,
-         "leases (accounts) the workers contend for (default 16)", 0, 0},
+         "leases (accounts) the workers contend for (default {})", 0, 0, DEF("16")},
         {"ttl", 0, "D", K_DURATION, OFF(ttl_ns), 0, FB_MIN_TTL_NS, 0, NULL, 0, "ttl_ms", 1e6, true,
-         "lease time to live (default 10ms, at least 1us)", 0, 0},
+         "lease time to live (default {}, at least 1us)", 0, 0, DEF("10ms")},
         {"mode", 0, "LIST", K_BITS, OFF(modes), 0, 0, 0, NAMES(mode_names), "modes", 0, true,
-         "storage disciplines side by side: fenced,write-fenced,unfenced (default all)", 0, 0},
+         "storage disciplines side by side: fenced,write-fenced,unfenced (default {})", 0, 0, DEF("all")},
         {"op", 0, "OP", K_ENUM, OFF(op), 0, 0, 0, NAMES(op_names), "op", 0, true,
-         "rmw: the client reads and writes balance-1; debit: the store subtracts (default rmw)", 0,
-         0},
+         "rmw: the client reads and writes balance-1; debit: the store subtracts (default {})", 0,
+         0, DEF("rmw")},
         {"fence", 0, "SRC[,SRC]", K_BITS, OFF(fences), 0, 0, 0, NAMES(fence_names), "fence", 0,
-         true, "fence source: global (one counter) or per-key; both sweeps them (default global)",
-         0, 0},
+         true, "fence source: global (one counter) or per-key; both sweeps them (default {})",
+         0, 0, DEF("global")},
         {"dist", 0, "D[,D...]", K_DIST_LIST, OFF(dist_list), OFF(n_dist), 0, 0, NULL, 0, "dist", 0,
          true,
          "key choice: uniform, zipf:S (hot keys), partitioned (disjoint per worker); a list "
-         "sweeps (default uniform)",
-         0, 0},
+         "sweeps (default {})",
+         0, 0, DEF("uniform")},
         {"on-held", 0, "WHAT", K_ENUM, OFF(on_held), 0, 0, 0, NAMES(on_held_names), "on_held", 0,
          true,
-         "when the drawn key's lease is held: wait for it (default; with few keys one paused "
+         "when the drawn key's lease is held: {} for it (default; with few keys one paused "
          "holder stalls everyone) or skip to another key",
-         0, 0},
+         0, 0, DEF("wait")},
         {"first-fence", 0, "N", K_U64, OFF(first_fence), 0, 1, FB_FENCE_MAX / 2, NULL, 0,
-         "first_fence", 0, true, "the first fence minted (default 1; the article uses 33)", 0, 0},
+         "first_fence", 0, true, "the first fence minted (default {}; the article uses 33)", 0, 0, DEF("1")},
         {"seed", 0, "N", K_U64, OFF(seed), 0, 0, UINT64_MAX, NULL, 0, "seed", 0, true,
-         "seed of every random choice (default 1; always printed)", 0, 0},
+         "seed of every random choice (default {}; always printed)", 0, 0, DEF("1")},
         {"faults", 0, "LIST", K_BITS, OFF(faults), 0, 0, 0, NAMES(fb_fault_names), "faults", 0,
          true,
          "faults to inject: pause,skew,delay,crash,renew,retry,server-pause,node-jump,partition,"
-         "wire-delay,wire-reset,nemesis (default pause; pause,retry,delay with a --store other "
+         "wire-delay,wire-reset,nemesis (default {}; {if} with a --store other "
          "than inproc). partition, wire-delay and wire-reset strike the wire through "
          "fencebench's own TCP proxy: add proxy=1 to any TCP engine's --lease or --store URL",
-         0, 0},
+         0, 0, DEF_IF("pause", "pause,retry,delay")},
         {"fault-at", 0, "WHERE", K_ENUM, OFF(fault_at), 0, 0, 0, NAMES(fb_fault_at_names),
          "fault_at", 0, true,
          "where pauses strike: any (a signal anywhere), after-read, after-check, takeover (the "
          "next holder is caught after its read too), takeover-read (before the read: the stale "
-         "read falls between the next holder's read and write), mix (default: half its "
+         "read falls between the next holder's read and write), {} (default: half its "
          "takeovers are takeover-read)",
-         NEED_FAULT(FB_FAULT_PAUSE), 0},
+         NEED_FAULT(FB_FAULT_PAUSE), 0, DEF("mix")},
         {"pause-rate", 0, "R[,R...]", K_RATE_LIST, OFF(pause_rate_list), OFF(n_pause_rate), 0,
          1000000, NULL, 0, "pause_rate", 0, true,
-         "pauses per second, 0 for none; a list sweeps (default 50)", NEED_FAULT(FB_FAULT_PAUSE),
-         0},
+         "pauses per second, 0 for none; a list sweeps (default {})", NEED_FAULT(FB_FAULT_PAUSE),
+         0, DEF("50")},
         {"pause", 0, "D[-D]", K_RANGE, OFF(pause_min_ns), OFF(pause_max_ns), 0, 0, NULL, 0, "pause",
-         1e6, true, "pause length or range (default 1.5-3 x TTL)", NEED_FAULT(FB_FAULT_PAUSE), 0},
+         1e6, true, "pause length or range (default {ttl})", NEED_FAULT(FB_FAULT_PAUSE), 0, DEF_TTL(1.5, 3)},
         {"skew-rate", 0, "R", K_RATE, OFF(skew_rate), 0, 0, 1000000, NULL, 0, "skew_rate", 0, true,
-         "clock faults per second (default 20); they step the lease service's wall clock "
+         "clock faults per second (default {}); they step the lease service's wall clock "
          "(--lease-clock realtime, the default with skew) or, with --check-lease local, each "
          "client's own",
-         NEED_FAULT(FB_FAULT_SKEW), 0},
+         NEED_FAULT(FB_FAULT_SKEW), 0, DEF("20")},
         {"skew", 0, "D", K_DURATION, OFF(skew_ns), 0, 0, 0, NULL, 0, "skew_ms", 1e6, true,
-         "size of a clock step (default 2 x TTL)", NEED_FAULT(FB_FAULT_SKEW), 0},
+         "size of a clock step (default {ttl})", NEED_FAULT(FB_FAULT_SKEW), 0, DEF_TTL(2, 2)},
         {"skew-drift", 0, "F", K_RATE, OFF(skew_drift), 0, 0, 1, NULL, 0, "skew_drift", 0, true,
-         "a skewed worker clock runs at 1-F of real time (default 0.5)", NEED_FAULT(FB_FAULT_SKEW),
-         0},
+         "a skewed worker clock runs at 1-F of real time (default {})", NEED_FAULT(FB_FAULT_SKEW),
+         0, DEF("0.5")},
         {"delay-rate", 0, "R", K_RATE, OFF(delay_rate), 0, 0, 1000000, NULL, 0, "delay_rate", 0,
-         true, "writes held in flight per second (default 20)", NEED_FAULT(FB_FAULT_DELAY), 0},
+         true, "writes held in flight per second (default {})", NEED_FAULT(FB_FAULT_DELAY), 0, DEF("20")},
         {"delay", 0, "D[-D]", K_RANGE, OFF(delay_min_ns), OFF(delay_max_ns), 0, 0, NULL, 0, "delay",
-         1e6, true, "how long a delayed write is in flight (default 2-4 x TTL)",
-         NEED_FAULT(FB_FAULT_DELAY), 0},
+         1e6, true, "how long a delayed write is in flight (default {ttl})",
+         NEED_FAULT(FB_FAULT_DELAY), 0, DEF_TTL(2, 4)},
         {"crash-rate", 0, "R", K_RATE, OFF(crash_rate), 0, 0, 1000000, NULL, 0, "crash_rate", 0,
-         true, "workers dying while holding a lease, per second (default 2)",
-         NEED_FAULT(FB_FAULT_CRASH), 0},
+         true, "workers dying while holding a lease, per second (default {})",
+         NEED_FAULT(FB_FAULT_CRASH), 0, DEF("2")},
         {"renew-rate", 0, "R", K_RATE, OFF(renew_rate), 0, 0, 1000000, NULL, 0, "renew_rate", 0,
-         true, "late heartbeats per second (default 20)", NEED_FAULT(FB_FAULT_RENEW), 0},
+         true, "late heartbeats per second (default {})", NEED_FAULT(FB_FAULT_RENEW), 0, DEF("20")},
         {"retry-rate", 0, "R", K_RATE, OFF(retry_rate), 0, 0, 1000000, NULL, 0, "retry_rate", 0,
-         true, "lost acknowledgements per second: the write is sent again (default 20)",
-         NEED_FAULT(FB_FAULT_RETRY), 0},
+         true, "lost acknowledgements per second: the write is sent again (default {})",
+         NEED_FAULT(FB_FAULT_RETRY), 0, DEF("20")},
         {"server-pause-rate", 0, "R", K_RATE, OFF(server_pause_rate), 0, 0, 1000000, NULL, 0,
          "server_pause_rate", 0, true,
-         "server-side pauses per second, each a --pause long (Redis CLIENT PAUSE; default 2)",
-         NEED_FAULT(FB_FAULT_SERVER_PAUSE), W_STRESS},
+         "server-side pauses per second, each a --pause long (Redis CLIENT PAUSE; default {})",
+         NEED_FAULT(FB_FAULT_SERVER_PAUSE), W_STRESS, DEF("2")},
         {"node-jump-rate", 0, "R", K_RATE, OFF(node_jump_rate), 0, 0, 1000000, NULL, 0,
          "node_jump_rate", 0, true,
          "node clock jumps per second, each --skew forward (a Redlock node under libfaketime; "
-         "default 2)",
-         NEED_FAULT(FB_FAULT_NODE_JUMP), W_STRESS},
+         "default {})",
+         NEED_FAULT(FB_FAULT_NODE_JUMP), W_STRESS, DEF("2")},
         {"partition-rate", 0, "R", K_RATE, OFF(partition_rate), 0, 0, 1000000, NULL, 0,
          "partition_rate", 0, true,
          "partitions per second: one proxied connection (?proxy=1) carries nothing one way or "
-         "both for --partition (default 5)",
-         NEED_FAULT(FB_FAULT_PARTITION), W_STRESS},
+         "both for --partition (default {})",
+         NEED_FAULT(FB_FAULT_PARTITION), W_STRESS, DEF("5")},
         {"partition", 0, "D[-D]", K_RANGE, OFF(partition_min_ns), OFF(partition_max_ns), 0, 0, NULL,
-         0, "partition", 1e6, true, "how long a partition lasts (default 2-3 x TTL)",
-         NEED_FAULT(FB_FAULT_PARTITION), W_STRESS},
+         0, "partition", 1e6, true, "how long a partition lasts (default {ttl})",
+         NEED_FAULT(FB_FAULT_PARTITION), W_STRESS, DEF_TTL(2, 3)},
         {"wire-delay-rate", 0, "R", K_RATE, OFF(wire_delay_rate), 0, 0, 1000000, NULL, 0,
          "wire_delay_rate", 0, true,
          "slow wires per second: for --wire-delay, every byte one proxied connection carries "
-         "one way or both arrives that late (default 5)",
-         NEED_FAULT(FB_FAULT_WIRE_DELAY), W_STRESS},
+         "one way or both arrives that late (default {})",
+         NEED_FAULT(FB_FAULT_WIRE_DELAY), W_STRESS, DEF("5")},
         {"wire-delay", 0, "D[-D]", K_RANGE, OFF(wire_delay_min_ns), OFF(wire_delay_max_ns), 0, 0,
-         NULL, 0, "wire_delay", 1e6, true, "how late a slow wire's bytes arrive (default 2 x TTL)",
-         NEED_FAULT(FB_FAULT_WIRE_DELAY), W_STRESS},
+         NULL, 0, "wire_delay", 1e6, true, "how late a slow wire's bytes arrive (default {ttl})",
+         NEED_FAULT(FB_FAULT_WIRE_DELAY), W_STRESS, DEF_TTL(2, 2)},
         {"wire-reset-rate", 0, "R", K_RATE, OFF(wire_reset_rate), 0, 0, 1000000, NULL, 0,
          "wire_reset_rate", 0, true,
          "resets per second: one proxied connection is torn down with an RST both ways; the "
          "Redis engine and the PostgreSQL store connect again and settle the call in flight "
-         "from the store, the others end the run (exit 3) (default 5)",
-         NEED_FAULT(FB_FAULT_WIRE_RESET), W_STRESS},
+         "from the store, the others end the run (exit 3) (default {})",
+         NEED_FAULT(FB_FAULT_WIRE_RESET), W_STRESS, DEF("5")},
         {"nemesis", 0, "exec:CMD", K_STRING, OFF(nemesis), 0, 0, 0, NULL, 0, "nemesis", 0, true,
          "the nemesis fault runs 'CMD start NAME' when it strikes and 'CMD heal NAME' its "
          "length later: a user's own cluster, faulted by the user's own command",
-         NEED_FAULT(FB_FAULT_NEMESIS), W_STRESS},
+         NEED_FAULT(FB_FAULT_NEMESIS), W_STRESS, NODEF},
         {"nemesis-names", 0, "LIST", K_STRING, OFF(nemesis_names), 0, 0, 0, NULL, 0,
          "nemesis_names", 0, true,
          "the NAMEs given to --nemesis, one drawn per fault (letters, digits, '-', '_', '.'; "
-         "default nemesis)",
-         NEED_FAULT(FB_FAULT_NEMESIS), W_STRESS},
+         "default {})",
+         NEED_FAULT(FB_FAULT_NEMESIS), W_STRESS, DEF("nemesis")},
         {"nemesis-rate", 0, "R", K_RATE, OFF(nemesis_rate), 0, 0, 1000000, NULL, 0, "nemesis_rate",
-         0, true, "nemesis faults per second, one at a time (default 1)",
-         NEED_FAULT(FB_FAULT_NEMESIS), W_STRESS},
+         0, true, "nemesis faults per second, one at a time (default {})",
+         NEED_FAULT(FB_FAULT_NEMESIS), W_STRESS, DEF("1")},
         {"nemesis-length", 0, "D[-D]", K_RANGE, OFF(nemesis_min_ns), OFF(nemesis_max_ns), 0, 0,
          NULL, 0, "nemesis_length", 1e6, true,
-         "from start to heal of a nemesis fault (default 2-3 x TTL)", NEED_FAULT(FB_FAULT_NEMESIS),
-         W_STRESS},
+         "from start to heal of a nemesis fault (default {ttl})", NEED_FAULT(FB_FAULT_NEMESIS),
+         W_STRESS, DEF_TTL(2, 3)},
         {"nemesis-timeout", 0, "D", K_DURATION, OFF(nemesis_timeout_ns), 0, 0, 0, NULL, 0,
          "nemesis_timeout_s", 1e9, true,
          "how long each start or heal command may run before the run fails, exit 3 "
-         "(default 10s)",
-         NEED_FAULT(FB_FAULT_NEMESIS), W_STRESS},
+         "(default {})",
+         NEED_FAULT(FB_FAULT_NEMESIS), W_STRESS, DEF("10s")},
         {"bug", 0, "NAME", K_ENUM, OFF(bug), 0, 0, 0, NAMES(fb_bug_names), "bug", 0, true,
          "plant a bug to prove the checkers catch it: ge-store, two-step, ignore-expiry, "
          "blind-release, trust-client, unregistered-reads, batch-fences, refuse-holder, "
          "apply-refused, stale-read, long-lease, renew-any, control-reads, slow-core, control-conflict (default "
-         "none)",
-         0, 0},
+         "{})",
+         0, 0, DEF("none")},
         {"lease", 0, "URL", K_ENGINE, OFF(lease_url), 0, 0, 0, NULL, 0, "lease", 0, true,
-         /* and the engines: fb_lease_engines_help */ "where the leases live: ", 0, W_STRESS},
+         /* and the engines: fb_lease_engines_help */ "where the leases live: ", 0, W_STRESS, NODEF},
         {"store", 0, "URL", K_ENGINE, OFF(store_url), 0, 0, 0, NULL, 0, "store", 0, true,
          /* and the engines: fb_store_engines_help */ "where the balances are written: ", 0,
-         W_STRESS},
+         W_STRESS, NODEF},
         {"adapter-timeout", 0, "D", K_DURATION, OFF(adapter_timeout_ns), 0, 0, 0, NULL, 0,
          "adapter_timeout_s", 1e9, true,
          "with --store exec: or --lease exec:: how long an adapter has to say hello and to "
          "answer each call, "
          "exactly (default 10s, 10s + 2 x the longest pause when pauses are injected)",
-         NEED_SET, W_STRESS},
+         NEED_SET, W_STRESS, NODEF},
         {"client-id", 0, "N", K_U32, OFF(client_id), 0, 1, 65535, NULL, 0, "client_id", 0, true,
          "process N of a shared run on real engines: unique owners, the engines are not reset, "
          "and `fencebench check` verifies the global history afterwards",
-         0, W_STRESS},
+         0, W_STRESS, NODEF},
         {"prepare-only", 0, NULL, K_FLAG, OFF(prepare_only), 0, 0, 0, NULL, 0, NULL, 0, false,
          "reset the engines (leases, fences, balances, history) and exit: a shared run's first "
          "step",
-         0, W_STRESS},
+         0, W_STRESS, NODEF},
         {"check-lease", 0, "HOW", K_ENUM, OFF(check_lease), 0, 0, 0, NAMES(fb_check_lease_names),
          "check_lease", 0, true,
-         "check before writing: none (default), is-held (ask the lease service), local (own clock "
+         "check before writing: {} (default), is-held (ask the lease service), local (own clock "
          "against the TTL)",
-         0, 0},
+         0, 0, DEF("none")},
         {"lease-clock", 0, "CLOCK", K_ENUM, OFF(lease_clock), 0, 0, 0, NAMES(fb_lease_clock_names),
          "lease_clock", 0, true,
-         "the lease service's clock: monotonic (default) or realtime (a wall clock that steps)", 0,
-         0},
+         "the lease service's clock: {} (default) or realtime (a wall clock that steps)", 0,
+         0, DEF("monotonic")},
         {"work", 0, "D[-D]", K_RANGE, OFF(work_min_ns), OFF(work_max_ns), 0, 0, NULL, 0, "work",
          1e6, true,
-         "time a holder works between its read and its write (default 0; 0.05-0.5 x TTL when "
+         "time a holder works between its read and its write (default {}; {ttl} when "
          "--faults is skew alone: a clock step catches only a holder at work)",
-         0, 0},
+         0, 0, DEF_TTL_IF("0", 0.05, 0.5)},
         {"plan", 0, "FILE", K_STRING, OFF(plan_path), 0, 0, 0, NULL, 0, "plan", 0, false,
-         "replay the fault plan in FILE instead of drawing faults", 0, 0},
+         "replay the fault plan in FILE instead of drawing faults", 0, 0, NODEF},
         {"plan-out", 0, "FILE", K_STRING, OFF(plan_out_path), 0, 0, 0, NULL, 0, NULL, 0, false,
-         "write the faults injected (the plan) to FILE", 0, 0},
+         "write the faults injected (the plan) to FILE", 0, 0, NODEF},
         {"deterministic", 0, NULL, K_FLAG, OFF(deterministic), 0, 0, 0, NULL, 0, "deterministic", 0,
-         true, "logical workers on a virtual clock in one thread: same seed, same history", 0, 0},
+         true, "logical workers on a virtual clock in one thread: same seed, same history", 0, 0, NODEF},
         {"seeds", 0, "A..B", K_SEEDS, OFF(seed_lo), OFF(seed_hi), 0, 0, NULL, 0, NULL, 0, false,
-         "run seeds A to B, stop at the first fenced violation", 0, W_DET},
+         "run seeds A to B, stop at the first fenced violation", 0, W_DET, NODEF},
         {"swarm", 0, NULL, K_FLAG, OFF(swarm), 0, 0, 0, NULL, 0, "swarm", 0, false,
          "with --seeds: each seed also draws its configuration (threads, keys, TTL, faults and "
          "their rates, op, fence, key choice, lease checks) for every option not given; its "
          "replay line gives the whole of it",
-         0, W_DET},
+         0, W_DET, NODEF},
         {"steps", 0, "N", K_U64, OFF(steps), 0, 1, UINT64_C(1) << 40, NULL, 0, "steps", 0, true,
-         "scheduler steps per seed (default 200000)", NEED_DETERMINISTIC, W_DET},
+         "scheduler steps per seed (default {})", NEED_DETERMINISTIC, W_DET, DEF("200000")},
         {"history", 0, "FILE", K_STRING, OFF(history_path), 0, 0, 0, NULL, 0, NULL, 0, false,
-         "write the history (every step) to FILE", 0, W_DET},
+         "write the history (every step) to FILE", 0, W_DET, NODEF},
         {"warmup", 0, "D", K_DURATION, OFF(warmup_ns), 0, 0, 0, NULL, 0, "warmup_s", 1e9, true,
-         "run this long first without counting throughput or latency", 0, W_STRESS},
+         "run this long first without counting throughput or latency", 0, W_STRESS, NODEF},
         {"cpus", 0, "LIST", K_CPUS, OFF(cpus), OFF(n_cpus), 0, 0, NULL, 0, "cpus", 0, true,
-         "run workers on these CPUs (taskset list syntax: 0-3,8)", 0, W_STRESS},
+         "run workers on these CPUs (taskset list syntax: 0-3,8)", 0, W_STRESS, NODEF},
         {"pin", 0, NULL, K_FLAG, OFF(pin), 0, 0, 0, NULL, 0, "pin", 0, true,
-         "pin each worker to one CPU, round robin over --cpus (default: all online)", 0, W_STRESS},
+         "pin each worker to one CPU, round robin over --cpus (default: all online)", 0, W_STRESS, NODEF},
         {"percentiles", 0, "LIST", K_PCTS, OFF(percentiles), OFF(n_percentiles), 0, 0, NULL, 0,
-         NULL, 0, false, "latency percentiles in the table (default 50,90,99,99.9,99.99)", 0, 0},
+         NULL, 0, false, "latency percentiles in the table (default {})", 0, 0, DEF("50,90,99,99.9,99.99")},
         {"hdr-file", 0, "PREFIX", K_STRING, OFF(hdr_prefix), 0, 0, 0, NULL, 0, NULL, 0, false,
-         "write PREFIX.{acquire,write,cycle}.hdr, HdrHistogram percentile text", 0, 0},
+         "write PREFIX.{acquire,write,cycle}.hdr, HdrHistogram percentile text", 0, 0, NODEF},
         {"no-check", 0, NULL, K_FLAG, OFF(no_check), 0, 0, 0, NULL, 0, "no_check", 0, true,
          "ablation: run without the history checker and the lease witness, to measure their "
          "cost (the verdict then says UNCHECKED)",
-         0, 0},
+         0, 0, NODEF},
         {"no-floor", 0, NULL, K_FLAG, OFF(no_floor), 0, 0, 0, NULL, 0, NULL, 0, false,
-         "do not measure the floor pipeline after each run", 0, W_STRESS},
+         "do not measure the floor pipeline after each run", 0, W_STRESS, NODEF},
         {"sample", 0, "N", K_U32, OFF(sample), 0, 1, 1u << 20, NULL, 0, "latency_sample", 0, true,
-         "time one cycle in N for the latency histograms (default 32; 1 with a "
+         "time one cycle in N for the latency histograms (default {}; {if} with a "
          "remote engine)",
-         0, 0},
+         0, 0, DEF_IF("32", "1")},
         {"json", 0, "FILE", K_STRING, OFF(json_path), 0, 0, 0, NULL, 0, NULL, 0, false,
          "also write the JSON document to FILE (a FIFO: last, after results/, waiting 10 s "
          "for a reader)",
-         0, 0},
+         0, 0, NODEF},
         {"results-dir", 'o', "DIR", K_STRING, OFF(results_dir), 0, 0, 0, NULL, 0, "results_dir", 0,
-         false, "where the JSON and CSV go (default results/)", 0, 0},
+         false, "where the JSON and CSV go (default {}/)", 0, 0, DEF("results")},
         {"progress", 0, "WHEN", K_ENUM, OFF(progress), 0, 0, 0, NAMES(progress_names), NULL, 0,
-         false, "progress line on stderr: auto (on a terminal), always, never", 0, 0},
+         false, "progress line on stderr: {} (on a terminal), always, never", 0, 0, DEF("auto")},
         {"quiet", 'q', NULL, K_FLAG, OFF(quiet), 0, 0, 0, NULL, 0, NULL, 0, false,
-         "no progress line", 0, 0},
-        {"help", 'h', NULL, K_HELP, 0, 0, 0, 0, NULL, 0, NULL, 0, false, "this help", 0, 0},
+         "no progress line", 0, 0, NODEF},
+        {"help", 'h', NULL, K_HELP, 0, 0, 0, 0, NULL, 0, NULL, 0, false, "this help", 0, 0, NODEF},
         {"version", 'V', NULL, K_VERSION, 0, 0, 0, 0, NULL, 0, NULL, 0, false, "print the version",
-         0, 0},
+         0, 0, NODEF},
 };
 
 #define NOPTS (sizeof opts / sizeof opts[0])
+
+/* The table's entry for the option called name (one the code names). */
+static const opt *opt_named(const char *name)
+{
+	for (size_t i = 0; i < NOPTS; i++)
+		if (!strcmp(opts[i].name, name))
+			return &opts[i];
+	abort();
+}
+
+static int parse_value(fb_config *cfg, const opt *o, const char *v);
+
+/* A list whose count says whether it was given: a sweep's (settle fills
+ * it when none was) */
+static bool is_sweep_list(const opt *o)
+{
+	return o->k == K_U32_LIST || o->k == K_RATE_LIST || o->k == K_DIST_LIST;
+}
+
+/* An option's table default (or its condition's, v_if) parsed into cfg as
+ * if given. A default the option refuses is the table's error: say it. */
+static void apply_default(fb_config *cfg, const opt *o, const char *v)
+{
+	if (parse_value(cfg, o, v)) {
+		fprintf(stderr, "fencebench: the default of --%s, '%s', is refused\n", o->name, v);
+		abort();
+	}
+}
 
 void fb_config_defaults(fb_config *cfg)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	*cfg = (fb_config){
 	        .threads = cpus > 0 && cpus < FB_MAX_THREADS ? (uint32_t)cpus : 1,
-	        .duration_ns = UINT64_C(10000000000),
-	        .keys = 16,
-	        .ttl_ns = 10000000,
-	        .modes = (1u << FB_FENCED) | (1u << FB_WRITE_FENCED) | (1u << FB_UNFENCED),
-	        .op = FB_OP_RMW,
 	        .fence = FB_FENCE_GLOBAL,
-	        .fences = 1u << FB_FENCE_GLOBAL,
-	        .first_fence = 1,
-	        .seed = 1,
-	        .faults = 1u << FB_FAULT_PAUSE,
-	        .fault_at = FB_AT_MIX,
-	        .pause_rate = 50,
-	        .skew_rate = 20,
-	        .skew_drift = 0.5,
-	        .delay_rate = 20,
-	        .crash_rate = 2,
-	        .renew_rate = 20,
-	        .retry_rate = 20,
-	        .server_pause_rate = 2,
-	        .node_jump_rate = 2, /* issue 14 */
-	        .partition_rate = 5, /* issue 24 */
-	        .wire_delay_rate = 5,
-	        .wire_reset_rate = 5,
-	        .nemesis_rate = 1,
-	        .bug = FB_BUG_NONE,
-	        .check_lease = FB_CHECK_NONE,
-	        .lease_clock = FB_LEASE_CLOCK_MONOTONIC,
-	        .steps = 200000,
-	        .sample = 32,
-	        .percentiles = {50, 90, 99, 99.9, 99.99},
-	        .n_percentiles = 5,
-	        .results_dir = "results",
-	        .progress = FB_PROGRESS_AUTO,
 	        .initial_balance = INT64_C(1000000000000),
 	        .amount = 1,
 	};
+	for (size_t i = 0; i < NOPTS; i++)
+		if (opts[i].def.v && !is_sweep_list(&opts[i]))
+			apply_default(cfg, &opts[i], opts[i].def.v);
 }
 
 static void *field(fb_config *cfg, const opt *o)
@@ -702,28 +723,13 @@ static int parse_value(fb_config *cfg, const opt *o, const char *v)
 		bool lease = o->off == OFF(lease_url);
 		if (!*v)
 			return bad(o, v, "is empty (inproc, or an engine's URL)");
-		if (lease ? !fb_lease_engine(v) : !fb_store_engine(v)) {
+		/* the scheme only: the URL itself is its engine's to judge,
+		 * before the run starts (fb_registry_check_urls) */
+		if (lease ? !fb_lease_scheme(v) : !fb_store_scheme(v)) {
 			char red[256], reason[320];
 			fb_url_redact(v, red, sizeof red);
-			/* its engine's ops vector fell short at registration */
-			const char *refused = fb_registry_refused(fb_registry_builtin(), v, lease);
-			snprintf(reason, sizeof reason, "is not an engine%s%s; valid: %s",
-			         refused ? ": " : "", refused ? refused : "",
+			snprintf(reason, sizeof reason, "is not an engine; valid: %s",
 			         lease ? fb_lease_schemes() : fb_store_schemes());
-			return bad(o, red, reason);
-		}
-		/* judged here, before the run header: a typo is input */
-		bool (*check)(const char *, const char **) =
-		        lease ? fb_lease_engine(v)->check_url : fb_store_engine(v)->check_url;
-		const char *why2 = NULL;
-		char bare[2048]; /* proxy=1 is the run's to take off before the engine reads */
-		if (check && fb_url_proxied(v) && !fb_url_without_proxy(v, bare, sizeof bare))
-			return bad(o, v, "is too long");
-		if (check && !check(fb_url_proxied(v) ? bare : v, &why2)) {
-			char red[256];
-			fb_url_redact(v, red, sizeof red);
-			char reason[320];
-			snprintf(reason, sizeof reason, "is malformed: %s", why2);
 			return bad(o, red, reason);
 		}
 		*(const char **)f = strcmp(v, "inproc") == 0 ? NULL : v;
@@ -738,6 +744,37 @@ static int parse_value(fb_config *cfg, const opt *o, const char *v)
 	default:
 		return 0;
 	}
+}
+
+/* An option's help with its defaults in their places: {} the default,
+ * {if} a condition's, {ttl} the TTL multiple (D x TTL, or D-D x TTL). */
+static void help_text(const opt *o, char *buf, size_t len)
+{
+	char ttl[48];
+	if (o->def.ttl_lo == o->def.ttl_hi)
+		snprintf(ttl, sizeof ttl, "%g x TTL", o->def.ttl_lo / 20.0);
+	else
+		snprintf(ttl, sizeof ttl, "%g-%g x TTL", o->def.ttl_lo / 20.0,
+		         o->def.ttl_hi / 20.0);
+	static const char *const marks[] = {"{}", "{if}", "{ttl}"};
+	size_t n = 0;
+	for (const char *h = o->help; *h && n + 1 < len;) {
+		const char *put = NULL;
+		size_t skip = 0;
+		for (size_t m = 0; !put && m < sizeof marks / sizeof marks[0]; m++)
+			if (!strncmp(h, marks[m], strlen(marks[m]))) {
+				put = m == 0 ? o->def.v : m == 1 ? o->def.v_if : ttl;
+				skip = strlen(marks[m]);
+			}
+		if (!put) {
+			buf[n++] = *h++;
+			continue;
+		}
+		n += (size_t)snprintf(buf + n, len - n, "%s", put);
+		n = n < len ? n : len - 1;
+		h += skip;
+	}
+	buf[n] = 0;
 }
 
 static void usage(FILE *out)
@@ -769,11 +806,13 @@ static void usage(FILE *out)
 		const char *engines = o->k != K_ENGINE           ? ""
 		                      : o->off == OFF(lease_url) ? fb_lease_engines_help()
 		                                                 : fb_store_engines_help();
+		char help[1024];
+		help_text(o, help, sizeof help);
 		fprintf(out, "  %-26s %s%s%s\n", lhs,
 		        o->where == W_STRESS ? "[threads] "
 		        : o->where == W_DET  ? "[deterministic] "
 		                             : "",
-		        o->help, engines);
+		        help, engines);
 	}
 	fprintf(out, "\nOptions marked [threads] apply to a run on real threads only, those "
 	             "marked\n[deterministic] to --deterministic only; given to the other, "
@@ -962,6 +1001,17 @@ static int check_scope(const fb_config *cfg, const bool *given)
 	return 0;
 }
 
+/* An option's default in TTLs, where it was left unset (0: a duration
+ * none can give): D, or D-D for a range. */
+static void ttl_default(fb_config *cfg, const opt *o)
+{
+	uint64_t *lo = field(cfg, o), *hi = o->k == K_RANGE ? (uint64_t *)((char *)cfg + o->off2) : lo;
+	if (*hi && !o->def.v)
+		return;
+	*lo = cfg->ttl_ns * o->def.ttl_lo / 20;
+	*hi = cfg->ttl_ns * o->def.ttl_hi / 20;
+}
+
 /* What the options left unset come to: lists hold their default, the run's
  * scalars start at their first value (a sweep sets them per run), sizes
  * follow the TTL. */
@@ -973,52 +1023,27 @@ static void settle(fb_config *cfg)
 		cfg->threads_list[0] = cfg->deterministic ? 8 : cfg->threads;
 		cfg->n_threads = 1;
 	}
-	if (!cfg->n_pause_rate) {
-		cfg->pause_rate_list[0] = cfg->pause_rate;
-		cfg->n_pause_rate = 1;
-	}
-	if (!cfg->n_dist) {
-		cfg->dist_list[0] = (fb_dist){FB_DIST_UNIFORM, 0};
-		cfg->n_dist = 1;
-	}
+	for (size_t i = 0; i < NOPTS; i++) /* the sweeps none was given */
+		if (is_sweep_list(&opts[i]) && opts[i].def.v &&
+		    !*(const uint32_t *)((const char *)cfg + opts[i].off2))
+			apply_default(cfg, &opts[i], opts[i].def.v);
 	cfg->threads = cfg->threads_list[0];
 	cfg->pause_rate = cfg->pause_rate_list[0];
 	cfg->dist = cfg->dist_list[0];
 	cfg->fence = (cfg->fences & (1u << FB_FENCE_GLOBAL)) ? FB_FENCE_GLOBAL : FB_FENCE_PER_KEY;
 	/* Sizes left unset follow the TTL. */
-	if (!cfg->pause_max_ns) {
-		cfg->pause_min_ns = cfg->ttl_ns * 3 / 2;
-		cfg->pause_max_ns = cfg->ttl_ns * 3;
-	}
-	if (!cfg->delay_max_ns) {
-		cfg->delay_min_ns = cfg->ttl_ns * 2;
-		cfg->delay_max_ns = cfg->ttl_ns * 4;
-	}
-	if (!cfg->skew_ns)
-		cfg->skew_ns = cfg->ttl_ns * 2;
-	if (!cfg->partition_max_ns) { /* issue 24 */
-		cfg->partition_min_ns = cfg->ttl_ns * 2;
-		cfg->partition_max_ns = cfg->ttl_ns * 3;
-	}
-	if (!cfg->wire_delay_max_ns)
-		cfg->wire_delay_min_ns = cfg->wire_delay_max_ns = cfg->ttl_ns * 2;
-	if (!cfg->nemesis_max_ns) {
-		cfg->nemesis_min_ns = cfg->ttl_ns * 2;
-		cfg->nemesis_max_ns = cfg->ttl_ns * 3;
-	}
-	if (!cfg->nemesis_timeout_ns)
-		cfg->nemesis_timeout_ns = UINT64_C(10000000000);
-	if (!cfg->nemesis_names)
-		cfg->nemesis_names = "nemesis";
+	for (size_t i = 0; i < NOPTS; i++)
+		if (opts[i].def.ttl_hi && !opts[i].def.v)
+			ttl_default(cfg, &opts[i]);
 	if (!cfg->seeds_given)
 		cfg->seed_lo = cfg->seed_hi = cfg->seed;
 	/* as the run decides it: an engine whose calls are round trips */
 	bool remote =
-	        fb_lease_engine(cfg->lease_url)->remote || fb_store_engine(cfg->store_url)->remote;
+	        fb_lease_scheme(cfg->lease_url)->remote || fb_store_scheme(cfg->store_url)->remote;
 	/* Two clock reads are nothing beside a round trip: with a remote
 	 * engine every cycle is timed unless --sample says otherwise. */
 	if (remote && !cfg->sample_given)
-		cfg->sample = 1;
+		apply_default(cfg, opt_named("sample"), opt_named("sample")->def.v_if);
 }
 
 /*
@@ -1037,10 +1062,10 @@ static void settle(fb_config *cfg)
  * and sizes apply. */
 static void store_faults(fb_config *cfg, const bool *given)
 {
-	if (cfg->store_url && fb_store_engine(cfg->store_url) &&
-	    fb_store_engine(cfg->store_url) != fb_store_engine(NULL) &&
+	if (cfg->store_url && fb_store_scheme(cfg->store_url) &&
+	    fb_store_scheme(cfg->store_url) != fb_store_scheme(NULL) &&
 	    !given_name(given, "faults") && !cfg->plan_path && !cfg->deterministic) {
-		cfg->faults |= 1u << FB_FAULT_RETRY | 1u << FB_FAULT_DELAY;
+		apply_default(cfg, opt_named("faults"), opt_named("faults")->def.v_if);
 		cfg->store_faults = true;
 	}
 }
@@ -1049,7 +1074,7 @@ static void settle_faults(fb_config *cfg, const bool *given)
 {
 	if (!fb_config_fault(cfg, FB_FAULT_SKEW))
 		return;
-	bool remote = fb_lease_engine(cfg->lease_url)->remote;
+	bool remote = fb_lease_scheme(cfg->lease_url)->remote;
 	if (!given_name(given, "lease-clock") && !given_name(given, "check-lease")) {
 		if (remote)
 			cfg->check_lease = FB_CHECK_LOCAL;
@@ -1057,8 +1082,7 @@ static void settle_faults(fb_config *cfg, const bool *given)
 			cfg->lease_clock = FB_LEASE_CLOCK_REALTIME;
 	}
 	if (cfg->faults == 1u << FB_FAULT_SKEW && !given_name(given, "work") && !cfg->plan_path) {
-		cfg->work_min_ns = cfg->ttl_ns / 20;
-		cfg->work_max_ns = cfg->ttl_ns / 2;
+		ttl_default(cfg, opt_named("work"));
 	}
 }
 
@@ -1101,8 +1125,8 @@ static int check_cpus(const fb_config *cfg)
 static int check_combinations(const fb_config *cfg)
 {
 	if (cfg->adapter_timeout_ns &&
-	    (!cfg->store_url || fb_store_engine(cfg->store_url) != fb_store_engine("exec:x")) &&
-	    (!cfg->lease_url || fb_lease_engine(cfg->lease_url) != fb_lease_engine("exec:x"))) {
+	    (!cfg->store_url || fb_store_scheme(cfg->store_url) != fb_store_scheme("exec:x")) &&
+	    (!cfg->lease_url || fb_lease_scheme(cfg->lease_url) != fb_lease_scheme("exec:x"))) {
 		fprintf(stderr, "fencebench: --adapter-timeout: an adapter's deadline; this run's "
 		                "store and lease service are no adapters (--store exec:COMMAND, "
 		                "--lease exec:COMMAND)\n");
@@ -1122,7 +1146,7 @@ static int check_combinations(const fb_config *cfg)
 		return -1;
 	}
 	bool remote =
-	        fb_lease_engine(cfg->lease_url)->remote || fb_store_engine(cfg->store_url)->remote;
+	        fb_lease_scheme(cfg->lease_url)->remote || fb_store_scheme(cfg->store_url)->remote;
 	/* Partitioned means no two workers share a key: with fewer keys than
 	 * workers that cannot be, and a run that shared them anyway would
 	 * measure contention under a name that says there is none. */
@@ -1158,14 +1182,14 @@ static int check_combinations(const fb_config *cfg)
 		return -1;
 	}
 	if ((cfg->faults & (1u << FB_FAULT_SERVER_PAUSE)) &&
-	    (cfg->deterministic || !fb_lease_engine(cfg->lease_url)->server_pause)) {
+	    (cfg->deterministic || !fb_lease_scheme(cfg->lease_url)->server_pause)) {
 		fprintf(stderr,
 		        "fencebench: --faults: 'server-pause' needs a lease service that can "
 		        "pause: --lease redis://... or redlock://...\n");
 		return -1;
 	}
 	if ((cfg->faults & (1u << FB_FAULT_NODE_JUMP)) &&
-	    (cfg->deterministic || !fb_lease_engine(cfg->lease_url)->node_jump)) {
+	    (cfg->deterministic || !fb_lease_scheme(cfg->lease_url)->node_jump)) {
 		fprintf(stderr, "fencebench: --faults: 'node-jump' needs a lease service of "
 		                "independent nodes: --lease redlock://...\n");
 		return -1;

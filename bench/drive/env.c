@@ -466,10 +466,10 @@ fb_err fb_env_open(fb_env *e, const fb_config *cfg, const fb_env_driver *drv, fb
 	e->fast = drv->fast;
 	e->lops = fb_lease_engine(cfg->lease_url);
 	e->sops = fb_store_engine(cfg->store_url);
-	if (!e->lops || !e->sops) { /* the option parser refuses these first */
-		fprintf(stderr, "fencebench: unknown engine\n");
+	/* main judges these first, before the run header; a driver opened
+	 * otherwise gets the same line */
+	if (!fb_registry_check_urls(cfg->lease_url, cfg->store_url))
 		return FB_EINVAL;
-	}
 	e->clock = drv->fast;
 	if (cfg->lease_clock == FB_LEASE_CLOCK_REALTIME) {
 		/* A wall clock the skew fault can step: the Redis documentation's

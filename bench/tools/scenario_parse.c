@@ -8,6 +8,8 @@
  */
 #include "scenario.h"
 
+#include "duration.h"
+
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,76 +101,17 @@ static int parse_int(const char *s, int64_t min, int64_t max, int64_t *out)
 	return 0;
 }
 
-/*
- * A duration: "0", or digits with an optional fraction and a unit (ns us
- * ms s m h), exact to the nanosecond. fb_parse_duration in options.c
- * reads a bare number as seconds and refuses 0; a timeline wants "at 0"
- * and a unit on every other time. Returns 0, -1 if malformed, -2 if the
- * fraction is finer than a nanosecond, -3 if above FB_SCENARIO_TIME_MAX.
- */
-static int parse_ns(const char *s, uint64_t *ns)
-{
-	static const struct {
-		const char *unit;
-		uint64_t ns;
-	} units[] = {{"ns", 1},
-	             {"us", 1000},
-	             {"ms", 1000000},
-	             {"s", 1000000000},
-	             {"m", UINT64_C(60000000000)},
-	             {"h", UINT64_C(3600000000000)}};
-	if (!strcmp(s, "0")) {
-		*ns = 0;
-		return 0;
-	}
-	uint64_t ip = 0, frac = 0, pw = 1;
-	bool over = false;
-	const char *p = s;
-	for (; is_digit(*p); p++) {
-		if (ip > FB_SCENARIO_TIME_MAX)
-			over = true;
-		else
-			ip = ip * 10 + (uint64_t)(*p - '0');
-	}
-	if (p == s)
-		return -1;
-	if (*p == '.') {
-		const char *f = ++p;
-		for (; is_digit(*p); p++) {
-			if (p - f >= 9)
-				return -2;
-			frac = frac * 10 + (uint64_t)(*p - '0');
-			pw *= 10;
-		}
-		if (p == f)
-			return -1;
-	}
-	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-		if (strcmp(p, units[i].unit) != 0)
-			continue;
-		uint64_t u = units[i].ns;
-		if (u % pw)
-			return -2;
-		if (over || ip > FB_SCENARIO_TIME_MAX / u)
-			return -3;
-		uint64_t t = ip * u + frac * (u / pw);
-		if (t > FB_SCENARIO_TIME_MAX)
-			return -3;
-		*ns = t;
-		return 0;
-	}
-	return -1;
-}
-
 /* A duration word, or a message saying why it is not one. */
 static fb_err duration(parser *p, const word *w, uint64_t *ns)
 {
-	switch (parse_ns(w->s, ns)) {
+	/* "at 0" and a unit on every other time, exact to the nanosecond */
+	switch (fb_duration_read(w->s, FB_DURATION_EXACT | FB_DURATION_ZERO_OK,
+	                         FB_SCENARIO_TIME_MAX, ns)) {
 	case 0:
 		return FB_OK;
-	case -2:
+	case FB_DURATION_INEXACT:
 		return fail(p, w->col, "'%s' is finer than a nanosecond", w->s);
-	case -3:
+	case FB_DURATION_TOO_LARGE:
 		return fail(p, w->col, "'%s' is longer than a year", w->s);
 	default:
 		return fail(p, w->col,
