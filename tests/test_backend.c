@@ -193,10 +193,18 @@ static void test_the_scheme_table_is_the_registrys(void **state)
 	}
 	check_rows("store", fb_store_scheme_table, fb_store_scheme_count, scheme, url, help, remote,
 	           pause, jump, b->nstore);
-	static const char *const urls[] = {NULL,           "inproc",        "redis://h/1",
-	                                   "zk://h",       "etcd://h",      "redlock://a,b,c",
-	                                   "exec:x y",     "postgres://u@h", "postgresql://u@h",
-	                                   "host=h dbname=x", "mongodb://h", "redisx://h"};
+	static const char *const urls[] = {NULL,
+	                                   "inproc",
+	                                   "redis://h/1",
+	                                   "zk://h",
+	                                   "etcd://h",
+	                                   "redlock://a,b,c",
+	                                   "exec:x y",
+	                                   "postgres://u@h",
+	                                   "postgresql://u@h",
+	                                   "host=h dbname=x",
+	                                   "mongodb://h",
+	                                   "redisx://h"};
 	for (size_t i = 0; i < sizeof urls / sizeof urls[0]; i++) {
 		const fb_scheme *l = fb_lease_scheme(urls[i]), *st = fb_store_scheme(urls[i]);
 		const fb_lease_ops *le = fb_lease_engine(urls[i]);
@@ -232,7 +240,8 @@ static void test_an_engine_judges_its_url_before_the_run(void **state)
 	no_peek.peek = NULL;
 	fb_registry_add_lease(&r, &no_peek);
 	w = fb_registry_judge(&r, "zk://h:2181", true, why, sizeof why);
-	check(w && strstr(w, "is not an engine: the lease engine \"zk\" is refused: it has no peek"),
+	check(w && strstr(w,
+	                  "is not an engine: the lease engine \"zk\" is refused: it has no peek"),
 	      "a refused engine says why: '%s'", w ? w : "(passed)");
 }
 

@@ -12,9 +12,9 @@
 #include "fbtest.h"
 #include "scenario.h"
 
-#define OPT    0u
-#define BARE   FB_DURATION_BARE_SECONDS
-#define EXACT  (FB_DURATION_EXACT | FB_DURATION_ZERO_OK)
+#define OPT   0u
+#define BARE  FB_DURATION_BARE_SECONDS
+#define EXACT (FB_DURATION_EXACT | FB_DURATION_ZERO_OK)
 
 typedef struct dcase {
 	const char *in;
@@ -26,8 +26,8 @@ typedef struct dcase {
 static void run_cases(const dcase *c, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		uint64_t max = c[i].flags & FB_DURATION_EXACT ? FB_SCENARIO_TIME_MAX
-		                                              : FB_DURATION_YEAR;
+		uint64_t max =
+		        c[i].flags & FB_DURATION_EXACT ? FB_SCENARIO_TIME_MAX : FB_DURATION_YEAR;
 		uint64_t ns = 12345;
 		int e = fb_duration_read(c[i].in, c[i].flags, max, &ns);
 		check(e == c[i].code, "'%s' (flags %u): code %d, expected %d", c[i].in, c[i].flags,
@@ -52,15 +52,15 @@ static void test_zero_is_a_time_for_a_scenario_and_no_duration_for_an_option(voi
 	        {"0", OPT, FB_DURATION_NO_UNIT, 0},
 	        {"0", BARE, FB_DURATION_ZERO, 0},
 	        {"0s", OPT, FB_DURATION_ZERO, 0},
-	        {"0.4ns", OPT, FB_DURATION_ZERO, 0},  /* rounds to nothing */
-	        {"0.5ns", OPT, 0, 1},                 /* rounds half away from zero */
+	        {"0.4ns", OPT, FB_DURATION_ZERO, 0},   /* rounds to nothing */
+	        {"0.5ns", OPT, 0, 1},                  /* rounds half away from zero */
 	        {"1e-999s", OPT, FB_DURATION_ZERO, 0}, /* underflows to zero */
 	};
 	run_cases(c, sizeof c / sizeof c[0]);
 }
 
-static void test_an_option_rounds_where_a_scenario_refuses_what_a_nanosecond_cannot_hold(
-        void **state)
+static void
+test_an_option_rounds_where_a_scenario_refuses_what_a_nanosecond_cannot_hold(void **state)
 {
 	(void)state;
 	static const dcase c[] = {
@@ -82,8 +82,7 @@ static void test_an_option_rounds_where_a_scenario_refuses_what_a_nanosecond_can
 	run_cases(c, sizeof c / sizeof c[0]);
 }
 
-static void test_an_option_takes_exponents_and_a_trailing_point_a_scenario_does_not(
-        void **state)
+static void test_an_option_takes_exponents_and_a_trailing_point_a_scenario_does_not(void **state)
 {
 	(void)state;
 	static const dcase c[] = {
@@ -94,7 +93,7 @@ static void test_an_option_takes_exponents_and_a_trailing_point_a_scenario_does_
 	        {"1.s", OPT, 0, 1000000000},
 	        {"1.s", EXACT, FB_DURATION_MALFORMED, 0},
 	        {"1.", OPT, FB_DURATION_NO_UNIT, 0},
-	        {"1e", OPT, FB_DURATION_MALFORMED, 0}, /* "e" is no exponent and no unit */
+	        {"1e", OPT, FB_DURATION_MALFORMED, 0},     /* "e" is no exponent and no unit */
 	        {"1e400", BARE, FB_DURATION_MALFORMED, 0}, /* infinite */
 	        {"1.2.3s", OPT, FB_DURATION_MALFORMED, 0},
 	        {"1.2.3s", EXACT, FB_DURATION_MALFORMED, 0},
@@ -134,7 +133,8 @@ static void test_a_year_is_the_bound_and_long_numbers_do_not_overflow(void **sta
 	        {"9999999999h", EXACT, FB_DURATION_TOO_LARGE, 0},
 	        {"99999999999999999999999999ms", EXACT, FB_DURATION_TOO_LARGE, 0},
 	        {"99999999999999999999999999ms", OPT, FB_DURATION_TOO_LARGE, 0},
-	        /* the options' number is at most 63 characters (this one 64); a scenario's is not bounded */
+	        /* the options' number is at most 63 characters (this one 64); a scenario's is not
+	           bounded */
 	        {"0000000000000000000000000000000000000000000000000000000000000001s", OPT,
 	         FB_DURATION_MALFORMED, 0},
 	        {"0000000000000000000000000000000000000000000000000000000000000001s", EXACT, 0,

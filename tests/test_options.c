@@ -45,10 +45,9 @@ static void test_a_run_given_nothing_takes_the_tables_defaults(void **state)
 	check_eq(c.fault_at, FB_AT_MIX, "--fault-at mix");
 	check_eq(c.n_pause_rate, 1, "one pause rate");
 	check(c.pause_rate == 50 && c.pause_rate_list[0] == 50, "--pause-rate 50");
-	check(c.skew_rate == 20 && c.skew_drift == 0.5 && c.delay_rate == 20 &&
-	              c.crash_rate == 2 && c.renew_rate == 20 && c.retry_rate == 20 &&
-	              c.server_pause_rate == 2 && c.node_jump_rate == 2 &&
-	              c.partition_rate == 5 && c.wire_delay_rate == 5 &&
+	check(c.skew_rate == 20 && c.skew_drift == 0.5 && c.delay_rate == 20 && c.crash_rate == 2 &&
+	              c.renew_rate == 20 && c.retry_rate == 20 && c.server_pause_rate == 2 &&
+	              c.node_jump_rate == 2 && c.partition_rate == 5 && c.wire_delay_rate == 5 &&
 	              c.wire_reset_rate == 5 && c.nemesis_rate == 1,
 	      "the fault rates");
 	check(c.nemesis_names && !strcmp(c.nemesis_names, "nemesis"), "--nemesis-names nemesis");
@@ -99,13 +98,12 @@ static void test_a_condition_selects_its_default(void **state)
 	/* a store not fencebench's own: pause,retry,delay; a remote engine: every cycle timed */
 	static const char *const store[] = {"--store", "redis://127.0.0.1:6379/0", NULL};
 	fb_config c = parsed(store);
-	check_eq(c.faults,
-	         (1u << FB_FAULT_PAUSE) | (1u << FB_FAULT_RETRY) | (1u << FB_FAULT_DELAY),
+	check_eq(c.faults, (1u << FB_FAULT_PAUSE) | (1u << FB_FAULT_RETRY) | (1u << FB_FAULT_DELAY),
 	         "--faults pause,retry,delay against a remote store");
 	check(c.store_faults, "said so");
 	check_eq(c.sample, 1, "--sample 1 with a remote engine");
-	static const char *const sample[] = {"--store", "redis://127.0.0.1:6379/0", "--sample",
-	                                     "8", "--faults", "pause", NULL};
+	static const char *const sample[] = {
+	        "--store", "redis://127.0.0.1:6379/0", "--sample", "8", "--faults", "pause", NULL};
 	c = parsed(sample);
 	check(c.sample == 8 && c.faults == 1u << FB_FAULT_PAUSE && !c.store_faults,
 	      "given values stand");

@@ -111,7 +111,10 @@ static void join(char *buf, size_t len, const fb_scheme *t, size_t n, bool help,
 	size_t o = 0;
 	buf[0] = 0;
 	for (size_t i = 0; i < n && o < len; i++) {
-		int k = snprintf(buf + o, len - o, "%s%s", i == 0 ? "" : i + 1 == n ? last_sep : sep,
+		int k = snprintf(buf + o, len - o, "%s%s",
+		                 i == 0       ? ""
+		                 : i + 1 == n ? last_sep
+		                              : sep,
 		                 help ? t[i].help : t[i].url);
 		o += k > 0 ? (size_t)k : 0;
 	}

@@ -23,7 +23,7 @@
 #define FB_DURATION_BARE_SECONDS 1u /* a bare number is seconds (--duration) */
 #define FB_DURATION_EXACT        2u /* no rounding, no exponent, no "1.": a scenario's times */
 #define FB_DURATION_ZERO_OK      4u /* "0", and zero with a unit, are durations */
-#define FB_DURATION_YEAR (UINT64_C(365) * 24 * 3600 * 1000000000) /* the options' bound */
+#define FB_DURATION_YEAR         (UINT64_C(365) * 24 * 3600 * 1000000000) /* the options' bound */
 int fb_duration_read(const char *s, unsigned flags, uint64_t max_ns, uint64_t *ns);
 
 /* The options' reading: rounding, above zero, at most a year; a bare

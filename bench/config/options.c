@@ -53,12 +53,27 @@ typedef struct deflt {
 	uint8_t ttl_lo, ttl_hi; /* twentieths of the TTL; 0: none */
 } deflt;
 
-#define TWENTIETHS(x)         ((uint8_t)((x) * 20 + 0.5))
-#define NODEF                 {NULL, NULL, 0, 0}
-#define DEF(v)                {v, NULL, 0, 0}
-#define DEF_IF(v, w)          {v, w, 0, 0}
-#define DEF_TTL(lo, hi)       {NULL, NULL, TWENTIETHS(lo), TWENTIETHS(hi)}
-#define DEF_TTL_IF(v, lo, hi) {v, NULL, TWENTIETHS(lo), TWENTIETHS(hi)}
+#define TWENTIETHS(x) ((uint8_t)((x)*20 + 0.5))
+#define NODEF                                                                                      \
+	{                                                                                          \
+		NULL, NULL, 0, 0                                                                   \
+	}
+#define DEF(v)                                                                                     \
+	{                                                                                          \
+		v, NULL, 0, 0                                                                      \
+	}
+#define DEF_IF(v, w)                                                                               \
+	{                                                                                          \
+		v, w, 0, 0                                                                         \
+	}
+#define DEF_TTL(lo, hi)                                                                            \
+	{                                                                                          \
+		NULL, NULL, TWENTIETHS(lo), TWENTIETHS(hi)                                         \
+	}
+#define DEF_TTL_IF(v, lo, hi)                                                                      \
+	{                                                                                          \
+		v, NULL, TWENTIETHS(lo), TWENTIETHS(hi)                                            \
+	}
 
 typedef struct opt {
 	const char *name;
@@ -116,13 +131,14 @@ static const opt opts[] = {
         {"ttl", 0, "D", K_DURATION, OFF(ttl_ns), 0, FB_MIN_TTL_NS, 0, NULL, 0, "ttl_ms", 1e6, true,
          "lease time to live (default {}, at least 1us)", 0, 0, DEF("10ms")},
         {"mode", 0, "LIST", K_BITS, OFF(modes), 0, 0, 0, NAMES(mode_names), "modes", 0, true,
-         "storage disciplines side by side: fenced,write-fenced,unfenced (default {})", 0, 0, DEF("all")},
+         "storage disciplines side by side: fenced,write-fenced,unfenced (default {})", 0, 0,
+         DEF("all")},
         {"op", 0, "OP", K_ENUM, OFF(op), 0, 0, 0, NAMES(op_names), "op", 0, true,
          "rmw: the client reads and writes balance-1; debit: the store subtracts (default {})", 0,
          0, DEF("rmw")},
         {"fence", 0, "SRC[,SRC]", K_BITS, OFF(fences), 0, 0, 0, NAMES(fence_names), "fence", 0,
-         true, "fence source: global (one counter) or per-key; both sweeps them (default {})",
-         0, 0, DEF("global")},
+         true, "fence source: global (one counter) or per-key; both sweeps them (default {})", 0, 0,
+         DEF("global")},
         {"dist", 0, "D[,D...]", K_DIST_LIST, OFF(dist_list), OFF(n_dist), 0, 0, NULL, 0, "dist", 0,
          true,
          "key choice: uniform, zipf:S (hot keys), partitioned (disjoint per worker); a list "
@@ -134,7 +150,8 @@ static const opt opts[] = {
          "holder stalls everyone) or skip to another key",
          0, 0, DEF("wait")},
         {"first-fence", 0, "N", K_U64, OFF(first_fence), 0, 1, FB_FENCE_MAX / 2, NULL, 0,
-         "first_fence", 0, true, "the first fence minted (default {}; the article uses 33)", 0, 0, DEF("1")},
+         "first_fence", 0, true, "the first fence minted (default {}; the article uses 33)", 0, 0,
+         DEF("1")},
         {"seed", 0, "N", K_U64, OFF(seed), 0, 0, UINT64_MAX, NULL, 0, "seed", 0, true,
          "seed of every random choice (default {}; always printed)", 0, 0, DEF("1")},
         {"faults", 0, "LIST", K_BITS, OFF(faults), 0, 0, 0, NAMES(fb_fault_names), "faults", 0,
@@ -153,10 +170,11 @@ static const opt opts[] = {
          NEED_FAULT(FB_FAULT_PAUSE), 0, DEF("mix")},
         {"pause-rate", 0, "R[,R...]", K_RATE_LIST, OFF(pause_rate_list), OFF(n_pause_rate), 0,
          1000000, NULL, 0, "pause_rate", 0, true,
-         "pauses per second, 0 for none; a list sweeps (default {})", NEED_FAULT(FB_FAULT_PAUSE),
-         0, DEF("50")},
+         "pauses per second, 0 for none; a list sweeps (default {})", NEED_FAULT(FB_FAULT_PAUSE), 0,
+         DEF("50")},
         {"pause", 0, "D[-D]", K_RANGE, OFF(pause_min_ns), OFF(pause_max_ns), 0, 0, NULL, 0, "pause",
-         1e6, true, "pause length or range (default {ttl})", NEED_FAULT(FB_FAULT_PAUSE), 0, DEF_TTL(1.5, 3)},
+         1e6, true, "pause length or range (default {ttl})", NEED_FAULT(FB_FAULT_PAUSE), 0,
+         DEF_TTL(1.5, 3)},
         {"skew-rate", 0, "R", K_RATE, OFF(skew_rate), 0, 0, 1000000, NULL, 0, "skew_rate", 0, true,
          "clock faults per second (default {}); they step the lease service's wall clock "
          "(--lease-clock realtime, the default with skew) or, with --check-lease local, each "
@@ -168,7 +186,8 @@ static const opt opts[] = {
          "a skewed worker clock runs at 1-F of real time (default {})", NEED_FAULT(FB_FAULT_SKEW),
          0, DEF("0.5")},
         {"delay-rate", 0, "R", K_RATE, OFF(delay_rate), 0, 0, 1000000, NULL, 0, "delay_rate", 0,
-         true, "writes held in flight per second (default {})", NEED_FAULT(FB_FAULT_DELAY), 0, DEF("20")},
+         true, "writes held in flight per second (default {})", NEED_FAULT(FB_FAULT_DELAY), 0,
+         DEF("20")},
         {"delay", 0, "D[-D]", K_RANGE, OFF(delay_min_ns), OFF(delay_max_ns), 0, 0, NULL, 0, "delay",
          1e6, true, "how long a delayed write is in flight (default {ttl})",
          NEED_FAULT(FB_FAULT_DELAY), 0, DEF_TTL(2, 4)},
@@ -235,11 +254,13 @@ static const opt opts[] = {
         {"bug", 0, "NAME", K_ENUM, OFF(bug), 0, 0, 0, NAMES(fb_bug_names), "bug", 0, true,
          "plant a bug to prove the checkers catch it: ge-store, two-step, ignore-expiry, "
          "blind-release, trust-client, unregistered-reads, batch-fences, refuse-holder, "
-         "apply-refused, stale-read, long-lease, renew-any, control-reads, slow-core, control-conflict (default "
+         "apply-refused, stale-read, long-lease, renew-any, control-reads, slow-core, "
+         "control-conflict (default "
          "{})",
          0, 0, DEF("none")},
         {"lease", 0, "URL", K_ENGINE, OFF(lease_url), 0, 0, 0, NULL, 0, "lease", 0, true,
-         /* and the engines: fb_lease_engines_help */ "where the leases live: ", 0, W_STRESS, NODEF},
+         /* and the engines: fb_lease_engines_help */ "where the leases live: ", 0, W_STRESS,
+         NODEF},
         {"store", 0, "URL", K_ENGINE, OFF(store_url), 0, 0, 0, NULL, 0, "store", 0, true,
          /* and the engines: fb_store_engines_help */ "where the balances are written: ", 0,
          W_STRESS, NODEF},
@@ -264,8 +285,8 @@ static const opt opts[] = {
          0, 0, DEF("none")},
         {"lease-clock", 0, "CLOCK", K_ENUM, OFF(lease_clock), 0, 0, 0, NAMES(fb_lease_clock_names),
          "lease_clock", 0, true,
-         "the lease service's clock: {} (default) or realtime (a wall clock that steps)", 0,
-         0, DEF("monotonic")},
+         "the lease service's clock: {} (default) or realtime (a wall clock that steps)", 0, 0,
+         DEF("monotonic")},
         {"work", 0, "D[-D]", K_RANGE, OFF(work_min_ns), OFF(work_max_ns), 0, 0, NULL, 0, "work",
          1e6, true,
          "time a holder works between its read and its write (default {}; {ttl} when "
@@ -276,7 +297,8 @@ static const opt opts[] = {
         {"plan-out", 0, "FILE", K_STRING, OFF(plan_out_path), 0, 0, 0, NULL, 0, NULL, 0, false,
          "write the faults injected (the plan) to FILE", 0, 0, NODEF},
         {"deterministic", 0, NULL, K_FLAG, OFF(deterministic), 0, 0, 0, NULL, 0, "deterministic", 0,
-         true, "logical workers on a virtual clock in one thread: same seed, same history", 0, 0, NODEF},
+         true, "logical workers on a virtual clock in one thread: same seed, same history", 0, 0,
+         NODEF},
         {"seeds", 0, "A..B", K_SEEDS, OFF(seed_lo), OFF(seed_hi), 0, 0, NULL, 0, NULL, 0, false,
          "run seeds A to B, stop at the first fenced violation", 0, W_DET, NODEF},
         {"swarm", 0, NULL, K_FLAG, OFF(swarm), 0, 0, 0, NULL, 0, "swarm", 0, false,
@@ -293,9 +315,11 @@ static const opt opts[] = {
         {"cpus", 0, "LIST", K_CPUS, OFF(cpus), OFF(n_cpus), 0, 0, NULL, 0, "cpus", 0, true,
          "run workers on these CPUs (taskset list syntax: 0-3,8)", 0, W_STRESS, NODEF},
         {"pin", 0, NULL, K_FLAG, OFF(pin), 0, 0, 0, NULL, 0, "pin", 0, true,
-         "pin each worker to one CPU, round robin over --cpus (default: all online)", 0, W_STRESS, NODEF},
+         "pin each worker to one CPU, round robin over --cpus (default: all online)", 0, W_STRESS,
+         NODEF},
         {"percentiles", 0, "LIST", K_PCTS, OFF(percentiles), OFF(n_percentiles), 0, 0, NULL, 0,
-         NULL, 0, false, "latency percentiles in the table (default {})", 0, 0, DEF("50,90,99,99.9,99.99")},
+         NULL, 0, false, "latency percentiles in the table (default {})", 0, 0,
+         DEF("50,90,99,99.9,99.99")},
         {"hdr-file", 0, "PREFIX", K_STRING, OFF(hdr_prefix), 0, 0, 0, NULL, 0, NULL, 0, false,
          "write PREFIX.{acquire,write,cycle}.hdr, HdrHistogram percentile text", 0, 0, NODEF},
         {"no-check", 0, NULL, K_FLAG, OFF(no_check), 0, 0, 0, NULL, 0, "no_check", 0, true,
@@ -1005,7 +1029,8 @@ static int check_scope(const fb_config *cfg, const bool *given)
  * none can give): D, or D-D for a range. */
 static void ttl_default(fb_config *cfg, const opt *o)
 {
-	uint64_t *lo = field(cfg, o), *hi = o->k == K_RANGE ? (uint64_t *)((char *)cfg + o->off2) : lo;
+	uint64_t *lo = field(cfg, o),
+	         *hi = o->k == K_RANGE ? (uint64_t *)((char *)cfg + o->off2) : lo;
 	if (*hi && !o->def.v)
 		return;
 	*lo = cfg->ttl_ns * o->def.ttl_lo / 20;
