@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fbproc.h"
 #include "fbtest.h"
 #include "metrics.h"
 #include "options.h"
@@ -134,6 +135,36 @@ static void test_which_way_is_better(void **state)
 		      "%s measures the faults, not the system", fb_metrics[provoked[i]].key);
 }
 
+/* Where no checker ran, the updates lost are unknown: "-" in the table,
+ * null in the document, never a 0 that reads as "none lost". */
+static void test_without_a_checker_lost_updates_are_unknown(void **state)
+{
+	(void)state;
+	char *dir = fb_test_tmpdir();
+	char json[600], row[160];
+	snprintf(json, sizeof json, "%s/run.json", dir);
+	fb_test_proc p;
+	int code = fb_test_run(&p, (const char *const[]){"-t", "2", "-d", "200ms", "--no-check",
+	                                                 "-o", dir, "--json", json, NULL});
+	check(code == 0, "exit %d\n%s%s", code, p.out, p.err);
+	snprintf(row, sizeof row, "%-22s %13s %13s %13s   %s\n",
+	         fb_metrics[FB_M_LOST_UPDATES].label, "-", "-", "-",
+	         fb_metrics[FB_M_LOST_UPDATES].note);
+	check(strstr(p.out, row), "the row\n%sin:\n%s", row, p.out);
+	json_object *doc = fb_test_load(json);
+	for (int d = 0; d < FB_DISCIPLINES; d++) {
+		char path[96];
+		snprintf(path, sizeof path, "modes.%s", fb_discipline_key((fb_discipline)d));
+		json_object *m = fb_test_json(doc, path), *x = NULL;
+		check(m && json_object_object_get_ex(m, "lost_updates", &x) && x == NULL,
+		      "%s.lost_updates is null", path);
+	}
+	json_object_put(doc);
+	fb_test_release(&p);
+	fb_test_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -141,6 +172,7 @@ int main(void)
 	        cmocka_unit_test(test_each_metric_is_named_once),
 	        cmocka_unit_test(test_a_count_the_verdict_fails_on_is_lower_better),
 	        cmocka_unit_test(test_which_way_is_better),
+	        cmocka_unit_test(test_without_a_checker_lost_updates_are_unknown),
 	};
 	return cmocka_run_group_tests_name("report", tests, NULL, NULL);
 }
