@@ -748,6 +748,8 @@ static void test_check_names_each_number_once(void **state)
 		              json_object_get_int(x) == rows_of[i].unfenced,
 		      "modes.unfenced.%s is %d", rows_of[i].key, rows_of[i].unfenced);
 	}
+	check_lacks(r.out, "versions out of order", "a row for none, shown only when some");
+	check_lacks(r.out, "rows outside the run", "a row for none, shown only when some");
 	json_object_put(doc);
 	release(&r);
 	fb_test_rmtree(dir);
