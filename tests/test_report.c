@@ -70,6 +70,7 @@ static void test_each_metric_is_named_once(void **state)
 			DISTINCT(label);
 			DISTINCT(check_label);
 			DISTINCT(check_json);
+			DISTINCT(csv);
 #undef DISTINCT
 			check(!a->json || !b->json || a->from_top != b->from_top ||
 			              strcmp(a->json, b->json),
@@ -136,7 +137,8 @@ static void test_which_way_is_better(void **state)
 }
 
 /* Where no checker ran, the updates lost are unknown: "-" in the table,
- * null in the document, never a 0 that reads as "none lost". */
+ * null in the document, never a 0 that reads as "none lost"; the CSV keeps
+ * its columns. */
 static void test_without_a_checker_lost_updates_are_unknown(void **state)
 {
 	(void)state;
@@ -160,6 +162,15 @@ static void test_without_a_checker_lost_updates_are_unknown(void **state)
 		      "%s.lost_updates is null", path);
 	}
 	json_object_put(doc);
+	/* and the CSV's columns, as results/README.md names them */
+	char csv[700], head[256] = "";
+	check(fb_test_find_suffix(dir, ".csv", csv, sizeof csv), "a CSV in %s", dir);
+	FILE *f = fopen(csv, "r");
+	check(f && fgets(head, sizeof head, f), "%s has a first line", csv);
+	fclose(f);
+	check(!strcmp(head, "t_s,mode,ops,ops_per_s,writes,accepted,rejected_stale,reads_refused,"
+	                    "stale_accepted,faults,threads,fence,dist,pause_rate,lost_updates\n"),
+	      "the CSV's columns: %s", head);
 	fb_test_release(&p);
 	fb_test_rmtree(dir);
 	free(dir);

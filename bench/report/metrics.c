@@ -16,23 +16,26 @@
 #define HIGHER       .better = FB_BETTER_HIGHER
 
 const fb_metric fb_metrics[FB_METRICS] = {
-        [FB_M_OPS] = {.key = "ops", .json = "ops", COUNT, HIGHER, RUN(ops)},
+        [FB_M_OPS] = {.key = "ops", .json = "ops", .csv = "ops", COUNT, HIGHER, RUN(ops)},
         [FB_M_ACQUIRED] = {.key = "acquired", .json = "acquired", COUNT, RUN(acquired)},
         [FB_M_CONTENDED] = {.key = "contended", .json = "contended", COUNT, RUN(contended)},
-        [FB_M_WRITES] = {.key = "writes", .json = "writes", COUNT, MODE(writes)},
+        [FB_M_WRITES] = {.key = "writes", .json = "writes", .csv = "writes", COUNT, MODE(writes)},
         [FB_M_ACCEPTED] = {.key = "accepted",
                            .label = "writes accepted",
                            .json = "accepted",
+                           .csv = "accepted",
                            COUNT,
                            MODE(accepted)},
         [FB_M_REJECTED_STALE] = {.key = "rejected_stale",
                                  .label = "rejected as stale",
                                  .json = "rejected_stale",
+                                 .csv = "rejected_stale",
                                  COUNT,
                                  MODE(rejected_stale)},
         [FB_M_READS_REFUSED] = {.key = "reads_refused",
                                 .label = "reads refused",
                                 .json = "reads_refused",
+                                .csv = "reads_refused",
                                 COUNT,
                                 .only = FENCED_ONLY,
                                 MODE(reads_refused)},
@@ -50,6 +53,7 @@ const fb_metric fb_metrics[FB_METRICS] = {
                                .label = "lost updates",
                                .note = "<- debits erased",
                                .json = "lost_updates",
+                               .csv = "lost_updates",
                                .phrase = "updates lost",
                                .check_label = "lost updates (ledger)",
                                .check_note = "<- the final balances' account",
@@ -111,6 +115,7 @@ const fb_metric fb_metrics[FB_METRICS] = {
         [FB_M_THROUGHPUT] = {.key = "throughput",
                              .label = "throughput (ops/s)",
                              .json = "throughput_ops_s",
+                             .csv = "ops_per_s",
                              .axis = "throughput (ops/s, all keys)",
                              .unit = FB_UNIT_OPS_S,
                              HIGHER},
@@ -132,9 +137,12 @@ const fb_metric fb_metrics[FB_METRICS] = {
                              .json = "latency_ns.cycle.p999",
                              .unit = FB_UNIT_NS,
                              LOWER},
-        /* the run document's and check's keys differ: both kept (schema) */
+        /* the run document's and check's keys differ: both kept (schema);
+         * the CSV's column of the store's own count is "stale_accepted"
+         * (results/README.md), the checker's name in the JSON */
         [FB_M_STORE_STALE] = {.key = "store_stale",
                               .json = "store_stale_accepted",
+                              .csv = "stale_accepted",
                               .check_label = "  ... flagged by the store",
                               .check_json = "store_stale",
                               COUNT,

@@ -35,6 +35,13 @@ static const char *dur(char *buf, size_t len, uint64_t ns)
 	"contend on every step; this run's also waited and slept, contending less, or the "        \
 	"machine was busier while the floor ran)"
 
+/* The CSV's counts after t_s and mode, in the order fb_report_tick writes
+ * them; then the faults, the run's settings and the updates lost. */
+static const fb_metric_id csv_counts[] = {
+        FB_M_OPS,           FB_M_THROUGHPUT,  FB_M_WRITES, FB_M_ACCEPTED, FB_M_REJECTED_STALE,
+        FB_M_READS_REFUSED, FB_M_STORE_STALE,
+};
+
 void fb_report_open(fb_report *rp, const fb_config *cfg)
 {
 	memset(rp, 0, sizeof *rp);
@@ -52,9 +59,11 @@ void fb_report_open(fb_report *rp, const fb_config *cfg)
 	             fb_outfile_begin(&csv, &rp->csv_out) == 0;
 	if (rp->dir_ok) {
 		rp->csv = rp->csv_out.f;
-		fprintf(rp->csv,
-		        "t_s,mode,ops,ops_per_s,writes,accepted,rejected_stale,reads_refused,"
-		        "stale_accepted,faults,threads,fence,dist,pause_rate,lost_updates\n");
+		fprintf(rp->csv, "t_s,mode");
+		for (size_t i = 0; i < sizeof csv_counts / sizeof csv_counts[0]; i++)
+			fprintf(rp->csv, ",%s", fb_metrics[csv_counts[i]].csv);
+		fprintf(rp->csv, ",faults,threads,fence,dist,pause_rate,%s\n",
+		        fb_metrics[FB_M_LOST_UPDATES].csv);
 	} else {
 		snprintf(rp->dir_error, sizeof rp->dir_error,
 		         "results directory '%s' cannot be written: %s", dir,
