@@ -242,7 +242,8 @@ static bool series_ok(json_object *doc, const char *file, char *why, size_t len)
 		snprintf(why, len, "%s: series: %s is not an object", file, compact(s));
 		return false;
 	}
-	static const char *const cols[] = {"t_s", "ops", "ops_per_s", "faults"};
+	const char *const cols[] = {"t_s", fb_metrics[FB_M_OPS].json,
+	                            fb_metrics[FB_M_THROUGHPUT].csv, "faults"};
 	for (size_t i = 0; i < sizeof cols / sizeof *cols; i++)
 		if (!series_column_ok(s, cols[i], file, why, len))
 			return false;

@@ -102,7 +102,8 @@ typedef struct fb_metric {
 	const char *phrase;
 	/* a chart's axis, where a chart draws it */
 	const char *axis;
-	/* its column in the CSV time series (results/README.md), or NULL */
+	/* its column in the CSV time series (results/README.md), or NULL; the
+	 * JSON's "series" names the throughput a second by it too */
 	const char *csv;
 	/* `fencebench check`: its row (NULL: label), its note (NULL: note) and
 	 * its key in check's document (NULL: check shows none) */

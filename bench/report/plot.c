@@ -864,7 +864,7 @@ static bool load_series(const pdoc *pd, tseries *ts, char *why, size_t len)
 		         "its \"series\")");
 		return false;
 	}
-	ts->rate = column(s, "ops_per_s");
+	ts->rate = column(s, fb_metrics[FB_M_THROUGHPUT].csv); /* the series' name: the CSV's */
 	ts->faults = column(s, "faults");
 	char p[96];
 	for (int d = 0; d < FB_DOC_DISCIPLINES; d++) {

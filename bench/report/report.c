@@ -1327,8 +1327,8 @@ static json_object *j_series(const fb_report *rp)
 		json_object_array_add(faults, j_u(s[i].faults));
 	}
 	json_object_object_add(o, "t_s", t);
-	json_object_object_add(o, "ops", ops);
-	json_object_object_add(o, "ops_per_s", rate);
+	json_object_object_add(o, fb_metrics[FB_M_OPS].json, ops);
+	json_object_object_add(o, fb_metrics[FB_M_THROUGHPUT].csv, rate); /* the CSV's name */
 	json_object_object_add(o, "faults", faults);
 	for (int d = 0; d < FB_DISCIPLINES; d++) {
 		if (!(rp->cfg->modes & (1u << d)))
