@@ -266,7 +266,7 @@ FUZZ_SRC_scenario := bench/tools/scenario_parse.c bench/tools/scenario.c bench/c
                      core/clock.c core/lease.c core/store.c
 FUZZ_SRC_plan     := inject/plan.c inject/fault.c core/outfile.c core/stop.c
 FUZZ_SRC_list     := bench/config/options.c bench/config/duration.c inject/fault.c core/common.c $(FUZZ_SCHEMES)
-FUZZ_SRC_doc      := bench/report/compare.c bench/report/output.c
+FUZZ_SRC_doc      := bench/report/compare.c bench/report/metrics.c bench/report/output.c
 FUZZ_SRC_reply    := core/common.c $(FUZZ_ENGINES)
 FUZZ_SRC_lease_reply := core/common.c $(FUZZ_ENGINES)
 FUZZ_SRC_sql      := core/common.c $(FUZZ_ENGINES)

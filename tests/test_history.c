@@ -708,6 +708,54 @@ static void test_check_names_the_first_disagreement(void **state)
 	release(&r);
 }
 
+/* Each row of check's table and each key of its document carries its own
+ * number: a history whose counts all differ where two could be swapped
+ * (the checker's stale count and the store's flags; the updates lost by
+ * the history and by the final balances). */
+static void test_check_names_each_number_once(void **state)
+{
+	(void)state;
+	fake_reset();
+	fb_history_row rows[N(base_rows)];
+	memcpy(rows, base_rows, sizeof rows);
+	rows[6].store_stale = false; /* the store did not flag unfenced's stale row */
+	fk.rows = rows;
+	fk.bal[FB_UNFENCED][1] = 100; /* one more than the history leaves */
+	char *dir = fb_test_tmpdir();
+	char path[512], line[160];
+	snprintf(path, sizeof path, "%s/check.json", dir);
+	result r = check_fake("fake://h/0", path, false);
+	if (getenv("FB_SHOW"))
+		printf("%s", r.out);
+	static const struct {
+		const char *label, *key;
+		int wf, unfenced; /* fenced: 0 */
+	} rows_of[] = {
+	        {"stale accepted (checker)", "stale_accepted", 0, 1},
+	        {"  ... flagged by the store", "store_stale", 0, 0},
+	        {"lost updates (history)", "lost_history", 1, 1},
+	        {"lost updates (ledger)", "lost_updates", 1, 2},
+	};
+	json_object *doc = json_object_from_file(path), *u = NULL, *x = NULL;
+	check(doc && json_object_object_get_ex(doc, "modes", &x) &&
+	              json_object_object_get_ex(x, "unfenced", &u),
+	      "%s holds modes.unfenced", path);
+	for (size_t i = 0; i < N(rows_of); i++) {
+		snprintf(line, sizeof line, "%-28s %13s %13d %13d", rows_of[i].label, "0",
+		         rows_of[i].wf, rows_of[i].unfenced);
+		check_has(r.out, line, rows_of[i].label);
+		check(json_object_object_get_ex(u, rows_of[i].key, &x) &&
+		              json_object_get_int(x) == rows_of[i].unfenced,
+		      "modes.unfenced.%s is %d", rows_of[i].key, rows_of[i].unfenced);
+	}
+	check_lacks(r.out, "versions out of order", "a row for none, shown only when some");
+	check_lacks(r.out, "rows outside the run", "a row for none, shown only when some");
+	json_object_put(doc);
+	release(&r);
+	fb_test_rmtree(dir);
+	free(dir);
+}
+
 static void test_check_quiet_prints_the_verdicts_only(void **state)
 {
 	(void)state;
@@ -951,6 +999,7 @@ int main(void)
 	        cmocka_unit_test(test_check_without_a_recorded_run_exits_3),
 	        cmocka_unit_test(test_check_unreachable_server_exits_3_with_the_url_redacted_once),
 	        cmocka_unit_test(test_check_writes_the_json_document),
+	        cmocka_unit_test(test_check_names_each_number_once),
 	        cmocka_unit_test(test_check_usage_errors_exit_2_with_one_line),
 	        cmocka_unit_test(test_check_help_exits_0),
 	        cmocka_unit_test(test_check_of_an_unreachable_redis_exits_3),

@@ -173,6 +173,9 @@ static void test_compare_two_runs_prints_ratios_per_discipline(void **state)
 	         "a throughput line for each of the three disciplines");
 	check_eq(count(r.out, "lost updates"), 3, "a lost updates line per discipline");
 	check_eq(count(r.out, "cycle p99.9"), 3, "a cycle p99.9 line per discipline");
+	check(line_with(r.out, "cycle p99 ", line, sizeof line) && strstr(line, "1.25 us") &&
+	              strstr(line, "2.37 us"),
+	      "latency in its unit, 1,250 ns as 1.25 us: '%s'", line);
 	check(line_with(r.out, "reads refused", line, sizeof line) && strstr(line, "0.00x"),
 	      "fenced reads refused 1 -> 0 is 0.00x: '%s'", line);
 	check(line_with(r.out, "fairness", line, sizeof line), "a fairness line:\n%s", r.out);

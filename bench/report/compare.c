@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "compare.h"
+#include "metrics.h"
 #include "output.h"
 
 #include <errno.h>
@@ -107,10 +108,10 @@ static json_object *parse(const char *path, const char *text, size_t n, char *wh
 /* The fields of a discipline that the readers use: counts and rates, each a
  * finite number not below zero where present (lost_updates may be null: a
  * run that did not check). */
-static const char *const mode_counts[] = {
-        "ops",           "acquired",       "contended",        "writes",
-        "accepted",      "rejected_stale", "reads_refused",    "stale_accepted",
-        "zombie_writes", "cas_retries",    "throughput_ops_s", "false_rejections",
+static const fb_metric_id mode_counts[] = {
+        FB_M_OPS,           FB_M_ACQUIRED,       FB_M_CONTENDED,     FB_M_WRITES,
+        FB_M_ACCEPTED,      FB_M_REJECTED_STALE, FB_M_READS_REFUSED, FB_M_STALE_ACCEPTED,
+        FB_M_ZOMBIE_WRITES, FB_M_CAS_RETRIES,    FB_M_THROUGHPUT,    FB_M_FALSE_REJECTIONS,
 };
 static const char *const lat_phases[] = {"acquire", "write", "cycle"};
 static const char *const lat_points[] = {"p50", "p90", "p99", "p999", "p9999", "max"};
@@ -166,9 +167,11 @@ static bool modes_ok(json_object *modes, const char *file, const char *at, char 
 		}
 		found++;
 		for (size_t i = 0; i < sizeof mode_counts / sizeof *mode_counts; i++)
-			if (!number_ok(m, mode_counts[i], false, false, file, here, why, len))
+			if (!number_ok(m, fb_metrics[mode_counts[i]].json, false, false, file, here,
+			               why, len))
 				return false;
-		if (!number_ok(m, "lost_updates", true, true, file, here, why, len))
+		if (!number_ok(m, fb_metrics[FB_M_LOST_UPDATES].json, true, true, file, here, why,
+		               len))
 			return false;
 		for (size_t p = 0; p < 3; p++)
 			for (size_t q = 0; q < sizeof lat_points / sizeof *lat_points; q++) {
@@ -239,7 +242,8 @@ static bool series_ok(json_object *doc, const char *file, char *why, size_t len)
 		snprintf(why, len, "%s: series: %s is not an object", file, compact(s));
 		return false;
 	}
-	static const char *const cols[] = {"t_s", "ops", "ops_per_s", "faults"};
+	const char *const cols[] = {"t_s", fb_metrics[FB_M_OPS].json,
+	                            fb_metrics[FB_M_THROUGHPUT].csv, "faults"};
 	for (size_t i = 0; i < sizeof cols / sizeof *cols; i++)
 		if (!series_column_ok(s, cols[i], file, why, len))
 			return false;
@@ -441,6 +445,25 @@ static const char *ratio(char *buf, size_t len, bool ha, double a, bool hb, doub
 
 typedef enum value_kind { V_COUNT, V_NS, V_FRAC, V_PER_OP } value_kind;
 
+/* How compare shows a number of this unit. */
+static value_kind kind_of(fb_metric_unit u)
+{
+	switch (u) {
+	case FB_UNIT_NS:
+		return V_NS;
+	case FB_UNIT_S:
+	case FB_UNIT_RATIO:
+		return V_FRAC;
+	case FB_UNIT_PER_OP:
+		return V_PER_OP;
+	case FB_UNIT_COUNT:
+	case FB_UNIT_SIGNED:
+	case FB_UNIT_OPS_S:
+		break;
+	}
+	return V_COUNT;
+}
+
 static const char *value(char *buf, size_t len, value_kind k, bool have, double v)
 {
 	if (!have)
@@ -467,13 +490,19 @@ static void line(const char *label, value_kind k, bool ha, double a, bool hb, do
 	       VALUE_W, value(vb, sizeof vb, k, hb, b), RATIO_W, ratio(r, sizeof r, ha, a, hb, b));
 }
 
-/* The same number read from two objects. */
-static void line_at(const char *label, value_kind k, json_object *a, json_object *b,
-                    const char *path)
+/* Metric id's line: its value in A, in B, B/A. */
+static void line_of(fb_metric_id id, bool ha, double a, bool hb, double b)
+{
+	line(fb_metrics[id].label, kind_of(fb_metrics[id].unit), ha, a, hb, b);
+}
+
+/* Metric id read from two objects (two disciplines, or two documents). */
+static void line_at(fb_metric_id id, json_object *a, json_object *b)
 {
 	double va = 0, vb = 0;
+	const char *path = fb_metrics[id].json;
 	bool ha = fb_doc_number(a, path, &va), hb = fb_doc_number(b, path, &vb);
-	line(label, k, ha, va, hb, vb);
+	line_of(id, ha, va, hb, vb);
 }
 
 /* A config value as a person reads it: lists joined by commas. */
@@ -580,8 +609,9 @@ static bool cas_per_op(json_object *doc, double *v)
 	double retries = 0, ops = 0;
 	for (int d = 0; d < FB_DOC_DISCIPLINES; d++) {
 		json_object *m = fb_doc_get(fb_doc_get(doc, "modes"), fb_doc_discipline_key[d]);
-		if (m && fb_doc_number(m, "cas_retries", &retries) &&
-		    (fb_doc_number(doc, "run.ops", &ops) || fb_doc_number(m, "ops", &ops))) {
+		if (m && fb_doc_number(m, fb_metrics[FB_M_CAS_RETRIES].json, &retries) &&
+		    (fb_doc_number(doc, "run.ops", &ops) ||
+		     fb_doc_number(m, fb_metrics[FB_M_OPS].json, &ops))) {
 			*v = ops > 0 ? retries / ops : 0;
 			return true;
 		}
@@ -591,21 +621,10 @@ static bool cas_per_op(json_object *doc, double *v)
 
 static void compare_runs(json_object *a, json_object *b)
 {
-	static const struct {
-		const char *label, *path;
-		value_kind kind;
-		bool fenced_only;
-	} rows[] = {
-	        {"throughput (ops/s)", "throughput_ops_s", V_COUNT, false},
-	        {"writes accepted", "accepted", V_COUNT, false},
-	        {"rejected as stale", "rejected_stale", V_COUNT, false},
-	        {"reads refused", "reads_refused", V_COUNT, true},
-	        {"stale accepted", "stale_accepted", V_COUNT, false},
-	        {"lost updates", "lost_updates", V_COUNT, false},
-	        {"zombie writes", "zombie_writes", V_COUNT, false},
-	        {"cycle p50", "latency_ns.cycle.p50", V_NS, false},
-	        {"cycle p99", "latency_ns.cycle.p99", V_NS, false},
-	        {"cycle p99.9", "latency_ns.cycle.p999", V_NS, false},
+	static const fb_metric_id rows[] = {
+	        FB_M_THROUGHPUT,     FB_M_ACCEPTED,     FB_M_REJECTED_STALE, FB_M_READS_REFUSED,
+	        FB_M_STALE_ACCEPTED, FB_M_LOST_UPDATES, FB_M_ZOMBIE_WRITES,  FB_M_CYCLE_P50,
+	        FB_M_CYCLE_P99,      FB_M_CYCLE_P999,
 	};
 	printf("\n%-*s %*s %*s %*s\n", LABEL_W, "", VALUE_W, "A", VALUE_W, "B", RATIO_W, "B/A");
 	for (int d = 0; d < FB_DOC_DISCIPLINES; d++) {
@@ -618,23 +637,23 @@ static void compare_runs(json_object *a, json_object *b)
 		       : !mb ? " (only in A)"
 		             : "");
 		for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-			if (!rows[i].fenced_only || d == 0)
-				line_at(rows[i].label, rows[i].kind, ma, mb, rows[i].path);
+			if (fb_metric_applies(rows[i], d))
+				line_at(rows[i], ma, mb);
 	}
 	printf("run-wide\n");
-	line_at("elapsed (s)", V_FRAC, a, b, "elapsed_s");
-	line_at("fairness (min/max)", V_FRAC, a, b, "run.fairness");
+	line_at(FB_M_ELAPSED, a, b);
+	line_at(FB_M_FAIRNESS, a, b);
 	double ca = 0, cb = 0;
 	bool ha = cas_per_op(a, &ca), hb = cas_per_op(b, &cb);
-	line("cas retries per op", V_PER_OP, ha, ca, hb, cb);
+	line_of(FB_M_CAS_PER_OP, ha, ca, hb, cb);
 	double fa = 0, fb = 0;
-	ha = fb_doc_number(a, "run.floor_ratio", &fa);
-	hb = fb_doc_number(b, "run.floor_ratio", &fb);
+	ha = fb_doc_number(a, fb_metrics[FB_M_FLOOR_RATIO].json, &fa);
+	hb = fb_doc_number(b, fb_metrics[FB_M_FLOOR_RATIO].json, &fb);
 	if (ha || hb)
-		line("throughput / floor", V_FRAC, ha, fa, hb, fb);
+		line_of(FB_M_FLOOR_RATIO, ha, fa, hb, fb);
 	else
-		printf("  %-*s %*s\n", LABEL_W - 2, "throughput / floor", VALUE_W * 2 + 1,
-		       "not measured");
+		printf("  %-*s %*s\n", LABEL_W - 2, fb_metrics[FB_M_FLOOR_RATIO].label,
+		       VALUE_W * 2 + 1, "not measured");
 }
 
 /* ---- two sweeps ---- */
@@ -705,8 +724,8 @@ static void compare_sweeps(json_object *a, json_object *b)
 		print_key(k);
 		for (int d = 0; d < FB_DOC_DISCIPLINES; d++) {
 			char path[64], r[32];
-			snprintf(path, sizeof path, "modes.%s.throughput_ops_s",
-			         fb_doc_discipline_key[d]);
+			snprintf(path, sizeof path, "modes.%s.%s", fb_doc_discipline_key[d],
+			         fb_metrics[FB_M_THROUGHPUT].json);
 			double va = 0, vb = 0;
 			bool ha = fb_doc_number(x, path, &va), hb = fb_doc_number(y, path, &vb);
 			printf(" %13s", ratio(r, sizeof r, ha, va, hb, vb));

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "compare.h"
+#include "metrics.h"
 #include "outfile.h"
 
 /*
@@ -376,9 +377,10 @@ static void threads_axis(FILE *g, const pdoc *pd)
  * a data block per series. Lines that coincide are drawn wide to narrow
  * (unfenced, write-fenced, fenced), so each colour shows as a stripe.
  */
-static void per_discipline(FILE *g, const pdoc *pd, const char *mode_path, const char *floor_path,
-                           unit u, const char *ylabel)
+static void per_discipline(FILE *g, const pdoc *pd, fb_metric_id id, const char *floor_path)
 {
+	const char *mode_path = fb_metrics[id].json;
+	unit u = fb_metrics[id].unit == FB_UNIT_NS ? U_NS : U_COUNT;
 	series s[MAX_SERIES];
 	size_t ns = make_series(pd, X_THREADS, s, MAX_SERIES);
 	/* The key has a column of its own right of the plot, whatever its
@@ -420,7 +422,7 @@ static void per_discipline(FILE *g, const pdoc *pd, const char *mode_path, const
 	}
 	threads_axis(g, pd);
 	value_axis(g, "y", u, lo, hi);
-	fprintf(g, "set ylabel '%s'\n", ylabel);
+	fprintf(g, "set ylabel '%s'\n", fb_metrics[id].axis);
 	bool halo = coincide(pd, mode_path);
 	/* Coinciding stores in many series: one key entry a series (its
 	 * stripes), the colours said once; else one a line. */
@@ -500,30 +502,31 @@ static const char *same_workers_note = "The three stores are driven by the same 
                                        "cycles, so their lines coincide (drawn as stripes: "
                                        "fenced inside write-fenced inside unfenced).";
 
-static int chart_throughput(const pdoc *pd, FILE *g, int *w, int *h, char *why, size_t len)
+/* Metric id against worker threads, a line per discipline (and series),
+ * the floor's beside it where floor_path names it. */
+static int chart_threads(const pdoc *pd, FILE *g, int *w, char *why, size_t len, const char *title,
+                         fb_metric_id id, const char *floor_path)
 {
-	(void)h;
 	if (!threads_sweep(pd, why, len))
 		return 1;
 	*w = key_width(pd); /* the key sits outside, on the right */
-	frame(g, pd, *w, "Throughput against worker threads",
-	      coincide(pd, "throughput_ops_s") ? same_workers_note : NULL);
-	per_discipline(g, pd, "throughput_ops_s", "run.floor_pipeline_ops_s", U_COUNT,
-	               "throughput (ops/s, all keys)");
+	frame(g, pd, *w, title, coincide(pd, fb_metrics[id].json) ? same_workers_note : NULL);
+	per_discipline(g, pd, id, floor_path);
 	return 0;
+}
+
+static int chart_throughput(const pdoc *pd, FILE *g, int *w, int *h, char *why, size_t len)
+{
+	(void)h;
+	return chart_threads(pd, g, w, why, len, "Throughput against worker threads",
+	                     FB_M_THROUGHPUT, fb_metrics[FB_M_FLOOR].json);
 }
 
 static int chart_cycle_p99(const pdoc *pd, FILE *g, int *w, int *h, char *why, size_t len)
 {
 	(void)h;
-	if (!threads_sweep(pd, why, len))
-		return 1;
-	*w = key_width(pd); /* the key sits outside, on the right */
-	frame(g, pd, *w, "Cycle latency p99 against worker threads",
-	      coincide(pd, "latency_ns.cycle.p99") ? same_workers_note : NULL);
-	per_discipline(g, pd, "latency_ns.cycle.p99", NULL, U_NS,
-	               "cycle latency p99 (acquire .. release)");
-	return 0;
+	return chart_threads(pd, g, w, why, len, "Cycle latency p99 against worker threads",
+	                     FB_M_CYCLE_P99, NULL);
 }
 
 static const struct {
@@ -715,16 +718,18 @@ static int chart_corruption(const pdoc *pd, FILE *g, int *w, int *h, char *why, 
 			minnz = xs[i];
 	bool logx = minnz > 0 && xs[nx - 1] / minnz >= 10;
 	double x0 = logx ? minnz / 4 : 0;
+	/* a line per discipline and metric; fenced's is the sum of two, named
+	 * by the first's label and the second's phrase */
 	static const struct {
 		int d;
-		const char *field, *label;
+		fb_metric_id m, plus; /* plus: FB_METRICS when none */
 		double lw;
 		int pt;
 	} lines[] = {
-	        {2, "lost_updates", "unfenced: updates lost", 2.6, 7},
-	        {2, "stale_accepted", "unfenced: stale writes accepted", 1.6, 8},
-	        {1, "lost_updates", "write-fenced: updates lost", 2.6, 5},
-	        {0, NULL, "fenced: stale accepted + updates lost", 2.6, 13},
+	        {2, FB_M_LOST_UPDATES, FB_METRICS, 2.6, 7},
+	        {2, FB_M_STALE_ACCEPTED, FB_METRICS, 1.6, 8},
+	        {1, FB_M_LOST_UPDATES, FB_METRICS, 2.6, 5},
+	        {0, FB_M_STALE_ACCEPTED, FB_M_LOST_UPDATES, 2.6, 13},
 	};
 	series s[MAX_SERIES];
 	size_t ns = make_series(pd, X_PAUSE, s, MAX_SERIES);
@@ -739,13 +744,12 @@ static int chart_corruption(const pdoc *pd, FILE *g, int *w, int *h, char *why, 
 				const char *key = fb_doc_discipline_key[lines[l].d];
 				double v = 0, v2 = 0;
 				bool have;
-				if (lines[l].field) {
-					snprintf(p, sizeof p, "modes.%s.%s", key, lines[l].field);
-					have = rnum(r, p, &v);
-				} else {
-					snprintf(p, sizeof p, "modes.%s.stale_accepted", key);
-					have = rnum(r, p, &v);
-					snprintf(p, sizeof p, "modes.%s.lost_updates", key);
+				snprintf(p, sizeof p, "modes.%s.%s", key,
+				         fb_metrics[lines[l].m].json);
+				have = rnum(r, p, &v);
+				if (lines[l].plus != FB_METRICS) {
+					snprintf(p, sizeof p, "modes.%s.%s", key,
+					         fb_metrics[lines[l].plus].json);
 					have = rnum(r, p, &v2) && have;
 					v += v2;
 				}
@@ -780,7 +784,16 @@ static int chart_corruption(const pdoc *pd, FILE *g, int *w, int *h, char *why, 
 			if (!discipline_present(pd, lines[li].d))
 				continue;
 			char title[192];
-			snprintf(title, sizeof title, "%s%s%s", lines[li].label, ns > 1 ? ", " : "",
+			const fb_metric *m = &fb_metrics[lines[li].m];
+			if (lines[li].plus == FB_METRICS)
+				snprintf(title, sizeof title, "%s: %s",
+				         fb_doc_discipline_name[lines[li].d], m->phrase);
+			else
+				snprintf(title, sizeof title, "%s: %s + %s",
+				         fb_doc_discipline_name[lines[li].d], m->label,
+				         fb_metrics[lines[li].plus].phrase);
+			size_t tl = strlen(title);
+			snprintf(title + tl, sizeof title - tl, "%s%s", ns > 1 ? ", " : "",
 			         ns > 1 ? s[k].label : "");
 			fprintf(g,
 			        "%s$s%zu using 1:%zu with linespoints lc rgb '%s' lw %.1f pt %d "
@@ -851,13 +864,15 @@ static bool load_series(const pdoc *pd, tseries *ts, char *why, size_t len)
 		         "its \"series\")");
 		return false;
 	}
-	ts->rate = column(s, "ops_per_s");
+	ts->rate = column(s, fb_metrics[FB_M_THROUGHPUT].csv); /* the series' name: the CSV's */
 	ts->faults = column(s, "faults");
 	char p[96];
 	for (int d = 0; d < FB_DOC_DISCIPLINES; d++) {
-		snprintf(p, sizeof p, "modes.%s.stale_accepted", fb_doc_discipline_key[d]);
+		snprintf(p, sizeof p, "modes.%s.%s", fb_doc_discipline_key[d],
+		         fb_metrics[FB_M_STALE_ACCEPTED].json);
 		ts->stale[d] = column(s, p);
-		snprintf(p, sizeof p, "modes.%s.lost_updates", fb_doc_discipline_key[d]);
+		snprintf(p, sizeof p, "modes.%s.%s", fb_doc_discipline_key[d],
+		         fb_metrics[FB_M_LOST_UPDATES].json);
 		ts->lost[d] = column(s, p);
 		ts->any_lost |= ts->lost[d] != NULL;
 	}
@@ -890,6 +905,9 @@ static void rate_block(FILE *g, const tseries *ts, double *hi_ops, double *hi_fa
  * "modes" at elapsed_s (counted once the writes in flight had landed), so
  * the lines end at the numbers of the summary table.
  */
+/* The two counts the chart follows: k 0 and 1. */
+static const fb_metric_id cum_metric[2] = {FB_M_STALE_ACCEPTED, FB_M_LOST_UPDATES};
+
 static void cum_block(FILE *g, const pdoc *pd, const tseries *ts, double hi[2])
 {
 	char p[96];
@@ -897,8 +915,9 @@ static void cum_block(FILE *g, const pdoc *pd, const tseries *ts, double hi[2])
 	fb_doc_number(pd->doc, "elapsed_s", &end);
 	fprintf(g, "$cum << EOD\n# t_s");
 	for (int d = 0; d < FB_DOC_DISCIPLINES; d++)
-		fprintf(g, " %s:stale_accepted %s:lost_updates", fb_doc_discipline_key[d],
-		        fb_doc_discipline_key[d]);
+		fprintf(g, " %s:%s %s:%s", fb_doc_discipline_key[d],
+		        fb_metrics[FB_M_STALE_ACCEPTED].json, fb_doc_discipline_key[d],
+		        fb_metrics[FB_M_LOST_UPDATES].json);
 	fprintf(g, "\n");
 	for (size_t i = 0; i <= ts->n + 1; i++) {
 		double t = i == 0 ? 0 : i <= ts->n ? entry(ts->t, i - 1) : end;
@@ -908,7 +927,7 @@ static void cum_block(FILE *g, const pdoc *pd, const tseries *ts, double hi[2])
 				json_object *col = k ? ts->lost[d] : ts->stale[d];
 				double v = NAN;
 				snprintf(p, sizeof p, "modes.%s.%s", fb_doc_discipline_key[d],
-				         k ? "lost_updates" : "stale_accepted");
+				         fb_metrics[cum_metric[k]].json);
 				if (col)
 					v = i == 0 ? 0 : i <= ts->n ? entry(col, i - 1) : NAN;
 				if (col && i > ts->n && !fb_doc_number(pd->doc, p, &v))
@@ -956,7 +975,7 @@ static void throughput_panel(FILE *g, const tseries *ts)
 	rate_block(g, ts, &hi_ops, &hi_faults);
 	panel(g, 0.83, 0.615, false);
 	value_axis(g, "y", U_COUNT, 0, hi_ops);
-	fprintf(g, "set ylabel 'throughput (ops/s)'\n");
+	fprintf(g, "set ylabel '%s'\n", fb_metrics[FB_M_THROUGHPUT].label);
 	double step = nice_step(hi_faults > 0 ? hi_faults : 1, 3);
 	fprintf(g, "set y2range [0:%.17g]\nset y2tics (", (hi_faults > 0 ? hi_faults : 1) * 2.5);
 	for (int i = 0; i * step <= hi_faults * 1.0001 || i == 0; i++)
@@ -978,11 +997,9 @@ static void throughput_panel(FILE *g, const tseries *ts)
  * coincide; on a log axis with 0 on its own tic. */
 static void count_panel(FILE *g, const tseries *ts, int k, double hi, double top, double bottom)
 {
-	static const char *const ylabel[] = {"stale writes accepted so far (log)",
-	                                     "updates lost so far (log)"};
 	panel(g, top, bottom, k == 1);
 	count_axis(g, hi);
-	fprintf(g, "set ylabel '%s'\nplot ", ylabel[k]);
+	fprintf(g, "set ylabel '%s so far (log)'\nplot ", fb_metrics[cum_metric[k]].phrase);
 	bool first = true;
 	for (int d = FB_DOC_DISCIPLINES - 1; d >= 0; d--) {
 		if (!(k ? ts->lost[d] : ts->stale[d]))

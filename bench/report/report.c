@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "report.h"
+#include "metrics.h"
 #include "output.h"
 #include "story.h"
 
@@ -34,6 +35,13 @@ static const char *dur(char *buf, size_t len, uint64_t ns)
 	"contend on every step; this run's also waited and slept, contending less, or the "        \
 	"machine was busier while the floor ran)"
 
+/* The CSV's counts after t_s and mode, in the order fb_report_tick writes
+ * them; then the faults, the run's settings and the updates lost. */
+static const fb_metric_id csv_counts[] = {
+        FB_M_OPS,           FB_M_THROUGHPUT,  FB_M_WRITES, FB_M_ACCEPTED, FB_M_REJECTED_STALE,
+        FB_M_READS_REFUSED, FB_M_STORE_STALE,
+};
+
 void fb_report_open(fb_report *rp, const fb_config *cfg)
 {
 	memset(rp, 0, sizeof *rp);
@@ -51,9 +59,11 @@ void fb_report_open(fb_report *rp, const fb_config *cfg)
 	             fb_outfile_begin(&csv, &rp->csv_out) == 0;
 	if (rp->dir_ok) {
 		rp->csv = rp->csv_out.f;
-		fprintf(rp->csv,
-		        "t_s,mode,ops,ops_per_s,writes,accepted,rejected_stale,reads_refused,"
-		        "stale_accepted,faults,threads,fence,dist,pause_rate,lost_updates\n");
+		fprintf(rp->csv, "t_s,mode");
+		for (size_t i = 0; i < sizeof csv_counts / sizeof csv_counts[0]; i++)
+			fprintf(rp->csv, ",%s", fb_metrics[csv_counts[i]].csv);
+		fprintf(rp->csv, ",faults,threads,fence,dist,pause_rate,%s\n",
+		        fb_metrics[FB_M_LOST_UPDATES].csv);
 	} else {
 		snprintf(rp->dir_error, sizeof rp->dir_error,
 		         "results directory '%s' cannot be written: %s", dir,
@@ -397,79 +407,41 @@ int fb_report_verdict(const fb_results *res)
 	return 0;
 }
 
-static void row(FILE *out, const fb_results *res, const char *label, const char *note,
-                long long (*get)(const fb_mode_result *m, fb_discipline d))
+/* A row of the side-by-side table: the metric's label, its value in each
+ * discipline shown ("-" where the discipline has no such number, or it is
+ * unknown), its note. */
+static void row(FILE *out, const fb_results *res, fb_metric_id id)
 {
-	fprintf(out, "%-22s", label);
+	const fb_metric *mt = &fb_metrics[id];
+	fprintf(out, "%-22s", mt->label);
 	for (int d = 0; d < FB_DISCIPLINES; d++) {
 		if (!res->mode[d].on)
 			continue;
-		long long v = get(&res->mode[d], (fb_discipline)d);
-		fprintf(out, " %13s", v < 0 && v == -1 ? "-" : G(v));
+		int64_t v = 0;
+		bool have = fb_metric_applies(id, d) && fb_metric_get(res, d, id, &v);
+		/* as before the table was one: a count of -1 shows "-" too */
+		fprintf(out, " %13s", !have || v == -1 ? "-" : G(v));
 	}
-	fprintf(out, "%s%s\n", note ? "   " : "", note ? note : "");
+	fprintf(out, "%s%s\n", mt->note ? "   " : "", mt->note ? mt->note : "");
 }
 
-static long long g_accepted(const fb_mode_result *m, fb_discipline d)
+/* Whether the table shows metric id's row in this run. */
+static bool row_shown(const fb_results *res, fb_metric_id id)
 {
-	(void)d;
-	return (long long)m->accepted;
-}
-static long long g_refused(const fb_mode_result *m, fb_discipline d)
-{
-	return d == FB_FENCED ? (long long)m->reads_refused : -1;
-}
-static long long g_rejected(const fb_mode_result *m, fb_discipline d)
-{
-	(void)d;
-	return (long long)m->rejected_stale;
-}
-static long long g_stale(const fb_mode_result *m, fb_discipline d)
-{
-	(void)d;
-	return (long long)m->stale_accepted;
-}
-static long long g_lost(const fb_mode_result *m, fb_discipline d)
-{
-	(void)d;
-	return m->unchecked ? -1 : (long long)m->lost_updates;
-}
-static long long g_false(const fb_mode_result *m, fb_discipline d)
-{
-	return d == FB_UNFENCED ? -1 : (long long)m->false_rejections;
-}
-static long long g_other(const fb_mode_result *m, fb_discipline d)
-{
-	(void)d;
-	return (long long)m->refused_other;
-}
-static long long g_unjudged(const fb_mode_result *m, fb_discipline d)
-{
-	(void)d;
-	return (long long)m->unjudged;
-}
-
-/* Whether any discipline's uint64_t field at `at` is non-zero. */
-static bool any_mode(const fb_results *res, size_t at)
-{
+	switch (fb_metrics[id].show) {
+	case FB_SHOW_ALWAYS:
+		return true;
+	case FB_SHOW_IF_INCOMPLETE:
+		return res->failure[0] != 0;
+	case FB_SHOW_IF_ANY:
+		break;
+	}
 	for (int d = 0; d < FB_DISCIPLINES; d++) {
-		uint64_t v;
-		memcpy(&v, (const char *)&res->mode[d] + at, sizeof v);
-		if (res->mode[d].on && v)
+		int64_t v = 0;
+		if (res->mode[d].on && fb_metric_get(res, d, id, &v) && v)
 			return true;
 	}
 	return false;
-}
-
-static long long g_zombie(const fb_mode_result *m, fb_discipline d)
-{
-	(void)d;
-	return (long long)m->zombie_writes;
-}
-static long long g_indeterminate(const fb_mode_result *m, fb_discipline d)
-{
-	(void)d;
-	return (long long)m->indeterminate;
 }
 
 /* One latency line: the --percentiles and the max. */
@@ -694,21 +666,13 @@ static void print_table(FILE *out, const fb_results *res)
 		if (res->mode[d].on)
 			fprintf(out, " %13s", fb_column(res, (fb_discipline)d));
 	fprintf(out, "   (same workers, leases and faults)\n");
-	row(out, res, "writes accepted", NULL, g_accepted);
-	row(out, res, "reads refused", NULL, g_refused);
-	row(out, res, "rejected as stale", NULL, g_rejected);
-	row(out, res, "stale accepted", "<- writes that went backwards", g_stale);
-	row(out, res, "lost updates", "<- debits erased", g_lost);
-	row(out, res, "false rejections", "<- refused with no newer fence sent to it", g_false);
-	if (any_mode(res, offsetof(fb_mode_result, refused_other)))
-		row(out, res, "refused, other reason", "<- the store's own reason", g_other);
-	if (any_mode(res, offsetof(fb_mode_result, unjudged)))
-		row(out, res, "refused, not judged", "<- fencebench does not see every call",
-		    g_unjudged);
-	row(out, res, "zombie writes", "<- issued after the writer's lease expired", g_zombie);
-	if (res->failure[0])
-		row(out, res, "indeterminate", "<- sent, never answered: outcome unknown",
-		    g_indeterminate);
+	static const fb_metric_id rows[] = {
+	        FB_M_ACCEPTED,      FB_M_READS_REFUSED,    FB_M_REJECTED_STALE, FB_M_STALE_ACCEPTED,
+	        FB_M_LOST_UPDATES,  FB_M_FALSE_REJECTIONS, FB_M_REFUSED_OTHER,  FB_M_UNJUDGED,
+	        FB_M_ZOMBIE_WRITES, FB_M_INDETERMINATE};
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+		if (row_shown(res, rows[i]))
+			row(out, res, rows[i]);
 	fprintf(out, "%-22s", "checker agrees");
 	for (int d = 0; d < FB_DISCIPLINES; d++)
 		if (res->mode[d].on)
@@ -1109,6 +1073,17 @@ static json_object *j_machine(const char *clock_name)
 	return o;
 }
 
+/* Metric id of discipline d at its key: a count, null where unknown. */
+static void j_metric(json_object *o, const fb_results *res, fb_discipline d, fb_metric_id id)
+{
+	const fb_metric *mt = &fb_metrics[id];
+	int64_t v = 0;
+	json_object *x = NULL;
+	if (fb_metric_get(res, d, id, &v))
+		x = mt->unit == FB_UNIT_SIGNED ? j_i(v) : j_u((uint64_t)v);
+	json_object_object_add(o, mt->json, x);
+}
+
 static json_object *j_mode(const fb_results *res, fb_discipline d)
 {
 	const fb_mode_result *m = &res->mode[d];
@@ -1118,27 +1093,16 @@ static json_object *j_mode(const fb_results *res, fb_discipline d)
 	json_object_object_add(o, "column", json_object_new_string(fb_column(res, d)));
 	if (res->unfenced_reads & (1u << d))
 		json_object_object_add(o, "reads_fenced", json_object_new_boolean(false));
-	json_object_object_add(o, "ops", j_u(res->ops));
-	json_object_object_add(o, "acquired", j_u(res->acquired));
-	json_object_object_add(o, "contended", j_u(res->contended));
-	json_object_object_add(o, "writes", j_u(m->writes));
-	json_object_object_add(o, "accepted", j_u(m->accepted));
-	json_object_object_add(o, "rejected_stale", j_u(m->rejected_stale));
-	json_object_object_add(o, "reads_refused", j_u(m->reads_refused));
-	json_object_object_add(o, "stale_accepted", j_u(m->stale_accepted));
-	json_object_object_add(o, "lost_updates", m->unchecked ? NULL : j_i(m->lost_updates));
-	json_object_object_add(o, "zombie_writes", j_u(m->zombie_writes));
-	json_object_object_add(o, "false_rejections", j_u(m->false_rejections));
-	json_object_object_add(o, "stale_reads_served", j_u(m->stale_reads));
-	if (d == FB_WRITE_FENCED && res->cfg->op == FB_OP_RMW && !m->unchecked) {
-		json_object_object_add(o, "control_chances", j_u(m->control_chances));
-		json_object_object_add(o, "not_a_control",
-		                       json_object_new_boolean(fb_report_not_a_control(res)));
+	for (int id = FB_M_OPS; id <= FB_M_INDETERMINATE; id++) {
+		if (id == FB_M_CONTROL_CHANCES &&
+		    (d != FB_WRITE_FENCED || res->cfg->op != FB_OP_RMW || m->unchecked))
+			continue;
+		j_metric(o, res, d, (fb_metric_id)id);
+		if (id == FB_M_CONTROL_CHANCES)
+			json_object_object_add(
+			        o, "not_a_control",
+			        json_object_new_boolean(fb_report_not_a_control(res)));
 	}
-	json_object_object_add(o, "refused_other", j_u(m->refused_other));
-	json_object_object_add(o, "refused_unjudged", j_u(m->unjudged));
-	json_object_object_add(o, "duplicate_versions", j_u(m->duplicates));
-	json_object_object_add(o, "indeterminate", j_u(m->indeterminate));
 	json_object *faults = json_object_new_object();
 	for (int f = 0; f < FB_FAULTS; f++)
 		json_object_object_add(faults, fault_key(f), j_u(res->fault[f].taken));
@@ -1149,8 +1113,8 @@ static json_object *j_mode(const fb_results *res, fb_discipline d)
 	json_object_object_add(faults, "pause_at_point", j_u(res->pause_at_point));
 	json_object_object_add(faults, "pause_takers_trapped", j_u(res->pause_trapped));
 	json_object_object_add(o, "faults", faults);
-	json_object_object_add(o, "throughput_ops_s", json_object_new_double(tput));
-	json_object_object_add(o, "cas_retries", j_u(res->cas_retries));
+	json_object_object_add(o, fb_metrics[FB_M_THROUGHPUT].json, json_object_new_double(tput));
+	j_metric(o, res, d, FB_M_CAS_RETRIES);
 	json_object *lat = json_object_new_object();
 	json_object_object_add(lat, "acquire", j_hist(res->cfg, &res->acquire));
 	json_object_object_add(lat, "write", j_hist(res->cfg, &res->write));
@@ -1167,9 +1131,9 @@ static json_object *j_mode(const fb_results *res, fb_discipline d)
 	                       unchecked ? NULL : json_object_new_boolean(m->checker_agrees));
 	if (!m->checker_agrees)
 		json_object_object_add(o, "disagreement", json_object_new_string(m->disagreement));
-	json_object_object_add(o, "store_stale_accepted", j_u(m->store_stale));
-	json_object_object_add(o, "lost_updates_history", j_i(m->lost_history));
-	json_object_object_add(o, "chain_breaks", j_u(m->chain_breaks));
+	j_metric(o, res, d, FB_M_STORE_STALE);
+	j_metric(o, res, d, FB_M_LOST_HISTORY);
+	j_metric(o, res, d, FB_M_CHAIN_BREAKS);
 	if (cfg->keys <= 1024) {
 		json_object *keys = json_object_new_array();
 		for (uint32_t k = 0; k < cfg->keys; k++) {
@@ -1321,8 +1285,9 @@ static json_object *j_modes(const fb_results *res)
 
 /* The samples' counts of one kind for discipline d, a column. */
 typedef enum scol { S_ACCEPTED, S_REJECTED, S_REFUSED, S_STALE, S_LOST, S_COLS } scol;
-static const char *const scol_key[S_COLS] = {"accepted", "rejected_stale", "reads_refused",
-                                             "stale_accepted", "lost_updates"};
+static const fb_metric_id scol_metric[S_COLS] = {FB_M_ACCEPTED, FB_M_REJECTED_STALE,
+                                                 FB_M_READS_REFUSED, FB_M_STALE_ACCEPTED,
+                                                 FB_M_LOST_UPDATES};
 
 static json_object *j_column(const fb_sample *s, size_t n, scol c, int d)
 {
@@ -1362,8 +1327,8 @@ static json_object *j_series(const fb_report *rp)
 		json_object_array_add(faults, j_u(s[i].faults));
 	}
 	json_object_object_add(o, "t_s", t);
-	json_object_object_add(o, "ops", ops);
-	json_object_object_add(o, "ops_per_s", rate);
+	json_object_object_add(o, fb_metrics[FB_M_OPS].json, ops);
+	json_object_object_add(o, fb_metrics[FB_M_THROUGHPUT].csv, rate); /* the CSV's name */
 	json_object_object_add(o, "faults", faults);
 	for (int d = 0; d < FB_DISCIPLINES; d++) {
 		if (!(rp->cfg->modes & (1u << d)))
@@ -1371,7 +1336,8 @@ static json_object *j_series(const fb_report *rp)
 		json_object *m = json_object_new_object();
 		for (int c = 0; c < S_COLS; c++)
 			if (c != S_LOST || (n && s[0].checked))
-				json_object_object_add(m, scol_key[c], j_column(s, n, (scol)c, d));
+				json_object_object_add(m, fb_metrics[scol_metric[c]].json,
+				                       j_column(s, n, (scol)c, d));
 		json_object_object_add(modes, fb_discipline_key((fb_discipline)d), m);
 	}
 	json_object_object_add(o, "modes", modes);

@@ -9,6 +9,7 @@
 #include "clock.h"
 #include "compare.h"
 #include "history.h"
+#include "metrics.h"
 #include "options.h"
 #include "outfile.h"
 #include "output.h"
@@ -85,51 +86,41 @@ static const char *conn_error(const check *c, void *conn)
 
 /* ---- the table ---- */
 
-enum col { C_ROWS, C_STALE, C_FLAGGED, C_LOST_H, C_LOST_L, C_GAPS, C_ORDER, C_BREAKS, C_FOREIGN };
-
-static long long value(const fb_history_verdict *v, enum col k)
+/* A history's number for the table's row of metric k (metrics.h). */
+static long long value(const fb_history_verdict *v, fb_metric_id k)
 {
 	switch (k) {
-	case C_ROWS:
+	case FB_M_HISTORY_ROWS:
 		return (long long)v->rows;
-	case C_STALE:
+	case FB_M_STALE_ACCEPTED:
 		return (long long)v->stale_accepted;
-	case C_FLAGGED:
+	case FB_M_STORE_STALE:
 		return (long long)v->store_stale;
-	case C_LOST_H:
+	case FB_M_LOST_HISTORY:
 		return (long long)v->lost_history;
-	case C_LOST_L:
+	case FB_M_LOST_UPDATES:
 		return (long long)v->lost_updates;
-	case C_GAPS:
+	case FB_M_VERSION_GAPS:
 		return (long long)v->version_gaps;
-	case C_ORDER:
+	case FB_M_OUT_OF_ORDER:
 		return (long long)v->out_of_order;
-	case C_BREAKS:
+	case FB_M_CHAIN_BREAKS:
 		return (long long)v->chain_breaks;
-	case C_FOREIGN:
+	case FB_M_FOREIGN_ROWS:
 		return (long long)v->foreign;
+	default:
+		return 0;
 	}
-	return 0;
 }
 
 #define LABEL_W 28
 
 static void print_table(check *c)
 {
-	static const struct {
-		const char *label, *note;
-		enum col col;
-		bool only_if_any; /* shown only when some discipline has one */
-	} rows[] = {
-	        {"writes in history", NULL, C_ROWS, false},
-	        {"stale accepted (checker)", "<- writes that went backwards", C_STALE, false},
-	        {"  ... flagged by the store", NULL, C_FLAGGED, false},
-	        {"lost updates (history)", "<- debits erased, write by write", C_LOST_H, false},
-	        {"lost updates (ledger)", "<- the final balances' account", C_LOST_L, false},
-	        {"version gaps", "<- writes missing from the history", C_GAPS, false},
-	        {"versions out of order", "<- rows recorded twice or backwards", C_ORDER, true},
-	        {"chain breaks", "<- a write replaced a balance nobody left", C_BREAKS, false},
-	        {"rows outside the run", "<- keys beyond the run's", C_FOREIGN, true},
+	static const fb_metric_id rows[] = {
+	        FB_M_HISTORY_ROWS, FB_M_STALE_ACCEPTED, FB_M_STORE_STALE,
+	        FB_M_LOST_HISTORY, FB_M_LOST_UPDATES,   FB_M_VERSION_GAPS,
+	        FB_M_OUT_OF_ORDER, FB_M_CHAIN_BREAKS,   FB_M_FOREIGN_ROWS,
 	};
 	FILE *out = c->out;
 	fprintf(out, "\n%-*s", LABEL_W, "");
@@ -138,16 +129,19 @@ static void print_table(check *c)
 			fprintf(out, " %13s", col(c, d));
 	fprintf(out, "\n");
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		const fb_metric *m = &fb_metrics[rows[i]];
+		const char *label = m->check_label ? m->check_label : m->label;
+		const char *note = m->check_note ? m->check_note : m->note;
 		bool any = false;
 		for (int d = 0; d < FB_DISCIPLINES; d++)
-			any |= c->v[d].on && value(&c->v[d], rows[i].col) != 0;
-		if (rows[i].only_if_any && !any)
+			any |= c->v[d].on && value(&c->v[d], rows[i]) != 0;
+		if (m->show == FB_SHOW_IF_ANY && !any)
 			continue;
-		fprintf(out, "%-*s", LABEL_W, rows[i].label);
+		fprintf(out, "%-*s", LABEL_W, label);
 		for (int d = 0; d < FB_DISCIPLINES; d++)
 			if (c->v[d].on)
-				fprintf(out, " %13s", G(value(&c->v[d], rows[i].col)));
-		fprintf(out, "%s%s\n", rows[i].note ? "   " : "", rows[i].note ? rows[i].note : "");
+				fprintf(out, " %13s", G(value(&c->v[d], rows[i])));
+		fprintf(out, "%s%s\n", note ? "   " : "", note ? note : "");
 	}
 	fprintf(out, "%-*s", LABEL_W, "clients");
 	for (int d = 0; d < FB_DISCIPLINES; d++)
@@ -309,22 +303,29 @@ static json_object *j_i(int64_t v)
 	return json_object_new_int64(v);
 }
 
+/* Metric k of a history at check's key for it. */
+static void j_metric(json_object *o, const fb_history_verdict *v, fb_metric_id k)
+{
+	long long x = value(v, k);
+	json_object_object_add(o, fb_metrics[k].check_json,
+	                       fb_metrics[k].unit == FB_UNIT_SIGNED ? j_i(x) : j_u((uint64_t)x));
+}
+
 static json_object *j_verdict(check *c, const fb_history_verdict *v, int d,
                               const fb_history_client *cl, size_t ncl)
 {
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "column", json_object_new_string(col(c, d)));
-	json_object_object_add(o, "rows", j_u(v->rows));
-	json_object_object_add(o, "stale_accepted", j_u(v->stale_accepted));
-	json_object_object_add(o, "store_stale", j_u(v->store_stale));
+	j_metric(o, v, FB_M_HISTORY_ROWS);
+	j_metric(o, v, FB_M_STALE_ACCEPTED);
+	j_metric(o, v, FB_M_STORE_STALE);
 	json_object_object_add(o, "stale_flags_agree", json_object_new_boolean(v->stale_agrees));
 	json_object_object_add(o, "stale_flag_mismatches", j_u(v->flag_mismatches));
-	json_object_object_add(o, "lost_updates", j_i(v->lost_updates));
-	json_object_object_add(o, "lost_history", j_i(v->lost_history));
-	json_object_object_add(o, "version_gaps", j_u(v->version_gaps));
-	json_object_object_add(o, "versions_out_of_order", j_u(v->out_of_order));
-	json_object_object_add(o, "chain_breaks", j_u(v->chain_breaks));
-	json_object_object_add(o, "foreign_rows", j_u(v->foreign));
+	static const fb_metric_id after[] = {FB_M_LOST_UPDATES, FB_M_LOST_HISTORY,
+	                                     FB_M_VERSION_GAPS, FB_M_OUT_OF_ORDER,
+	                                     FB_M_CHAIN_BREAKS, FB_M_FOREIGN_ROWS};
+	for (size_t i = 0; i < sizeof after / sizeof after[0]; i++)
+		j_metric(o, v, after[i]);
 	json_object_object_add(o, "keys_written", j_u(v->keys_written));
 	json_object_object_add(o, "max_fence", j_u(v->max_fence));
 	json_object_object_add(o, "clients", j_u(v->clients));
