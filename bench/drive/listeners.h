@@ -19,15 +19,19 @@
 #include "cycle.h"
 #include "event.h"
 #include "listen_faults.h"
+#include "listen_feed.h"
 #include "listen_narrate.h"
 #include "listen_plan.h"
+#include "listen_story.h"
 #include "listen_witness.h"
 
 #define FB_LISTENERS(X)                                                                            \
 	X(witness)                                                                                 \
 	X(plan)                                                                                    \
 	X(narrate)                                                                                 \
-	X(faults)
+	X(faults)                                                                                  \
+	X(feed)                                                                                    \
+	X(story)
 
 #define FB_LISTEN_WANTS(name) || ((FB_EVS_##name) >> k & 1u && fb_wants_##name(e))
 #define FB_LISTEN_CALL(name)                                                                       \

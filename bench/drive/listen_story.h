@@ -1,0 +1,76 @@
+/*
+ * Listener: the story of the run's first corruption (bench/report/story.c
+ * tells it). What each store did with the cycle's writes is kept in its
+ * slot (fb_heard.story) as the events say; when the cycle wrote stale
+ * (FB_EV_STALE), or a delayed write landed stale (FB_EV_LANDED), the run's
+ * first such write, and its first of the article's shape, are told into
+ * fb_env.first and .shaped, and the checkers asked to keep the newer write
+ * it went behind. Not under --no-check.
+ */
+#ifndef FB_LISTEN_STORY_H
+#define FB_LISTEN_STORY_H
+
+#include <string.h>
+
+#include "cycle.h"
+#include "event.h"
+
+#define FB_EVS_story                                                                               \
+	(1u << FB_EV_ACQUIRED | 1u << FB_EV_READ | 1u << FB_EV_WRITTEN | 1u << FB_EV_STALE |       \
+	 1u << FB_EV_LANDED)
+
+static inline bool fb_wants_story(const fb_env *e)
+{
+	return !e->cfg->no_check;
+}
+
+/* The stale write of the cycle (ev: FB_EV_STALE, h: its worker's slots) or
+ * the delivery (FB_EV_LANDED, h NULL): the story's, if it is the run's
+ * first, or its first of the article's shape. Cold: once or twice a run. */
+void fb_story_heard_stale(fb_env *e, const fb_story_heard *s, const fb_event *ev);
+
+static inline __attribute__((always_inline)) void fb_on_story(fb_env *e, fb_heard *h,
+                                                              const fb_event *ev)
+{
+	fb_story_heard *s = h ? &h->story : NULL;
+	switch ((fb_event_kind)ev->kind) {
+	case FB_EV_ACQUIRED: /* a new cycle's writes (the fences seen stay) */
+		memset(s->outcome, 0, sizeof s->outcome);
+		memset(s->outcome0, 0, sizeof s->outcome0);
+		s->newer = 0;
+		s->erased = 0;
+		s->copied = false;
+		return;
+	case FB_EV_READ: /* refused: no write; the read's outcome is the store's */
+		if (ev->served)
+			return;
+		s->outcome[ev->d] = s->outcome0[ev->d] = ev->outcome;
+		s->highest[ev->d] = ev->highest;
+		return;
+	case FB_EV_WRITTEN:
+		if (ev->outcome == FB_EV_IN_FLIGHT)
+			return;
+		s->highest[ev->d] = ev->highest;
+		s->copied |= ev->copy;
+		if (!ev->copy)
+			s->highest0[ev->d] = ev->highest;
+		if (ev->outcome == FB_EV_NO_ANSWER)
+			return;
+		s->outcome[ev->d] = ev->outcome;
+		if (!ev->copy)
+			s->outcome0[ev->d] = ev->outcome;
+		if (ev->outcome == FB_OUT_STALE) {
+			s->newer = ev->highest;
+			s->erased = ev->read - ev->before;
+		}
+		return;
+	case FB_EV_STALE:
+	case FB_EV_LANDED:
+		fb_story_heard_stale(e, s, ev);
+		return;
+	default:
+		return;
+	}
+}
+
+#endif
