@@ -82,7 +82,8 @@ static void tell_outside(fb_env *e, uint64_t since, fb_first_corruption *fc)
 
 /* The cycle as the story's stale write: who, what, the fault, what each
  * store did. */
-static void tell(fb_env *e, const fb_story_heard *s, const fb_event *ev, fb_first_corruption *fc)
+static void tell(fb_env *e, const fb_story_heard *s, const fb_story_facts *ev,
+                 fb_first_corruption *fc)
 {
 	*fc = (fb_first_corruption){.found = true,
 	                            .key = ev->key,
@@ -128,7 +129,7 @@ static bool article_shaped(const fb_story_heard *s)
 }
 
 /* A delayed write landed stale, the run's first corruption: its story. */
-static void tell_landed(fb_env *e, const fb_event *ev)
+static void tell_landed(fb_env *e, const fb_story_facts *ev)
 {
 	fb_discipline d = (fb_discipline)ev->d;
 	fb_first_corruption *fc = &e->first;
@@ -150,7 +151,7 @@ static void tell_landed(fb_env *e, const fb_event *ev)
 	watch(&e->watch_first, ev->key, ev->fence);
 }
 
-void fb_story_heard_stale(fb_env *e, const fb_story_heard *s, const fb_event *ev)
+void fb_story_heard_stale(fb_env *e, const fb_story_heard *s, const fb_story_facts *ev)
 {
 	if (ev->kind == FB_EV_LANDED) {
 		if (fb_claim_once(&e->first_claimed))

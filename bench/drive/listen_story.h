@@ -21,13 +21,28 @@
 
 static inline bool fb_wants_story(const fb_env *e)
 {
-	return !e->cfg->no_check;
+	return e->witnessing; /* not under --no-check */
 }
 
-/* The stale write of the cycle (ev: FB_EV_STALE, h: its worker's slots) or
- * the delivery (FB_EV_LANDED, h NULL): the story's, if it is the run's
+/* What the story tells of a stale write, from its event: a copy of the
+ * fields it reads, so that the event itself never leaves the emitter's
+ * inlined dispatch (its address passed out of line would keep every
+ * event of the cycle in memory, zeroed and filled, instead of in
+ * registers). */
+typedef struct fb_story_facts {
+	uint8_t kind, d; /* FB_EV_STALE or FB_EV_LANDED; the event's d */
+	uint16_t worker;
+	uint32_t key, faulted, where;
+	uint64_t fence, cycle, arg, extra, now, highest;
+	int64_t read, before;
+	const fb_lease *lease;
+	void *conn;
+} fb_story_facts;
+
+/* The stale write of the cycle (FB_EV_STALE, s: its worker's slot) or of
+ * the delivery (FB_EV_LANDED, s NULL): the story's, if it is the run's
  * first, or its first of the article's shape. Cold: once or twice a run. */
-void fb_story_heard_stale(fb_env *e, const fb_story_heard *s, const fb_event *ev);
+void fb_story_heard_stale(fb_env *e, const fb_story_heard *s, const fb_story_facts *f);
 
 static inline __attribute__((always_inline)) void fb_on_story(fb_env *e, fb_heard *h,
                                                               const fb_event *ev)
@@ -65,9 +80,14 @@ static inline __attribute__((always_inline)) void fb_on_story(fb_env *e, fb_hear
 		}
 		return;
 	case FB_EV_STALE:
-	case FB_EV_LANDED:
-		fb_story_heard_stale(e, s, ev);
+	case FB_EV_LANDED: {
+		fb_story_facts f = {ev->kind,  ev->d,     ev->worker, ev->key,    ev->faulted,
+		                    ev->where, ev->fence, ev->cycle,  ev->arg,    ev->extra,
+		                    ev->now,   ev->highest, ev->read, ev->before, ev->lease,
+		                    ev->conn};
+		fb_story_heard_stale(e, s, &f);
 		return;
+	}
 	default:
 		return;
 	}
