@@ -491,6 +491,9 @@ static HOT bool read_done(fb_worker *w, fb_discipline d, fb_io io)
 		return false;
 	}
 	w->served[d] = io == FB_IO_OK;
+	FB_EMIT(e, &w->heard, FB_EV_READ, .worker = w->id, .key = w->key, .fence = w->l.fence,
+	        .d = (uint8_t)d, .served = w->served[d], .batched = e->batched,
+	        .balance = w->rd[d].balance, .highest = w->rd[d].highest);
 	if (w->served[d] && d == FB_FENCED)
 		read_served(w);
 	if (w->served[d])
@@ -500,10 +503,6 @@ static HOT bool read_done(fb_worker *w, fb_discipline d, fb_io io)
 		fb_outcome_t o = refused(w, d, true, &w->rd[d], false);
 		w->rd_out[d] = (uint8_t)(o == FB_OUT_REJECTED ? FB_OUT_READ_REFUSED : o);
 	}
-	FB_EMIT(e, &w->heard, FB_EV_READ, .worker = w->id, .key = w->key, .fence = w->l.fence,
-	        .d = (uint8_t)d, .served = w->served[d], .batched = e->batched,
-	        .outcome = w->served[d] ? FB_OUT_NONE : w->rd_out[d], .balance = w->rd[d].balance,
-	        .highest = w->rd[d].highest);
 	w->bal[d] = w->rd[d].balance;
 	return true;
 }
@@ -560,6 +559,16 @@ static HOT fb_step op_read(fb_worker *w)
 	return (fb_step){FB_GO, 0};
 }
 
+/* Store d gets no write this cycle: its read was refused. What the read
+ * did to the listeners, as the store's outcome. */
+static void unwritten(fb_worker *w, fb_discipline d)
+{
+	w->outcome[d] = w->rd_out[d];
+	FB_EMIT(w->env, &w->heard, FB_EV_UNWRITTEN, .worker = w->id, .key = w->key,
+	        .fence = w->l.fence, .d = (uint8_t)d, .outcome = w->rd_out[d],
+	        .highest = w->rd[d].highest);
+}
+
 /* Past the stores whose read was refused (no write for them) to the next
  * that served it, or to the release. */
 static HOT void next_write(fb_worker *w)
@@ -569,7 +578,7 @@ static HOT void next_write(fb_worker *w)
 		fb_discipline d = rotated(e, w->first, w->i);
 		if (w->served[d])
 			return;
-		w->outcome[d] = w->rd_out[d];
+		unwritten(w, d);
 	}
 	w->pc = FB_PC_RELEASE;
 }
@@ -870,7 +879,7 @@ static fb_step write_all(fb_worker *w)
 		fb_discipline d = rotated(e, w->first, w->i);
 		int64_t value;
 		if (!w->served[d])
-			w->outcome[d] = w->rd_out[d];
+			unwritten(w, d);
 		else if (!issue(w, d, now, &value))
 			for (int copy = 0; copy <= (int)w->resend; copy++)
 				ws[n++] = (fb_store_op){verb, d, value, &w->rd[d]};

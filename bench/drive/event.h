@@ -30,6 +30,7 @@ typedef enum fb_event_kind {
 	FB_EV_RENEWED,   /* ... and extended: key, lease (the old), renewed (the new) */
 	FB_EV_DIED,      /* crashed holding its lease: key, fence */
 	FB_EV_CHECKED,   /* the lease check: checked */
+	FB_EV_UNWRITTEN, /* store d gets no write, its read refused: outcome, highest */
 	FB_EV_WRITTEN,   /* store d's write (or its resent copy): its outcome */
 	FB_EV_STALE,     /* the writes done, one of them accepted stale: the story's facts */
 	FB_EV_RELEASING, /* about to release: key, fence, lease */
@@ -45,10 +46,10 @@ typedef enum fb_event_kind {
 
 typedef struct fb_event {
 	uint8_t kind;    /* fb_event_kind */
-	uint8_t d;       /* READ, WRITTEN, LANDED: the store (fb_discipline); STALE: the
+	uint8_t d;       /* READ, (UN)WRITTEN, LANDED: the store (fb_discipline); STALE: the
 	                  * cycle's first store (the rotation of fb_env.active) */
 	uint8_t outcome; /* WRITTEN: fb_outcome_t, or FB_EV_IN_FLIGHT / FB_EV_NO_ANSWER;
-	                  * READ: a refused read's, judged (FB_OUT_READ_REFUSED ...) */
+	                  * UNWRITTEN: the refused read's, judged (FB_OUT_READ_REFUSED ...) */
 	uint8_t fault;   /* FAULT: fb_fault */
 	uint8_t at;      /* FAULT: fb_fault_at */
 	bool served;     /* READ: served (else refused) */
@@ -61,17 +62,17 @@ typedef struct fb_event {
 	uint32_t faulted; /* RELEASED, STALE: the faults that hit the cycle (1 << fb_fault) */
 	uint32_t where;   /* STALE: the last pause's place (fb_fault_port.last_where) */
 	uint64_t fence;
-	uint64_t cycle;      /* FAULT: the worker's cycle; STALE: the outside faults' log
-	                      * count when its acquire began (fb_env.outside_seq) */
-	uint64_t arg, extra; /* FAULT: the plan entry's; STALE: the last pause's instant
-	                      * and length; LANDED: when it was issued (arg) */
-	uint64_t now;        /* WRITTEN, STALE, LANDED: the instant on the lease clock */
-	int64_t balance;     /* READ: the balance read; WRITTEN, LANDED: the balance written */
-	int64_t read;        /* WRITTEN, LANDED: the balance the write was computed from */
-	int64_t before;      /* WRITTEN, LANDED: the balance the store replaced */
-	uint64_t highest;    /* READ, WRITTEN, LANDED: the fence the store had seen */
-	uint64_t version;    /* WRITTEN: the store's version */
-	const fb_lease *lease;   /* ACQUIRED, HELD, RENEWING, RENEWED, WRITTEN, STALE, RELEASING */
+	uint64_t cycle;        /* FAULT: the worker's cycle; STALE: the outside faults' log
+	                        * count when its acquire began (fb_env.outside_seq) */
+	uint64_t arg, extra;   /* FAULT: the plan entry's; STALE: the last pause's instant
+	                        * and length; LANDED: when it was issued (arg) */
+	uint64_t now;          /* WRITTEN, STALE, LANDED: the instant on the lease clock */
+	int64_t balance;       /* READ: the balance read; WRITTEN, LANDED: the balance written */
+	int64_t read;          /* WRITTEN, LANDED: the balance the write was computed from */
+	int64_t before;        /* WRITTEN, LANDED: the balance the store replaced */
+	uint64_t highest;      /* READ, UNWRITTEN, WRITTEN, LANDED: the fence the store had seen */
+	uint64_t version;      /* WRITTEN: the store's version */
+	const fb_lease *lease; /* ACQUIRED, HELD, RENEWING, RENEWED, WRITTEN, STALE, RELEASING */
 	const fb_lease *renewed; /* RENEWED */
 	void *conn; /* STALE, LANDED: the lease connection to ask (fb_lease_ops.peek) */
 } fb_event;

@@ -14,7 +14,7 @@
 #include "cycle.h"
 #include "event.h"
 
-#define FB_EVS_feed (1u << FB_EV_ACQUIRED | 1u << FB_EV_READ | 1u << FB_EV_WRITTEN)
+#define FB_EVS_feed (1u << FB_EV_ACQUIRED | 1u << FB_EV_UNWRITTEN | 1u << FB_EV_WRITTEN)
 
 static inline bool fb_wants_feed(const fb_env *e)
 {
@@ -31,9 +31,8 @@ static inline __attribute__((always_inline)) void fb_on_feed(fb_env *e, fb_heard
 		memset(f->outcome, 0, sizeof f->outcome);
 		memset(f->outcome0, 0, sizeof f->outcome0);
 		return;
-	case FB_EV_READ: /* refused: no write; the read's outcome is the store's */
-		if (!ev->served)
-			f->outcome[ev->d] = f->outcome0[ev->d] = ev->outcome;
+	case FB_EV_UNWRITTEN: /* its read refused: the read's outcome is the store's */
+		f->outcome[ev->d] = f->outcome0[ev->d] = ev->outcome;
 		return;
 	case FB_EV_WRITTEN:
 		if (ev->outcome == FB_EV_IN_FLIGHT || ev->outcome == FB_EV_NO_ANSWER)
@@ -105,8 +104,7 @@ static inline void fb_feed_put_near(fb_feed_heard *f, fb_feed_log *log)
  * simulator yields). True: done (or the wait was given up: the run failed).
  */
 static inline __attribute__((always_inline)) bool fb_feed_commit(fb_env *e, fb_feed_heard *f,
-                                                                 fb_feed_log *log,
-                                                                 uint64_t *stalls)
+                                                                 fb_feed_log *log, uint64_t *stalls)
 {
 	while (f->done < f->ntodo) {
 		fb_check_rec *slot = NULL;

@@ -16,7 +16,7 @@
 #include "event.h"
 
 #define FB_EVS_story                                                                               \
-	(1u << FB_EV_ACQUIRED | 1u << FB_EV_READ | 1u << FB_EV_WRITTEN | 1u << FB_EV_STALE |       \
+	(1u << FB_EV_ACQUIRED | 1u << FB_EV_UNWRITTEN | 1u << FB_EV_WRITTEN | 1u << FB_EV_STALE |  \
 	 1u << FB_EV_LANDED)
 
 static inline bool fb_wants_story(const fb_env *e)
@@ -56,9 +56,7 @@ static inline __attribute__((always_inline)) void fb_on_story(fb_env *e, fb_hear
 		s->erased = 0;
 		s->copied = false;
 		return;
-	case FB_EV_READ: /* refused: no write; the read's outcome is the store's */
-		if (ev->served)
-			return;
+	case FB_EV_UNWRITTEN: /* its read refused: the read's outcome is the store's */
 		s->outcome[ev->d] = s->outcome0[ev->d] = ev->outcome;
 		s->highest[ev->d] = ev->highest;
 		return;
@@ -81,10 +79,10 @@ static inline __attribute__((always_inline)) void fb_on_story(fb_env *e, fb_hear
 		return;
 	case FB_EV_STALE:
 	case FB_EV_LANDED: {
-		fb_story_facts f = {ev->kind,  ev->d,     ev->worker, ev->key,    ev->faulted,
-		                    ev->where, ev->fence, ev->cycle,  ev->arg,    ev->extra,
-		                    ev->now,   ev->highest, ev->read, ev->before, ev->lease,
-		                    ev->conn};
+		fb_story_facts f = {ev->kind,    ev->d,      ev->worker, ev->key,
+		                    ev->faulted, ev->where,  ev->fence,  ev->cycle,
+		                    ev->arg,     ev->extra,  ev->now,    ev->highest,
+		                    ev->read,    ev->before, ev->lease,  ev->conn};
 		fb_story_heard_stale(e, s, &f);
 		return;
 	}
