@@ -746,9 +746,7 @@ static HOT void written(fb_worker *w, fb_discipline d, bool copy, uint8_t outcom
 {
 	FB_EMIT(w->env, &w->heard, FB_EV_WRITTEN, .worker = w->id, .key = w->key,
 	        .fence = w->l.fence, .d = (uint8_t)d, .copy = copy, .batched = w->env->batched,
-	        .outcome = outcome, .now = now, .read = read, .before = res->before,
-	        .balance = res->balance, .highest = res->highest, .version = res->version,
-	        .lease = &w->l);
+	        .outcome = outcome, .now = now, .read = read, .res = res, .lease = &w->l);
 }
 
 /* Store d's write (or its resent copy, which is a write of its own) came
@@ -1265,8 +1263,8 @@ bool fb_cycle_deliver(fb_env *e, const fb_delayed_write *dw, fb_check_rec *out)
 		fb_counter_add(&e->net[d].store_stale, 1);
 		FB_EMIT(e, NULL, FB_EV_LANDED, .worker = dw->worker, .key = dw->key,
 		        .fence = dw->fence, .d = (uint8_t)d, .outcome = FB_OUT_STALE,
-		        .arg = dw->issued, .now = landed, .read = read, .before = res.before,
-		        .balance = res.balance, .highest = res.highest, .conn = e->net_lconn);
+		        .arg = dw->issued, .now = landed, .read = read, .res = &res,
+		        .conn = e->net_lconn);
 	}
 	if (!e->checking)
 		return false;

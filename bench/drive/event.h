@@ -62,17 +62,19 @@ typedef struct fb_event {
 	uint32_t faulted; /* RELEASED, STALE: the faults that hit the cycle (1 << fb_fault) */
 	uint32_t where;   /* STALE: the last pause's place (fb_fault_port.last_where) */
 	uint64_t fence;
-	uint64_t cycle;        /* FAULT: the worker's cycle; STALE: the outside faults' log
-	                        * count when its acquire began (fb_env.outside_seq) */
-	uint64_t arg, extra;   /* FAULT: the plan entry's; STALE: the last pause's instant
-	                        * and length; LANDED: when it was issued (arg) */
-	uint64_t now;          /* WRITTEN, STALE, LANDED: the instant on the lease clock */
-	int64_t balance;       /* READ: the balance read; WRITTEN, LANDED: the balance written */
-	int64_t read;          /* WRITTEN, LANDED: the balance the write was computed from */
-	int64_t before;        /* WRITTEN, LANDED: the balance the store replaced */
-	uint64_t highest;      /* READ, UNWRITTEN, WRITTEN, LANDED: the fence the store had seen */
-	uint64_t version;      /* WRITTEN: the store's version */
-	const fb_lease *lease; /* ACQUIRED, HELD, RENEWING, RENEWED, WRITTEN, STALE, RELEASING */
+	uint64_t cycle;      /* FAULT: the worker's cycle; STALE: the outside faults' log
+	                      * count when its acquire began (fb_env.outside_seq) */
+	uint64_t arg, extra; /* FAULT: the plan entry's; STALE: the last pause's instant
+	                      * and length; LANDED: when it was issued (arg) */
+	uint64_t now;        /* WRITTEN, STALE, LANDED: the instant on the lease clock */
+	int64_t balance;     /* READ: the balance read */
+	int64_t read;        /* WRITTEN, LANDED: the balance the write was computed from */
+	uint64_t highest;    /* READ, UNWRITTEN: the fence the store had seen */
+	/* WRITTEN, LANDED: the store's answer (balance written, before, highest,
+	 * version), read where it lies: copied into the event, its fields cost
+	 * a load and a spill each on the worker's path */
+	const fb_store_result *res;
+	const fb_lease *lease;   /* ACQUIRED, HELD, RENEWING, RENEWED, WRITTEN, STALE, RELEASING */
 	const fb_lease *renewed; /* RENEWED */
 	void *conn; /* STALE, LANDED: the lease connection to ask (fb_lease_ops.peek) */
 } fb_event;

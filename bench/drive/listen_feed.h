@@ -46,12 +46,12 @@ static inline __attribute__((always_inline)) void fb_on_feed(fb_env *e, fb_heard
 		f->todo[f->ntodo++] = (fb_check_rec){
 		        .fence = ev->fence,
 		        .read = ev->read,
-		        .replaced = ev->before,
-		        .written = ev->balance,
+		        .replaced = ev->res->before,
+		        .written = ev->res->balance,
 		        .wrote_at = ev->now,
 		        .held = fb_check_held(ev->now, ev->lease->expires_at - e->cfg->ttl_ns),
 		        .key = ev->key,
-		        .version = ev->version,
+		        .version = ev->res->version,
 		        .writer = ev->worker,
 		        .d = ev->d,
 		        .resent = ev->copy};

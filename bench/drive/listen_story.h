@@ -60,29 +60,36 @@ static inline __attribute__((always_inline)) void fb_on_story(fb_env *e, fb_hear
 		s->outcome[ev->d] = s->outcome0[ev->d] = ev->outcome;
 		s->highest[ev->d] = ev->highest;
 		return;
-	case FB_EV_WRITTEN:
+	case FB_EV_WRITTEN: {
 		if (ev->outcome == FB_EV_IN_FLIGHT)
 			return;
-		s->highest[ev->d] = ev->highest;
+		uint64_t highest = ev->res->highest;
+		s->highest[ev->d] = highest;
 		s->copied |= ev->copy;
 		if (!ev->copy)
-			s->highest0[ev->d] = ev->highest;
+			s->highest0[ev->d] = highest;
 		if (ev->outcome == FB_EV_NO_ANSWER)
 			return;
 		s->outcome[ev->d] = ev->outcome;
 		if (!ev->copy)
 			s->outcome0[ev->d] = ev->outcome;
 		if (ev->outcome == FB_OUT_STALE) {
-			s->newer = ev->highest;
-			s->erased = ev->read - ev->before;
+			s->newer = highest;
+			s->erased = ev->read - ev->res->before;
 		}
 		return;
+	}
 	case FB_EV_STALE:
-	case FB_EV_LANDED: {
-		fb_story_facts f = {ev->kind,    ev->d,      ev->worker, ev->key,
-		                    ev->faulted, ev->where,  ev->fence,  ev->cycle,
-		                    ev->arg,     ev->extra,  ev->now,    ev->highest,
-		                    ev->read,    ev->before, ev->lease,  ev->conn};
+	case FB_EV_LANDED: { /* LANDED: the store's answer; STALE: none */
+		const fb_store_result *r = ev->kind == FB_EV_LANDED ? ev->res : NULL;
+		fb_story_facts f = {ev->kind,    ev->d,
+		                    ev->worker,  ev->key,
+		                    ev->faulted, ev->where,
+		                    ev->fence,   ev->cycle,
+		                    ev->arg,     ev->extra,
+		                    ev->now,     r ? r->highest : 0,
+		                    ev->read,    r ? r->before : 0,
+		                    ev->lease,   ev->conn};
 		fb_story_heard_stale(e, s, &f);
 		return;
 	}
