@@ -136,7 +136,7 @@ typedef struct fb_worker {
 	/* issue 24: wire and nemesis faults so far, at the acquire */
 	uint64_t wires[FB_FAULTS_OUTSIDE];
 	uint64_t outside0;    /* ... and the outside faults' log, then */
-	uint64_t stale_newer; /* the fence a stale write went behind */
+	uint64_t stale_newer; /* a stale write's newer fence: the story hears FB_EV_STALE */
 	fb_lease l;
 	fb_lease_stats ls;
 	fb_store_result res, rd[FB_DISCIPLINES];
