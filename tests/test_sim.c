@@ -230,6 +230,50 @@ static void test_delay_alone_corrupts_unfenced_only(void **state)
 	check_fault_alone(&cfg, FB_FAULT_DELAY, NULL);
 }
 
+/* The story (listen_story.h) tells the run's first stale write, from the
+ * cycle that wrote it (a pause: the writer's lease, its fault, what each
+ * store did) or from the delivery that landed it (a delay: no lease of its
+ * own, the delay's span), and the article's shape when a cycle had it. */
+static void test_the_first_stale_write_is_told_from_its_cycle_or_its_delivery(void **state)
+{
+	(void)state;
+	fb_config cfg = base();
+	cfg.faults = 1u << FB_FAULT_PAUSE;
+	cfg.pause_rate = 500;
+	fb_results r = run(&cfg, 1);
+	const fb_first_corruption *fc = &r.first;
+	check(r.mode[FB_UNFENCED].stale_accepted > 0, "pauses: unfenced took stale writes");
+	check(fc->found, "pauses: the first stale write is told");
+	check(fc->writer >= 1 && fc->writer <= cfg.threads, "pauses: its writer is a worker (%u)",
+	      (unsigned)fc->writer);
+	check_eq(fc->fault, FB_FAULT_PAUSE, "pauses: the fault told is the pause");
+	check(fc->fault_ns > 0, "pauses: the pause's length is told");
+	check_eq(fc->outcome[FB_UNFENCED], FB_OUT_STALE, "pauses: unfenced took it stale");
+	check(fc->newer_fence > fc->fence, "pauses: it went behind a newer fence (%llu > %llu)",
+	      (unsigned long long)fc->newer_fence, (unsigned long long)fc->fence);
+	check(fc->expires_at > fc->acquired_at && fc->wrote_at >= fc->expires_at,
+	      "pauses: written after its lease, acquired before it");
+	check(r.shaped.found, "pauses: the article's shape is told too");
+	check_eq(r.shaped.outcome[FB_UNFENCED], FB_OUT_STALE, "the shape: unfenced took it");
+	check(r.shaped.outcome[FB_FENCED] == FB_OUT_REJECTED ||
+	              r.shaped.outcome[FB_FENCED] == FB_OUT_READ_REFUSED,
+	      "the shape: fenced refused it");
+	fb_results_free(&r);
+
+	cfg = base();
+	cfg.faults = 1u << FB_FAULT_DELAY;
+	cfg.delay_rate = 500;
+	r = run(&cfg, 1);
+	fc = &r.first;
+	check(fc->found, "delays: the first stale write is told");
+	check_eq(fc->fault, FB_FAULT_DELAY, "delays: the fault told is the delay");
+	check_eq(fc->acquired_at, 0, "delays: a delivery holds no lease of its own");
+	check(fc->wrote_at > fc->fault_at && fc->fault_ns == fc->wrote_at - fc->fault_at,
+	      "delays: it landed after it was issued, the delay's span between");
+	check_eq(fc->outcome[FB_UNFENCED], FB_OUT_STALE, "delays: unfenced took it stale");
+	fb_results_free(&r);
+}
+
 static void test_late_renewal_alone_corrupts_unfenced_only(void **state)
 {
 	(void)state;
@@ -585,6 +629,7 @@ int main(void)
 	        cmocka_unit_test(test_pause_alone_corrupts_unfenced_only),
 	        cmocka_unit_test(test_skew_of_a_realtime_lease_clock_corrupts_unfenced_only),
 	        cmocka_unit_test(test_delay_alone_corrupts_unfenced_only),
+	        cmocka_unit_test(test_the_first_stale_write_is_told_from_its_cycle_or_its_delivery),
 	        cmocka_unit_test(test_late_renewal_alone_corrupts_unfenced_only),
 	        cmocka_unit_test(test_crashed_holder_lease_is_taken_over_within_a_ttl),
 	        cmocka_unit_test(test_crashes_leave_one_worker_alive),

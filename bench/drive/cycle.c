@@ -265,12 +265,9 @@ static HOT fb_step acquired(fb_worker *w)
 	 * between two of them must not favour one column. */
 	w->first = (uint8_t)w->rot;
 	w->i = 0;
-	w->ntodo = 0;
 	w->stale = w->resend = w->sent = w->silent = false;
 	w->delay = w->stale_newer = 0;
-	w->erased = 0;
 	memset(w->outcome, 0, sizeof w->outcome);
-	memset(w->outcome0, 0, sizeof w->outcome0);
 	uint8_t next = FB_PC_READ;
 	if (cfg->op != FB_OP_RMW) { /* a debit reads nothing: every store "served" */
 		for (int d = 0; d < FB_DISCIPLINES; d++) {
@@ -327,15 +324,6 @@ static HOT fb_step op_acquire(fb_worker *w)
 
 /* ---- the reads, and what a refusal means ---- */
 
-/* Claim a slot of the report (the first of a kind), once per run. */
-static bool claim_once(_Atomic int *claimed)
-{
-	int no = 0;
-	return !atomic_load_explicit(claimed, memory_order_relaxed) &&
-	       atomic_compare_exchange_strong_explicit(claimed, &no, 1, memory_order_relaxed,
-	                                               memory_order_relaxed);
-}
-
 /* A call carrying fence f goes to store d (reads count at the fenced store
  * only: the write-fenced one registers none). Recorded before it is sent:
  * seq_cst, so that it is seen by anyone whose refusal the call could cause
@@ -388,7 +376,7 @@ static HOT void read_served(fb_worker *w)
 	fb_env *e = w->env;
 	if (__builtin_expect(w->admitted > w->l.fence, 0)) {
 		fb_counter_add(&w->m[FB_FENCED].stale_reads, 1);
-		if (claim_once(&e->stale_read_claimed))
+		if (fb_claim_once(&e->stale_read_claimed))
 			e->stale_read =
 			        (fb_stale_read){true, w->key, w->id, w->l.fence, w->admitted};
 	}
@@ -459,7 +447,7 @@ static void count_refusal(fb_env *e, fb_mode_counters *mc, fb_discipline d, uint
 		return;
 	case FB_OUT_REFUSED_OTHER:
 		fb_counter_add(&mc->refused_other, 1);
-		if (claim_once(&e->other_claimed))
+		if (fb_claim_once(&e->other_claimed))
 			snprintf(e->other_reason, sizeof e->other_reason, "%s",
 			         res->other ? e->sops->error(sconn)
 			                    : "a refusal by the unfenced store");
@@ -468,7 +456,7 @@ static void count_refusal(fb_env *e, fb_mode_counters *mc, fb_discipline d, uint
 		break;
 	}
 	fb_counter_add(&mc->false_rejections, 1);
-	if (!claim_once(&e->false_claimed))
+	if (!fb_claim_once(&e->false_claimed))
 		return;
 	e->false_rej = (fb_false_rejection){
 	        true,
@@ -512,7 +500,6 @@ static HOT bool read_done(fb_worker *w, fb_discipline d, fb_io io)
 		control_read(w, d);
 	if (!w->served[d]) {
 		fb_counter_add(&w->m[d].reads_refused, 1);
-		w->highest[d] = w->rd[d].highest;
 		fb_outcome_t o = refused(w, d, true, &w->rd[d], false);
 		w->rd_out[d] = (uint8_t)(o == FB_OUT_REJECTED ? FB_OUT_READ_REFUSED : o);
 	}
@@ -572,6 +559,16 @@ static HOT fb_step op_read(fb_worker *w)
 	return (fb_step){FB_GO, 0};
 }
 
+/* Store d gets no write this cycle: its read was refused. What the read
+ * did to the listeners, as the store's outcome. */
+static void unwritten(fb_worker *w, fb_discipline d)
+{
+	w->outcome[d] = w->rd_out[d];
+	FB_EMIT(w->env, &w->heard, FB_EV_UNWRITTEN, .worker = w->id, .key = w->key,
+	        .fence = w->l.fence, .d = (uint8_t)d, .outcome = w->rd_out[d],
+	        .highest = w->rd[d].highest);
+}
+
 /* Past the stores whose read was refused (no write for them) to the next
  * that served it, or to the release. */
 static HOT void next_write(fb_worker *w)
@@ -581,7 +578,7 @@ static HOT void next_write(fb_worker *w)
 		fb_discipline d = rotated(e, w->first, w->i);
 		if (w->served[d])
 			return;
-		w->outcome[d] = w->outcome0[d] = w->rd_out[d];
+		unwritten(w, d);
 	}
 	w->pc = FB_PC_RELEASE;
 }
@@ -742,15 +739,14 @@ static HOT fb_step op_arm(fb_worker *w)
 
 /* ---- the writes ---- */
 
-/* Store d's write (or its resent copy) is done: its outcome to the
- * listeners. */
-static HOT void written(fb_worker *w, fb_discipline d, bool copy, uint8_t outcome,
-                        const fb_store_result *res)
+/* Store d's write (or its resent copy), issued at `now` from the balance
+ * `read`, is done: its outcome to the listeners. */
+static HOT void written(fb_worker *w, fb_discipline d, bool copy, uint8_t outcome, uint64_t now,
+                        int64_t read, const fb_store_result *res)
 {
 	FB_EMIT(w->env, &w->heard, FB_EV_WRITTEN, .worker = w->id, .key = w->key,
 	        .fence = w->l.fence, .d = (uint8_t)d, .copy = copy, .batched = w->env->batched,
-	        .outcome = outcome, .balance = res->balance, .highest = res->highest,
-	        .version = res->version);
+	        .outcome = outcome, .now = now, .read = read, .res = res, .lease = &w->l);
 }
 
 /* Store d's write (or its resent copy, which is a write of its own) came
@@ -767,14 +763,11 @@ static HOT bool wrote(fb_worker *w, fb_discipline d, bool copy, uint64_t now, fb
 		if (now >= w->l.expires_at)
 			fb_counter_add(&mc->zombie, 1);
 	}
-	w->highest[d] = res->highest;
-	if (!copy)
-		w->highest0[d] = res->highest;
 	if (io == FB_IO_ERROR) {
 		/* sent, never answered: it may or may not have landed; the
 		 * store's history knows, we do not */
 		fb_counter_add(&mc->indeterminate, 1);
-		written(w, d, copy, FB_EV_NO_ANSWER, res);
+		written(w, d, copy, FB_EV_NO_ANSWER, now, 0, res);
 		fb_env_failed(e, "store", e->sops->error(w->sconn));
 		w->silent = true;
 		return false;
@@ -788,8 +781,7 @@ static HOT bool wrote(fb_worker *w, fb_discipline d, bool copy, uint64_t now, fb
 		        copy && (w->outcome[d] == FB_OUT_ACCEPTED || w->outcome[d] == FB_OUT_STALE);
 		uint8_t o = (uint8_t)refused(w, d, false, res, own);
 		w->outcome[d] = o;
-		w->outcome0[d] = copy ? w->outcome0[d] : o;
-		written(w, d, copy, o, res);
+		written(w, d, copy, o, now, 0, res);
 		return true;
 	}
 	fb_counter_add(&mc->accepted, 1);
@@ -801,25 +793,9 @@ static HOT bool wrote(fb_worker *w, fb_discipline d, bool copy, uint64_t now, fb
 		fb_counter_add(&mc->store_stale, 1);
 		w->outcome[d] = FB_OUT_STALE;
 		w->stale_newer = res->highest;
-		w->erased = read - res->before;
 		w->stale = true;
 	}
-	if (!copy)
-		w->outcome0[d] = w->outcome[d];
-	written(w, d, copy, w->outcome[d], res);
-	if (e->checking) /* its cycle's outcomes are added as it is logged */
-		w->todo[w->ntodo++] =
-		        (fb_check_rec){.fence = w->l.fence,
-		                       .read = read,
-		                       .replaced = res->before,
-		                       .written = res->balance,
-		                       .wrote_at = now,
-		                       .held = fb_check_held(now, w->l.expires_at - e->cfg->ttl_ns),
-		                       .key = w->key,
-		                       .version = res->version,
-		                       .writer = w->id,
-		                       .d = (uint8_t)d,
-		                       .resent = copy};
+	written(w, d, copy, w->outcome[d], now, read, res); /* the feed keeps it (listen_feed.h) */
 	return true;
 }
 
@@ -879,7 +855,7 @@ static HOT bool issue(fb_worker *w, fb_discipline d, uint64_t now, int64_t *valu
 	if (e->send(e->send_ctx, &dw) != FB_OK)
 		return false; /* no memory to hold it: it goes out on time instead */
 	w->sent = true;
-	written(w, d, false, FB_EV_IN_FLIGHT, &(fb_store_result){0});
+	written(w, d, false, FB_EV_IN_FLIGHT, now, 0, &(fb_store_result){0});
 	return true;
 }
 
@@ -901,7 +877,7 @@ static fb_step write_all(fb_worker *w)
 		fb_discipline d = rotated(e, w->first, w->i);
 		int64_t value;
 		if (!w->served[d])
-			w->outcome[d] = w->outcome0[d] = w->rd_out[d];
+			unwritten(w, d);
 		else if (!issue(w, d, now, &value))
 			for (int copy = 0; copy <= (int)w->resend; copy++)
 				ws[n++] = (fb_store_op){verb, d, value, &w->rd[d]};
@@ -952,147 +928,6 @@ static HOT fb_step op_write(fb_worker *w)
 
 /* ---- the release, the commits ---- */
 
-/* Ask the checkers to keep the stale write (key, fence) and the newer write
- * it went behind. Before the write is logged: the consumer that walks it
- * sees the claim. */
-static void watch(fb_check_watch *wt, uint32_t key, uint64_t fence)
-{
-	wt->key = key;
-	wt->fence = fence;
-	atomic_store_explicit(&wt->armed, 1, memory_order_release); /* key and fence first */
-}
-
-/* Without a checker: the lease slot still names the newer holder if it has
- * not moved on. */
-static void peek_newer(fb_env *e, void *lconn, fb_first_corruption *fc)
-{
-	fb_lease now;
-	if (!e->checking && e->lops->peek(lconn, fc->key, &now) == FB_IO_OK &&
-	    now.fence == fc->newer_fence) {
-		fc->newer_owner = now.owner;
-		fc->newer_acquired_at = now.expires_at - e->cfg->ttl_ns;
-	}
-}
-
-/* What the cycle's stale write did at each store: a resent write's first
- * copy where that copy was stale somewhere (the checker's watch keeps the
- * first stale record of a key and fence, so the story tells that copy). */
-static const uint8_t *told_outcome(const fb_worker *w, const uint64_t **highest)
-{
-	*highest = w->highest;
-	if (!w->resend)
-		return w->outcome;
-	for (int d = 0; d < FB_DISCIPLINES; d++)
-		if (w->outcome0[d] == FB_OUT_STALE) {
-			*highest = w->highest0;
-			return w->outcome0;
-		}
-	return w->outcome;
-}
-
-/* Issue 24: the first outside fault (the wire's, the nemesis's) logged
- * since this cycle's acquire began, if the log still holds it: the first
- * that can have held this writer back; and the nemesis faults logged
- * before it, which can have re-minted the writer's fence. */
-static void tell_outside(fb_worker *w, fb_first_corruption *fc)
-{
-	fb_env *e = w->env;
-	pthread_mutex_lock(&e->outside_mu);
-	uint64_t s = w->outside0 + 1;
-	const fb_outside_fault *o = &e->outside[s % FB_OUTSIDE_LOG];
-	if (fc->fault < 0 && o->seq == s) { /* logged, and not yet written over */
-		fc->fault = (int)o->fault;
-		fc->fault_at = o->at;
-		fc->fault_ns = o->ns;
-		fc->fault_where = o->what;
-	}
-	/* the nemesis faults before the acquire, if the log still holds them:
-	 * a failover re-mints fences after its fault (story.c judges which,
-	 * if any, was under way between the two acquires) */
-	int n = 0;
-	uint64_t keep[FB_STORY_BEFORE];
-	for (uint64_t q = w->outside0; q > 0 && n < FB_STORY_BEFORE; q--) {
-		const fb_outside_fault *b = &e->outside[q % FB_OUTSIDE_LOG];
-		if (b->seq != q)
-			break; /* written over: older ones are gone too */
-		if (b->fault == FB_FAULT_NEMESIS)
-			keep[n++] = q;
-	}
-	for (int i = 0; i < n; i++) { /* oldest first */
-		const fb_outside_fault *b = &e->outside[keep[n - 1 - i] % FB_OUTSIDE_LOG];
-		fc->before[i].at = b->at;
-		fc->before[i].end = b->end;
-		fc->before[i].name = b->what;
-	}
-	fc->nbefore = (uint8_t)n;
-	pthread_mutex_unlock(&e->outside_mu);
-}
-
-/* This cycle as the story's stale write: who, what, the fault, what each
- * store did. */
-static void tell(fb_worker *w, fb_first_corruption *fc)
-{
-	fb_env *e = w->env;
-	fb_fault_port *p = &w->port;
-	*fc = (fb_first_corruption){.found = true,
-	                            .key = w->key,
-	                            .writer = w->id,
-	                            .fault = -1,
-	                            .fence = w->l.fence,
-	                            .expires_at = w->l.expires_at,
-	                            .acquired_at = w->l.expires_at - e->cfg->ttl_ns,
-	                            .wrote_at = fb_clock_now(e->clock),
-	                            .newer_fence = w->stale_newer,
-	                            .erased = w->erased,
-	                            .t0 = e->t0};
-	const uint64_t *highest;
-	memcpy(fc->outcome, told_outcome(w, &highest), sizeof fc->outcome);
-	memcpy(fc->highest, highest, sizeof fc->highest);
-	for (int i = 0; i < e->nactive; i++)
-		fc->order[i] = (uint8_t)rotated(e, w->first, i);
-	uint32_t faulted = atomic_load_explicit(&p->faulted, memory_order_relaxed);
-	for (int f = 0; f < FB_FAULTS; f++)
-		if (faulted & (1u << f)) {
-			fc->fault = f;
-			break;
-		}
-	if (e->wiring) /* issue 24 */
-		tell_outside(w, fc);
-	if (fc->fault == FB_FAULT_PAUSE) {
-		fc->fault_at = atomic_load_explicit(&p->last_at, memory_order_relaxed);
-		fc->fault_ns = atomic_load_explicit(&p->last_ns, memory_order_relaxed);
-		fc->fault_where = atomic_load_explicit(&p->last_where, memory_order_relaxed);
-	}
-	peek_newer(e, w->lconn, fc);
-}
-
-/* The article's shape: the unfenced store took the stale write, the fenced
- * one refused it (its write, or the read before it). */
-static bool article_shaped(const fb_worker *w)
-{
-	const uint64_t *h;
-	const uint8_t *o = told_outcome(w, &h);
-	uint8_t f = o[FB_FENCED];
-	return o[FB_UNFENCED] == FB_OUT_STALE && (f == FB_OUT_REJECTED || f == FB_OUT_READ_REFUSED);
-}
-
-/* A store accepted this cycle's write although it was stale: if it is the
- * run's first (or the first of the article's shape), keep its story. */
-static void note_first(fb_worker *w)
-{
-	fb_env *e = w->env;
-	if (e->cfg->no_check)
-		return;
-	if (claim_once(&e->first_claimed)) {
-		tell(w, &e->first);
-		watch(&e->watch_first, w->key, w->l.fence);
-	}
-	if (article_shaped(w) && claim_once(&e->shape_claimed)) {
-		tell(w, &e->shaped);
-		watch(&e->watch_shaped, w->key, w->l.fence);
-	}
-}
-
 /* Released: the listeners hear which faults hit this cycle (the vacuity
  * proof's). Set only on this worker (its faults, its signal handler): a
  * plain load spares the locked exchange in the cycles nothing hit, and a
@@ -1113,8 +948,14 @@ static HOT fb_step op_release(fb_worker *w)
 	fb_fault_port *p = &w->port;
 	if (w->delay || w->resend)
 		fb_port_done(p);
-	if (w->stale_newer)
-		note_first(w);
+	if (w->stale_newer) /* a store took a stale write: the story's facts */
+		FB_EMIT(e, &w->heard, FB_EV_STALE, .worker = w->id, .key = w->key,
+		        .fence = w->l.fence, .lease = &w->l, .now = fb_clock_now(e->clock),
+		        .d = w->first, .cycle = w->outside0, .conn = w->lconn,
+		        .faulted = atomic_load_explicit(&p->faulted, memory_order_relaxed),
+		        .arg = atomic_load_explicit(&p->last_at, memory_order_relaxed),
+		        .extra = atomic_load_explicit(&p->last_ns, memory_order_relaxed),
+		        .where = atomic_load_explicit(&p->last_where, memory_order_relaxed));
 	w->t2 = w->timed ? fb_clock_now(e->fast) : 0;
 	if (!w->tw)
 		w->tw = w->t2;
@@ -1168,74 +1009,13 @@ bool fb_cycle_commit(fb_env *e, fb_feed_log *log, const fb_check_rec *c, uint64_
 	return true;
 }
 
-/* The cycle's next record into slot, with what the cycle did at every store. */
-static void fill(fb_worker *w, fb_check_rec *slot)
-{
-	*slot = w->todo[w->i++];
-	/* a resent write's first copy: what that copy did at each store */
-	memcpy(slot->outcome, w->resend && !slot->resent ? w->outcome0 : w->outcome,
-	       sizeof slot->outcome);
-}
-
-/*
- * Wide logs: the cycle's records that are near their walks go first, none
- * waiting, the rest keeping their order. A producer that waits for one
- * walk must not hold a record that another walk waits for: at thousands
- * of threads a worker preempted for seconds mid-cycle writes its stores
- * far apart in their walks, and two such producers, each holding what the
- * other's walk waits for, would wait for each other until the run ends.
- * A record of one walk never passes an earlier one of the same walk: its
- * version is higher, so it is near only if that one is.
- */
-static void put_near(fb_worker *w)
-{
-	fb_feed_log *log = w->log;
-	for (uint8_t j = w->i; j < w->ntodo; j++) {
-		fb_check_rec *slot;
-		if (!fb_feed_near_now(log, &w->todo[j]) || !(slot = fb_feed_slot(log)))
-			continue;
-		if (j != w->i) {
-			fb_check_rec r = w->todo[j];
-			memmove(&w->todo[w->i + 1], &w->todo[w->i], (size_t)(j - w->i) * sizeof r);
-			w->todo[w->i] = r;
-		}
-		fill(w, slot);
-		fb_feed_put(log);
-	}
-}
-
-/* The cycle's accepted writes to its log, with what the cycle did at every
- * store; published together. A full log waits for room (threads: held by
- * a walk, bounded) or yields (the simulator tries again later). */
+/* The cycle's accepted writes, as the feed kept them, to its log
+ * (listen_feed.h). A full log waits for room (threads: held by a walk,
+ * bounded) or yields (the simulator tries again later). */
 static HOT fb_step op_commit(fb_worker *w)
 {
-	fb_env *e = w->env;
-	fb_feed_log *log = w->log;
-	while (w->i < w->ntodo) {
-		fb_check_rec *slot = NULL;
-		bool kept = false;
-		if (log->wide && e->blocking) {
-			put_near(w);
-			if (w->i == w->ntodo)
-				break;
-		}
-		if (fb_feed_near(log, &w->todo[w->i], e->blocking, &w->stalls) &&
-		    !(slot = fb_feed_slot(log)) && fb_feed_room(log, e->blocking, &w->stalls))
-			continue;
-		if (!slot) {
-			if (!e->blocking)
-				return (fb_step){FB_YIELD, 0};
-			/* the run stopped: the rest to the spill, for the last pass */
-			if (!(slot = fb_feed_spill(log)))
-				break; /* the wait was given up: the run has failed */
-			kept = true;
-		}
-		fill(w, slot);
-		if (!kept)
-			fb_feed_put(log);
-	}
-	if (w->ntodo)
-		fb_feed_publish(log);
+	if (!fb_feed_commit(w->env, &w->heard.feed, w->log, &w->stalls))
+		return (fb_step){FB_YIELD, 0};
 	return go(w, FB_PC_END);
 }
 
@@ -1436,30 +1216,6 @@ out:
 
 /* ---- delayed writes landing ---- */
 
-/* A delayed write landed stale, the run's first corruption: its story. */
-static void tell_delivery(fb_env *e, const fb_delayed_write *dw, const fb_store_result *res,
-                          int64_t read, uint64_t landed)
-{
-	fb_discipline d = (fb_discipline)dw->mode;
-	fb_first_corruption *fc = &e->first;
-	*fc = (fb_first_corruption){.found = true,
-	                            .key = dw->key,
-	                            .writer = dw->worker,
-	                            .fault = FB_FAULT_DELAY,
-	                            .fence = dw->fence,
-	                            .wrote_at = landed,
-	                            .fault_at = dw->issued,
-	                            .fault_ns = landed > dw->issued ? landed - dw->issued : 0,
-	                            .newer_fence = res->highest,
-	                            .erased = read - res->before,
-	                            .t0 = e->t0};
-	fc->outcome[d] = FB_OUT_STALE;
-	fc->highest[d] = res->highest;
-	fc->order[0] = (uint8_t)d;
-	peek_newer(e, e->net_lconn, fc);
-	watch(&e->watch_first, dw->key, dw->fence);
-}
-
 bool fb_cycle_deliver(fb_env *e, const fb_delayed_write *dw, fb_check_rec *out)
 {
 	fb_discipline d = (fb_discipline)dw->mode;
@@ -1505,8 +1261,10 @@ bool fb_cycle_deliver(fb_env *e, const fb_delayed_write *dw, fb_check_rec *out)
 	int64_t read = dw->debit ? res.before : dw->read;
 	if (res.stale) {
 		fb_counter_add(&e->net[d].store_stale, 1);
-		if (!e->cfg->no_check && claim_once(&e->first_claimed))
-			tell_delivery(e, dw, &res, read, landed);
+		FB_EMIT(e, NULL, FB_EV_LANDED, .worker = dw->worker, .key = dw->key,
+		        .fence = dw->fence, .d = (uint8_t)d, .outcome = FB_OUT_STALE,
+		        .arg = dw->issued, .now = landed, .read = read, .res = &res,
+		        .conn = e->net_lconn);
 	}
 	if (!e->checking)
 		return false;

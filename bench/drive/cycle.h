@@ -36,6 +36,15 @@
 #include "wire.h"
 #include "witness.h"
 
+/* Claim a slot of the report (the first of a kind), once per run. */
+static inline bool fb_claim_once(_Atomic int *claimed)
+{
+	int no = 0;
+	return !atomic_load_explicit(claimed, memory_order_relaxed) &&
+	       atomic_compare_exchange_strong_explicit(claimed, &no, 1, memory_order_relaxed,
+	                                               memory_order_relaxed);
+}
+
 /* What the driver does after an operation. */
 typedef enum fb_next {
 	FB_GO,    /* run the next operation (fb_worker.pc) */
@@ -127,26 +136,20 @@ typedef struct fb_worker {
 	/* issue 24: wire and nemesis faults so far, at the acquire */
 	uint64_t wires[FB_FAULTS_OUTSIDE];
 	uint64_t outside0;    /* ... and the outside faults' log, then */
-	uint64_t stale_newer; /* the fence a stale write went behind */
-	int64_t erased;       /* ... and the debits it erased */
+	uint64_t stale_newer; /* a stale write's newer fence: the story hears FB_EV_STALE */
 	fb_lease l;
 	fb_lease_stats ls;
 	fb_store_result res, rd[FB_DISCIPLINES];
 	int64_t bal[FB_DISCIPLINES];
 	bool served[FB_DISCIPLINES];
 	uint8_t outcome[FB_DISCIPLINES];
-	uint8_t outcome0[FB_DISCIPLINES];  /* ... after a resent write's first copy */
 	uint8_t rd_out[FB_DISCIPLINES];    /* a refused read, judged (fb_outcome) */
-	uint64_t highest[FB_DISCIPLINES];  /* the fence each store had seen, as it answered */
-	uint64_t highest0[FB_DISCIPLINES]; /* ... to a resent write's first copy */
 	uint64_t admitted;                 /* the fenced store's, when its read was sent */
 	/* the write-fenced control's chances (control.h): its read's and its
 	 * write's places in the key's write order, and what that write saw */
 	uint64_t wf_read_at, wf_sent_no, wf_seen;
 	bool wf_above, wf_armed;
-	fb_check_rec todo[2 * FB_DISCIPLINES]; /* accepted writes, for the checker */
-	uint8_t ntodo;
-	fb_feed_log *log; /* ... and its way there */
+	fb_feed_log *log; /* its accepted writes' way to the checker (listen_feed.h) */
 	uint64_t stalls;
 	fb_prng rng;
 	const fb_plan_entry *plan; /* its faults still to come, when replaying */

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "checker.h"
 #include "inject.h"
 #include "witness.h"
 
@@ -29,9 +30,12 @@ typedef enum fb_event_kind {
 	FB_EV_RENEWED,   /* ... and extended: key, lease (the old), renewed (the new) */
 	FB_EV_DIED,      /* crashed holding its lease: key, fence */
 	FB_EV_CHECKED,   /* the lease check: checked */
+	FB_EV_UNWRITTEN, /* store d gets no write, its read refused: outcome, highest */
 	FB_EV_WRITTEN,   /* store d's write (or its resent copy): its outcome */
+	FB_EV_STALE,     /* the writes done, one of them accepted stale: the story's facts */
 	FB_EV_RELEASING, /* about to release: key, fence, lease */
 	FB_EV_RELEASED,  /* released: taken_over, stale, faulted (the faults that hit) */
+	FB_EV_LANDED,    /* a delayed write landed stale (heard with no slot: h is NULL) */
 	FB_EVS
 } fb_event_kind;
 
@@ -42,8 +46,10 @@ typedef enum fb_event_kind {
 
 typedef struct fb_event {
 	uint8_t kind;    /* fb_event_kind */
-	uint8_t d;       /* READ, WRITTEN: the store (fb_discipline) */
-	uint8_t outcome; /* WRITTEN: fb_outcome_t, or FB_EV_IN_FLIGHT / FB_EV_NO_ANSWER */
+	uint8_t d;       /* READ, (UN)WRITTEN, LANDED: the store (fb_discipline); STALE: the
+	                  * cycle's first store (the rotation of fb_env.active) */
+	uint8_t outcome; /* WRITTEN: fb_outcome_t, or FB_EV_IN_FLIGHT / FB_EV_NO_ANSWER;
+	                  * UNWRITTEN: the refused read's, judged (FB_OUT_READ_REFUSED ...) */
 	uint8_t fault;   /* FAULT: fb_fault */
 	uint8_t at;      /* FAULT: fb_fault_at */
 	bool served;     /* READ: served (else refused) */
@@ -53,15 +59,24 @@ typedef struct fb_event {
 	bool stale;      /* RELEASED: the cycle made a stale attempt */
 	uint16_t worker; /* its id, from 1 */
 	uint32_t key;
-	uint32_t faulted; /* RELEASED: the faults that hit the cycle (1 << fb_fault) */
+	uint32_t faulted; /* RELEASED, STALE: the faults that hit the cycle (1 << fb_fault) */
+	uint32_t where;   /* STALE: the last pause's place (fb_fault_port.last_where) */
 	uint64_t fence;
-	uint64_t cycle;          /* FAULT: the worker's cycle */
-	uint64_t arg, extra;     /* FAULT: the plan entry's */
-	int64_t balance;         /* READ: the balance read; WRITTEN: the balance written */
-	uint64_t highest;        /* READ, WRITTEN: the fence the store had seen */
-	uint64_t version;        /* WRITTEN: the store's version */
-	const fb_lease *lease;   /* ACQUIRED, HELD, RENEWING, RENEWED, RELEASING */
+	uint64_t cycle;      /* FAULT: the worker's cycle; STALE: the outside faults' log
+	                      * count when its acquire began (fb_env.outside_seq) */
+	uint64_t arg, extra; /* FAULT: the plan entry's; STALE: the last pause's instant
+	                      * and length; LANDED: when it was issued (arg) */
+	uint64_t now;        /* WRITTEN, STALE, LANDED: the instant on the lease clock */
+	int64_t balance;     /* READ: the balance read */
+	int64_t read;        /* WRITTEN, LANDED: the balance the write was computed from */
+	uint64_t highest;    /* READ, UNWRITTEN: the fence the store had seen */
+	/* WRITTEN, LANDED: the store's answer (balance written, before, highest,
+	 * version), read where it lies: copied into the event, its fields cost
+	 * a load and a spill each on the worker's path */
+	const fb_store_result *res;
+	const fb_lease *lease;   /* ACQUIRED, HELD, RENEWING, RENEWED, WRITTEN, STALE, RELEASING */
 	const fb_lease *renewed; /* RENEWED */
+	void *conn; /* STALE, LANDED: the lease connection to ask (fb_lease_ops.peek) */
 } fb_event;
 
 /* The simulator's history line's part of a step (listen_narrate.h): what
@@ -76,6 +91,27 @@ typedef struct fb_narration {
 	uint64_t version;
 } fb_narration;
 
+/* The checker feed's slot (listen_feed.h): the cycle's accepted writes as
+ * records, and what the cycle did at each store, for its commit. */
+typedef struct fb_feed_heard {
+	fb_check_rec todo[2 * FB_DISCIPLINES];
+	uint8_t ntodo, done; /* records kept; ... and committed */
+	uint8_t outcome[FB_DISCIPLINES];
+	uint8_t outcome0[FB_DISCIPLINES]; /* ... after a resent write's first copy */
+} fb_feed_heard;
+
+/* The story's slot (listen_story.h): what each store did with the cycle's
+ * writes, and its stale write, if any. */
+typedef struct fb_story_heard {
+	uint8_t outcome[FB_DISCIPLINES];
+	uint8_t outcome0[FB_DISCIPLINES];  /* ... after a resent write's first copy */
+	uint64_t highest[FB_DISCIPLINES];  /* the fence each store had seen, as it answered */
+	uint64_t highest0[FB_DISCIPLINES]; /* ... to a resent write's first copy */
+	uint64_t newer;                    /* the fence a stale write went behind */
+	int64_t erased;                    /* ... and the debits it erased */
+	bool copied;                       /* a write of the cycle was resent */
+} fb_story_heard;
+
 /* Each listener's per-worker slot: written only by the listeners, on the
  * worker's thread (or its driver's step); read after the join. */
 typedef struct fb_heard {
@@ -85,6 +121,8 @@ typedef struct fb_heard {
 	fb_narration narr;
 	fb_counter takeovers[FB_FAULTS];      /* cycles under the fault whose lease was taken */
 	fb_counter stale_attempts[FB_FAULTS]; /* cycles under the fault that wrote stale */
+	fb_feed_heard feed;
+	fb_story_heard story;
 } fb_heard;
 
 #endif

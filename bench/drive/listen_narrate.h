@@ -42,8 +42,8 @@ static inline __attribute__((always_inline)) void fb_on_narrate(fb_env *e, fb_he
 		if (ev->outcome != FB_EV_NO_ANSWER)
 			n->outcome[ev->d] = ev->outcome;
 		if (!ev->batched) { /* the store's answer to a write sent alone */
-			n->balance = ev->balance;
-			n->version = ev->version;
+			n->balance = ev->res->balance;
+			n->version = ev->res->version;
 		}
 		return;
 	default:

@@ -5,7 +5,12 @@
  * in this run (the witness: not under --no-check; the history line: only
  * in the simulator); and fb_on_NAME(env, heard, event), a static inline
  * function that reads the event and its own slot of the worker's fb_heard,
- * never the worker. Adding a listener is its header and one line below.
+ * never the worker. Adding a listener is its header and one line below:
+ * FB_EVS_NAME, fb_wants_NAME, fb_on_NAME, and its slot in fb_heard
+ * (event.h) if it keeps one; a field of fb_event if the cycle does not say
+ * yet what it needs, filled at the emit site. What must wait (the feed's
+ * commit into a full log) stays an operation of the cycle, which calls the
+ * listener's own function for it (fb_feed_commit).
  *
  * FB_EMIT(env, heard, KIND, fields...) builds the event only if a listener
  * takes KIND in this run, and calls each one that does directly: with the
@@ -19,15 +24,19 @@
 #include "cycle.h"
 #include "event.h"
 #include "listen_faults.h"
+#include "listen_feed.h"
 #include "listen_narrate.h"
 #include "listen_plan.h"
+#include "listen_story.h"
 #include "listen_witness.h"
 
 #define FB_LISTENERS(X)                                                                            \
 	X(witness)                                                                                 \
 	X(plan)                                                                                    \
 	X(narrate)                                                                                 \
-	X(faults)
+	X(faults)                                                                                  \
+	X(feed)                                                                                    \
+	X(story)
 
 #define FB_LISTEN_WANTS(name) || ((FB_EVS_##name) >> k & 1u && fb_wants_##name(e))
 #define FB_LISTEN_CALL(name)                                                                       \

@@ -1,0 +1,137 @@
+/*
+ * Listener: the checker feed (bench/verify/feed.h). Every accepted write of
+ * the cycle is kept as a record in its slot (fb_heard.feed), and what each
+ * store did with the cycle's writes beside them; the cycle's commit
+ * (fb_feed_heard_commit, after the release) puts them in the worker's log
+ * for the checkers to walk. Only while the checkers see every write
+ * (fb_env.checking).
+ */
+#ifndef FB_LISTEN_FEED_H
+#define FB_LISTEN_FEED_H
+
+#include <string.h>
+
+#include "cycle.h"
+#include "event.h"
+
+#define FB_EVS_feed (1u << FB_EV_ACQUIRED | 1u << FB_EV_UNWRITTEN | 1u << FB_EV_WRITTEN)
+
+static inline bool fb_wants_feed(const fb_env *e)
+{
+	return e->checking;
+}
+
+static inline __attribute__((always_inline)) void fb_on_feed(fb_env *e, fb_heard *h,
+                                                             const fb_event *ev)
+{
+	fb_feed_heard *f = &h->feed;
+	switch ((fb_event_kind)ev->kind) {
+	case FB_EV_ACQUIRED: /* a new cycle */
+		f->ntodo = f->done = 0;
+		memset(f->outcome, 0, sizeof f->outcome);
+		memset(f->outcome0, 0, sizeof f->outcome0);
+		return;
+	case FB_EV_UNWRITTEN: /* its read refused: the read's outcome is the store's */
+		f->outcome[ev->d] = f->outcome0[ev->d] = ev->outcome;
+		return;
+	case FB_EV_WRITTEN:
+		if (ev->outcome == FB_EV_IN_FLIGHT || ev->outcome == FB_EV_NO_ANSWER)
+			return;
+		f->outcome[ev->d] = ev->outcome;
+		if (!ev->copy)
+			f->outcome0[ev->d] = ev->outcome;
+		if (ev->outcome != FB_OUT_ACCEPTED && ev->outcome != FB_OUT_STALE)
+			return;
+		/* its cycle's outcomes are added as it is logged */
+		f->todo[f->ntodo++] = (fb_check_rec){
+		        .fence = ev->fence,
+		        .read = ev->read,
+		        .replaced = ev->res->before,
+		        .written = ev->res->balance,
+		        .wrote_at = ev->now,
+		        .held = fb_check_held(ev->now, ev->lease->expires_at - e->cfg->ttl_ns),
+		        .key = ev->key,
+		        .version = ev->res->version,
+		        .writer = ev->worker,
+		        .d = ev->d,
+		        .resent = ev->copy};
+		return;
+	default:
+		return;
+	}
+}
+
+/* The cycle's next record into slot, with what the cycle did at every
+ * store: a resent write's first copy, what that copy did (the same as the
+ * last copy's where nothing was resent). */
+static inline void fb_feed_fill(fb_feed_heard *f, fb_check_rec *slot)
+{
+	*slot = f->todo[f->done++];
+	memcpy(slot->outcome, slot->resent ? f->outcome : f->outcome0, sizeof slot->outcome);
+}
+
+/*
+ * Wide logs: the cycle's records that are near their walks go first, none
+ * waiting, the rest keeping their order. A producer that waits for one
+ * walk must not hold a record that another walk waits for: at thousands
+ * of threads a worker preempted for seconds mid-cycle writes its stores
+ * far apart in their walks, and two such producers, each holding what the
+ * other's walk waits for, would wait for each other until the run ends.
+ * A record of one walk never passes an earlier one of the same walk: its
+ * version is higher, so it is near only if that one is.
+ */
+static inline void fb_feed_put_near(fb_feed_heard *f, fb_feed_log *log)
+{
+	for (uint8_t j = f->done; j < f->ntodo; j++) {
+		fb_check_rec *slot;
+		if (!fb_feed_near_now(log, &f->todo[j]) || !(slot = fb_feed_slot(log)))
+			continue;
+		if (j != f->done) {
+			fb_check_rec r = f->todo[j];
+			memmove(&f->todo[f->done + 1], &f->todo[f->done],
+			        (size_t)(j - f->done) * sizeof r);
+			f->todo[f->done] = r;
+		}
+		fb_feed_fill(f, slot);
+		fb_feed_put(log);
+	}
+}
+
+/*
+ * The cycle's commit, after its release: the kept records to the worker's
+ * log, published together. A full log waits for room when e->blocking
+ * (threads: held by a walk, bounded); else false: try again later (the
+ * simulator yields). True: done (or the wait was given up: the run failed).
+ */
+static inline __attribute__((always_inline)) bool fb_feed_commit(fb_env *e, fb_feed_heard *f,
+                                                                 fb_feed_log *log, uint64_t *stalls)
+{
+	while (f->done < f->ntodo) {
+		fb_check_rec *slot = NULL;
+		bool kept = false;
+		if (log->wide && e->blocking) {
+			fb_feed_put_near(f, log);
+			if (f->done == f->ntodo)
+				break;
+		}
+		if (fb_feed_near(log, &f->todo[f->done], e->blocking, stalls) &&
+		    !(slot = fb_feed_slot(log)) && fb_feed_room(log, e->blocking, stalls))
+			continue;
+		if (!slot) {
+			if (!e->blocking)
+				return false;
+			/* the run stopped: the rest to the spill, for the last pass */
+			if (!(slot = fb_feed_spill(log)))
+				break; /* the wait was given up: the run has failed */
+			kept = true;
+		}
+		fb_feed_fill(f, slot);
+		if (!kept)
+			fb_feed_put(log);
+	}
+	if (f->ntodo)
+		fb_feed_publish(log);
+	return true;
+}
+
+#endif
