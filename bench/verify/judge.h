@@ -220,14 +220,16 @@ static inline bool fb_judge_inversion(uint64_t lower_at, uint64_t higher_at, uin
 /*
  * Two live holders: a key acquired at `at` while the previous lease, not
  * released, was live until prev_expires (by more than slack); or, where
- * the reply is judged (answered_at, 0: not), answered more than
- * answer_slack before the previous holder was told its lease ends.
+ * replies are judged (answers) and this one's instant is known
+ * (answered_at, 0: not), answered more than answer_slack before the
+ * previous holder was told its lease ends.
  */
 static inline bool fb_judge_overlap(bool released, uint64_t prev_expires, uint64_t at,
-                                    uint64_t slack, uint64_t answered_at, uint64_t answer_slack)
+                                    uint64_t slack, bool answers, uint64_t answered_at,
+                                    uint64_t answer_slack)
 {
 	return !released && (at + slack < prev_expires ||
-	                     (answered_at && answered_at + answer_slack < prev_expires));
+	                     (answers && answered_at && answered_at + answer_slack < prev_expires));
 }
 
 /* ---- a discipline's verdict ---- */

@@ -166,8 +166,8 @@ void fb_witness_acquired_answered(fb_witness *w, uint32_t key, uint64_t fence, u
 		 * (a node expires the key no sooner than the previous holder's
 		 * send + TTL, and the shortfall covers the servers' rounding). */
 		bool overlap = !inverted && f &&
-		               fb_judge_overlap(released, cur.hi, at, w->overlap_slack,
-		                                w->answers ? answered_at : 0, w->answer_slack);
+		               fb_judge_overlap(released, cur.hi, at, w->overlap_slack, w->answers,
+		                                answered_at, w->answer_slack);
 		fb_u128 next = {fence << 1, expires_at};
 		/* acq_rel: this report is the newest; later reports compare with it */
 		if (atomic_compare_exchange_weak_explicit(word, &cur, next, memory_order_acq_rel,
