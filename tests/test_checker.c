@@ -1263,6 +1263,49 @@ static void test_witness_inversion_is_judged_at_the_slack_exactly(void **state)
 	}
 }
 
+/* Closing one key's books (judge.c, fb_judge_close_key): each difference
+ * between the history and the store is named first when it is the only
+ * one. A write that took 2 where the run debits 1, leaving 98, and a store
+ * that holds 99: its ledger balances, its last balance does not. A store
+ * that holds 100 after one write of 99: the ledger lost 1, the history 0. */
+static void test_each_difference_in_a_keys_books_is_named(void **state)
+{
+	(void)state;
+	static const struct {
+		int64_t written, final_balance;
+		const char *says;
+	} cases[] = {
+	        {98, 99, "key 0: the history ends at balance 98, the store holds 99"},
+	        {99, 100, "key 0: the ledger lost 1, the history 0"},
+	        {99, 97, "key 0: the store holds 2 less than its accepted writes can leave"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		fb_checker *c = checker(1, 100);
+		put(c, 0, 1, 1, 100, 100, cases[i].written);
+		int64_t bal[1] = {cases[i].final_balance};
+		uint64_t last[1] = {1};
+		fb_check_verdict v;
+		fb_checker_verdict(c, true, bal, last, 100, 1, 1, 0, &v, NULL, NULL);
+		check(!v.agrees && strstr(v.disagreement, cases[i].says),
+		      "case %zu: '%s' first, got: %s", i, cases[i].says,
+		      v.agrees ? "agrees" : v.disagreement);
+		fb_checker_destroy(c);
+	}
+	fb_checker *c = checker(1, 100);
+	put(c, 0, 1, 1, 100, 100, 99);
+	int64_t bal[1] = {99};
+	uint64_t last[1] = {2};
+	fb_check_verdict v;
+	fb_checker_verdict(c, true, bal, last, 100, 1, 1, 0, &v, NULL, NULL);
+	check(!v.agrees && strstr(v.disagreement,
+	                          "key 0: the history's highest fence is 1, the store's last "
+	                          "accepted 2"),
+	      "a fenced store's last fence: %s", v.agrees ? "agrees" : v.disagreement);
+	fb_checker_verdict(c, false, bal, last, 100, 1, 1, 0, &v, NULL, NULL);
+	check(v.agrees, "... which the unfenced store's books do not hold");
+	fb_checker_destroy(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1278,6 +1321,7 @@ int main(void)
 	        cmocka_unit_test(test_a_far_record_is_behind_only_when_the_gap_cannot_fill),
 	        cmocka_unit_test(test_an_ordered_walk_counts_an_equal_version_as_a_duplicate),
 	        cmocka_unit_test(test_a_write_below_what_it_replaced_counts_against_the_lost),
+	        cmocka_unit_test(test_each_difference_in_a_keys_books_is_named),
 	        cmocka_unit_test(test_a_parked_record_is_walked_once_across_a_version_wrap),
 	        cmocka_unit_test(test_a_watched_stale_write_keeps_the_newer_write),
 	        cmocka_unit_test(test_logs_merged_out_of_order_walk_each_record_once),
