@@ -4,7 +4,8 @@
  * of core/ only. It keeps its own books (the highest fence each store
  * accepted, the balance each store should hold if every accepted operation
  * had its intended effect), independent of the stores' own verdicts, and
- * judges each store from them. Nothing here reads real time.
+ * judges each store from them by the rules of judge.h (bench/verify), as
+ * the run's checker does. Nothing here reads real time.
  */
 #include "scenario.h"
 
