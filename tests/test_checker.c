@@ -1147,6 +1147,165 @@ static void test_a_witness_memo_never_changes_a_verdict(void **state)
 	fb_witness_destroy(b);
 }
 
+/* The window's edge (judge.h, fb_judge_behind): a version exactly the
+ * window ahead of the walk is behind it, a duplicate taken at once; one
+ * less is a record too far ahead for the ring, handed back. */
+static void test_the_windows_edge_is_behind_the_walk(void **state)
+{
+	(void)state;
+	fb_checker *c = checker(1, 100);
+	uint32_t window = fb_checker_window(c);
+	check(window > 1 && window < (1u << 16), "a window within 16-bit versions: %u", window);
+	check_eq(put(c, 0, (uint16_t)window, 9, 100, 100, 99), FB_CHECK_LATER,
+	         "window - 1 ahead of the walk at 1: ahead, beyond the ring");
+	check_eq(put(c, 0, (uint16_t)(1 + window), 9, 100, 100, 99), FB_CHECK_TAKEN,
+	         "exactly the window ahead: behind the walk");
+	fb_check_key k;
+	fb_checker_key(c, 0, &k);
+	check_eq(k.duplicates, 1, "a duplicate");
+	check_eq(k.checked, 0, "nothing walked");
+	fb_checker_destroy(c);
+}
+
+/* A record held back far ahead of a walk that stands still (judge.h,
+ * fb_judge_cannot_come): behind the walk only when the versions between
+ * cannot all come from elsewhere, and not when exactly enough can. */
+static void test_a_far_record_is_behind_only_when_the_gap_cannot_fill(void **state)
+{
+	(void)state;
+	fb_checker *c;
+	check_eq(fb_checker_create(1u << 14, 30000, 0, &c), FB_OK, "a checker with rings of 4");
+	fb_check_rec r = rec(0, 1 + 100, 7, 0, 0, -1); /* 100 ahead of the walk at 1 */
+	check_eq(fb_checker_place(c, &r), FB_CHECK_LATER, "beyond the ring: handed back");
+	check(!fb_checker_take_behind(c, &r, 99),
+	      "versions 1..100, 99 of them elsewhere besides the one the walk waits for: "
+	      "it may be ahead");
+	check(fb_checker_take_behind(c, &r, 98), "one fewer elsewhere: it cannot be ahead");
+	fb_check_key k;
+	fb_checker_key(c, 0, &k);
+	check_eq(k.duplicates, 1, "counted once, as a duplicate");
+	fb_checker_destroy(c);
+}
+
+/* A store that numbers its own writes (gapped versions): a version the
+ * ordered walk took already, equal included, was committed twice
+ * (fb_judge_version); gaps are the store's and legal. */
+static void test_an_ordered_walk_counts_an_equal_version_as_a_duplicate(void **state)
+{
+	(void)state;
+	_Atomic uint64_t calls[1];
+	atomic_init(&calls[0], 0);
+	fb_checker *c;
+	check_eq(fb_checker_create_ordered(1, 100, calls, &c), FB_OK, "an ordered checker");
+	fb_check_rec r[] = {rec(0, 0, 1, 100, 100, 99), rec(0, 0, 2, 99, 99, 98),
+	                    rec(0, 0, 3, 98, 98, 97), rec(0, 0, 4, 97, 97, 96)};
+	uint64_t versions[] = {1000, 3000, 3000, 4000};
+	for (int i = 0; i < 4; i++) {
+		r[i].version = versions[i];
+		check_eq(fb_checker_place(c, &r[i]), FB_CHECK_TAKEN, "staged");
+	}
+	check_eq(fb_checker_settle(c, true), 4, "all walked at the end");
+	fb_check_key k;
+	fb_checker_key(c, 0, &k);
+	check_eq(k.duplicates, 1, "version 3000 twice: one duplicate");
+	check_eq(k.checked, 3, "1000, 3000, 4000 walked: a gap is no duplicate");
+	check_eq(k.stale_accepted, 0, "fences rising");
+	fb_checker_destroy(c);
+}
+
+/* A write computed from a balance below the one it replaced (the balance
+ * was raised under it, as a stale write can) erased a negative amount:
+ * the history's sum counts it against the debits lost (fb_judge_erased). */
+static void test_a_write_below_what_it_replaced_counts_against_the_lost(void **state)
+{
+	(void)state;
+	fb_checker *c = checker(1, 100);
+	put(c, 0, 1, 1, 100, 100, 99);
+	put(c, 0, 2, 2, 97, 99, 96); /* read 97 (a newer, lower balance), replaced 99 */
+	fb_check_key k;
+	fb_checker_key(c, 0, &k);
+	check_eq(k.lost_amount, -2, "97 - 99: two against the lost");
+	uint64_t stale;
+	int64_t lost;
+	fb_checker_so_far(c, &stale, &lost);
+	check_eq(lost, -2, "... and the live sum says so");
+	fb_checker_destroy(c);
+}
+
+/* An inversion is judged at the clocks' slack exactly, both ways a report
+ * can come (fb_judge_inversion): the newer fence's acquisition before the
+ * older one's by the slack is the clock's, by 1 ns more the trap. */
+static void test_witness_inversion_is_judged_at_the_slack_exactly(void **state)
+{
+	(void)state;
+	const uint64_t ttl = 10 * MS, slack = 50000;
+	for (int late = 0; late < 2; late++) {
+		for (uint64_t beyond = 0; beyond < 2; beyond++) {
+			fb_witness *w;
+			check_eq(fb_witness_create(1, ttl, slack, &w), FB_OK, "witness creation");
+			fb_witness_counts c = {0};
+			uint64_t older = 20 * MS, newer = older - slack - beyond;
+			/* fence 1 acquired at `older`, fence 2 at `newer`, released at
+			 * once: reported in fence order, or the older fence late */
+			uint64_t f[2] = {1, 2}, at[2] = {older, newer};
+			for (int i = 0; i < 2; i++) {
+				int j = late ? 1 - i : i;
+				fb_witness_acquired(w, 0, f[j], 0, at[j] + ttl, &c);
+				fb_witness_releasing(w, 0, f[j], at[j] + ttl);
+			}
+			check(c.inversions == beyond,
+			      "%s report, %llu ns beyond the slack: %llu inversions",
+			      late ? "a late" : "an in-order", (unsigned long long)beyond,
+			      (unsigned long long)c.inversions);
+			check_eq(c.overlaps, 0, "released: no overlap");
+			fb_witness_destroy(w);
+		}
+	}
+}
+
+/* Closing one key's books (judge.c, fb_judge_close_key): each difference
+ * between the history and the store is named first when it is the only
+ * one. A write that took 2 where the run debits 1, leaving 98, and a store
+ * that holds 99: its ledger balances, its last balance does not. A store
+ * that holds 100 after one write of 99: the ledger lost 1, the history 0. */
+static void test_each_difference_in_a_keys_books_is_named(void **state)
+{
+	(void)state;
+	static const struct {
+		int64_t written, final_balance;
+		const char *says;
+	} cases[] = {
+	        {98, 99, "key 0: the history ends at balance 98, the store holds 99"},
+	        {99, 100, "key 0: the ledger lost 1, the history 0"},
+	        {99, 97, "key 0: the store holds 2 less than its accepted writes can leave"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		fb_checker *c = checker(1, 100);
+		put(c, 0, 1, 1, 100, 100, cases[i].written);
+		int64_t bal[1] = {cases[i].final_balance};
+		uint64_t last[1] = {1};
+		fb_check_verdict v;
+		fb_checker_verdict(c, true, bal, last, 100, 1, 1, 0, &v, NULL, NULL);
+		check(!v.agrees && strstr(v.disagreement, cases[i].says),
+		      "case %zu: '%s' first, got: %s", i, cases[i].says,
+		      v.agrees ? "agrees" : v.disagreement);
+		fb_checker_destroy(c);
+	}
+	fb_checker *c = checker(1, 100);
+	put(c, 0, 1, 1, 100, 100, 99);
+	int64_t bal[1] = {99};
+	uint64_t last[1] = {2};
+	fb_check_verdict v;
+	fb_checker_verdict(c, true, bal, last, 100, 1, 1, 0, &v, NULL, NULL);
+	check(!v.agrees && strstr(v.disagreement,
+	                          "key 0: the history's highest fence is 1, the store's last "
+	                          "accepted 2"),
+	      "a fenced store's last fence: %s", v.agrees ? "agrees" : v.disagreement);
+	fb_checker_verdict(c, false, bal, last, 100, 1, 1, 0, &v, NULL, NULL);
+	check(v.agrees, "... which the unfenced store's books do not hold");
+	fb_checker_destroy(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1158,6 +1317,11 @@ int main(void)
 	        cmocka_unit_test(test_a_record_beyond_the_ring_is_handed_back),
 	        cmocka_unit_test(test_too_many_writers_for_16_bit_versions_is_refused),
 	        cmocka_unit_test(test_a_shared_version_is_a_duplicate_not_a_wait),
+	        cmocka_unit_test(test_the_windows_edge_is_behind_the_walk),
+	        cmocka_unit_test(test_a_far_record_is_behind_only_when_the_gap_cannot_fill),
+	        cmocka_unit_test(test_an_ordered_walk_counts_an_equal_version_as_a_duplicate),
+	        cmocka_unit_test(test_a_write_below_what_it_replaced_counts_against_the_lost),
+	        cmocka_unit_test(test_each_difference_in_a_keys_books_is_named),
 	        cmocka_unit_test(test_a_parked_record_is_walked_once_across_a_version_wrap),
 	        cmocka_unit_test(test_a_watched_stale_write_keeps_the_newer_write),
 	        cmocka_unit_test(test_logs_merged_out_of_order_walk_each_record_once),
@@ -1173,6 +1337,7 @@ int main(void)
 	        cmocka_unit_test(test_records_of_an_unchecked_store_never_hold_a_log),
 	        cmocka_unit_test(test_witness_counts_each_contradiction_once),
 	        cmocka_unit_test(test_a_witness_memo_never_changes_a_verdict),
+	        cmocka_unit_test(test_witness_inversion_is_judged_at_the_slack_exactly),
 	        cmocka_unit_test(test_witness_catches_every_fence_regression_by_construction),
 	        cmocka_unit_test(test_witness_judges_liveness_on_the_services_instants),
 	        cmocka_unit_test(test_witness_overlap_is_judged_at_the_engines_own_bound),

@@ -211,6 +211,29 @@ static void test_pause_alone_corrupts_unfenced_only(void **state)
 	check_fault_alone(&cfg, FB_FAULT_PAUSE, NULL);
 }
 
+/* Under --no-check fencebench keeps no record of what it sent: every
+ * refusal by a fenced store is "not judged", never a stale rejection nor a
+ * false one (judge.h, fb_judge_refusal_of). */
+static void test_without_the_checker_no_refusal_is_judged(void **state)
+{
+	(void)state;
+	fb_config cfg = base();
+	cfg.faults = 1u << FB_FAULT_PAUSE;
+	cfg.pause_rate = 500;
+	cfg.no_check = true;
+	fb_results r = run(&cfg, 1);
+	for (int d = FB_FENCED; d <= FB_WRITE_FENCED; d++) {
+		const fb_mode_result *m = &r.mode[d];
+		check(m->unjudged > 0, "%s: some refusals, not judged",
+		      fb_discipline_name((fb_discipline)d));
+		check(m->rejected_stale == 0 && m->false_rejections == 0,
+		      "%s: %llu judged stale and %llu false without a record of what was sent",
+		      fb_discipline_name((fb_discipline)d), (unsigned long long)m->rejected_stale,
+		      (unsigned long long)m->false_rejections);
+	}
+	fb_results_free(&r);
+}
+
 static void test_skew_of_a_realtime_lease_clock_corrupts_unfenced_only(void **state)
 {
 	(void)state;
@@ -627,6 +650,7 @@ int main(void)
 	        cmocka_unit_test(test_same_seed_same_history_byte_for_byte),
 	        cmocka_unit_test(test_a_seed_in_a_sweep_is_the_seed_alone),
 	        cmocka_unit_test(test_pause_alone_corrupts_unfenced_only),
+	        cmocka_unit_test(test_without_the_checker_no_refusal_is_judged),
 	        cmocka_unit_test(test_skew_of_a_realtime_lease_clock_corrupts_unfenced_only),
 	        cmocka_unit_test(test_delay_alone_corrupts_unfenced_only),
 	        cmocka_unit_test(test_the_first_stale_write_is_told_from_its_cycle_or_its_delivery),

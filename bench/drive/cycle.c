@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "dist.h"
+#include "judge.h"
 #include "listeners.h"
 #include "stop.h"
 
@@ -418,17 +419,20 @@ static HOT void calls_end(fb_env *e, fb_discipline d, uint32_t key, fb_io io)
 static fb_outcome_t judge_refusal(fb_env *e, fb_discipline d, uint32_t key, uint64_t fence,
                                   const fb_store_result *res, bool own)
 {
-	if (res->other || d == FB_UNFENCED)
-		return FB_OUT_REFUSED_OTHER;
-	if (own)
-		return FB_OUT_REJECTED;
-	if (!e->judging)
-		return FB_OUT_REFUSED;
-	uint64_t sent = atomic_load_explicit(&e->sent[(size_t)key * 4 + d], memory_order_seq_cst);
-	if (sent > fence ||
-	    (sent == fence && atomic_load_explicit(&e->dup_fences, memory_order_relaxed)))
-		return FB_OUT_REJECTED;
-	return FB_OUT_REFUSED_HOLDER;
+	static const fb_outcome_t as[] = {[FB_JUDGE_REFUSED_OTHER] = FB_OUT_REFUSED_OTHER,
+	                                  [FB_JUDGE_REJECTED] = FB_OUT_REJECTED,
+	                                  [FB_JUDGE_UNJUDGED] = FB_OUT_REFUSED,
+	                                  [FB_JUDGE_FALSE] = FB_OUT_REFUSED_HOLDER};
+	fb_judge_refusal j = fb_judge_refusal_of(res->other, d != FB_UNFENCED, own, e->judging);
+	if (j == FB_JUDGE_BY_SENT) {
+		uint64_t sent =
+		        atomic_load_explicit(&e->sent[(size_t)key * 4 + d], memory_order_seq_cst);
+		j = fb_judge_refusal_by_sent(
+		        fence, sent,
+		        sent == fence &&
+		                atomic_load_explicit(&e->dup_fences, memory_order_relaxed));
+	}
+	return as[j];
 }
 
 /* A refusal judged: counted where it belongs, the first false rejection and

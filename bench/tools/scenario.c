@@ -4,7 +4,8 @@
  * of core/ only. It keeps its own books (the highest fence each store
  * accepted, the balance each store should hold if every accepted operation
  * had its intended effect), independent of the stores' own verdicts, and
- * judges each store from them. Nothing here reads real time.
+ * judges each store from them by the rules of judge.h (bench/verify), as
+ * the run's checker does. Nothing here reads real time.
  */
 #include "scenario.h"
 
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "judge.h"
 
 #define CLIENTS FB_SCENARIO_CLIENTS_MAX
 #define KEYS    FB_SCENARIO_KEYS_MAX
@@ -31,7 +33,7 @@ typedef struct outcome {
 
 /* The runner's own book of one key in one store. */
 typedef struct book {
-	int64_t ledger; /* the balance every accepted operation's intent leads to */
+	int64_t expected; /* the balance every accepted operation's intent leads to */
 	uint64_t max_accepted;
 	bool any_accepted;
 } book;
@@ -245,9 +247,10 @@ static int lease_step(world *w, const fb_scenario_step *st, const char *t, const
 
 /*
  * The runner's own account of an accepted write: stale if a fence at
- * least as high was already accepted on that key; the ledger moves by the
- * operation's intent (a debit subtracts, read-N subtracts N from whatever
- * the store holds, an explicit value sets it).
+ * least as high was already accepted on that key (fb_judge_stale); the
+ * expected balance moves by the operation's intent (a debit subtracts,
+ * read-N subtracts N from whatever the store holds, an explicit value
+ * sets it).
  */
 static void account(world *w, int d, const fb_scenario_step *st, uint64_t token, outcome *o)
 {
@@ -258,20 +261,20 @@ static void account(world *w, int d, const fb_scenario_step *st, uint64_t token,
 		return;
 	}
 	t->accepted++;
-	o->stale = b->any_accepted && token <= b->max_accepted;
+	o->stale = fb_judge_stale(token, b->any_accepted, b->max_accepted);
 	if (o->stale && !t->stale_accepted++) {
 		t->first_stale = token;
 		t->first_stale_after = b->max_accepted;
 	}
-	if (!b->any_accepted || token > b->max_accepted)
+	if (!o->stale)
 		b->max_accepted = token;
 	b->any_accepted = true;
 	if (st->op == FB_SCENARIO_DEBIT)
-		b->ledger -= st->value;
+		b->expected -= st->value;
 	else if (st->source == FB_SCENARIO_FROM_READ)
-		b->ledger += st->value;
+		b->expected += st->value;
 	else
-		b->ledger = st->value;
+		b->expected = st->value;
 }
 
 /* read, write, debit: the same token to the three stores. */
@@ -339,13 +342,22 @@ static int store_step(world *w, const fb_scenario_step *st, const char *t, const
 	return 0;
 }
 
-/* The verdict on store d so far. */
+/* Whether key k's balance in store d is what the book says it should be. */
+static bool balanced(world *w, int d, uint32_t k)
+{
+	return fb_judge_books_of(fb_judge_ledger(fb_store_balance(w->store[d], k),
+	                                         w->books[d][k].expected)) == FB_JUDGE_BALANCED;
+}
+
+/* The verdict on store d so far: a balance the book does not explain
+ * either way (above it: debits lost; below it: more applied than
+ * accepted) is an update lost. */
 static fb_scenario_want verdict(world *w, int d)
 {
 	if (w->tallies[d].stale_accepted)
 		return FB_SCENARIO_CORRUPTED;
 	for (uint32_t k = 0; k < w->sc->nkeys; k++)
-		if (fb_store_balance(w->store[d], k) != w->books[d][k].ledger)
+		if (!balanced(w, d, k))
 			return FB_SCENARIO_LOST;
 	return FB_SCENARIO_SAFE;
 }
@@ -466,7 +478,7 @@ static void expect_step(world *w, const fb_scenario_step *st, const char *text)
  * One store's verdict line: the final balances, then why. Corrupted: a
  * stale write was accepted (the first one's fence and the fence it went
  * behind). Updates lost: no stale write, but a balance differs from the
- * runner's ledger. Either way each key whose balance differs says what it
+ * runner's book. Either way each key whose balance differs says what it
  * should be.
  */
 static fb_scenario_want print_verdict(world *w, int d)
@@ -502,8 +514,8 @@ static fb_scenario_want print_verdict(world *w, int d)
 		        (unsigned long long)t->first_stale_after);
 	if (v != FB_SCENARIO_SAFE) {
 		for (uint32_t k = 0; k < n; k++) {
-			int64_t l = w->books[d][k].ledger;
-			if (fb_store_balance(w->store[d], k) != l)
+			int64_t l = w->books[d][k].expected;
+			if (!balanced(w, d, k))
 				fb_scenario_append(text, sizeof text, &at, "%s%s%sshould be %lld",
 				                   sep, n > 1 ? w->sc->keys[k] : "",
 				                   n > 1 ? " " : "", (long long)l);
@@ -540,8 +552,8 @@ static bool print_verdicts(world *w)
 	fprintf(w->out, "\n");
 	for (int d = 0; d < STORES; d++) {
 		fb_scenario_want v = print_verdict(w, d);
-		if ((d == FB_FENCED && v != FB_SCENARIO_SAFE) ||
-		    (d == FB_WRITE_FENCED && v == FB_SCENARIO_CORRUPTED))
+		if (fb_judge_fails((fb_discipline)d, v == FB_SCENARIO_CORRUPTED,
+		                   v == FB_SCENARIO_LOST, true))
 			held = false;
 	}
 	return held;
@@ -658,7 +670,7 @@ int fb_scenario_run(const fb_scenario *sc, FILE *out, FILE *err)
 			goto out;
 		}
 		for (uint32_t k = 0; k < keys; k++)
-			w->books[d][k].ledger = sc->balance;
+			w->books[d][k].expected = sc->balance;
 	}
 	code = run_steps(w);
 out:

@@ -1,5 +1,5 @@
 #include "checker.h"
-#include "verdict.h"
+#include "judge.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -189,7 +189,7 @@ static __attribute__((noinline)) void story(fb_checker *c, const ckey *k, const 
 static inline __attribute__((always_inline)) void walk(fb_checker *c, ckey *k,
                                                        const fb_check_rec *r)
 {
-	if (__builtin_expect(r->fence <= k->max_fence, 0)) {
+	if (__builtin_expect(fb_judge_stale(r->fence, true, k->max_fence), 0)) {
 		k->stale++;
 		/* relaxed: a count for the progress line; the join orders the rest */
 		atomic_store_explicit(&c->stale_total,
@@ -201,14 +201,16 @@ static inline __attribute__((always_inline)) void walk(fb_checker *c, ckey *k,
 		k->max_fence = r->fence;
 		k->top = *r;
 	}
-	if (__builtin_expect(r->replaced != k->balance, 0))
+	if (__builtin_expect(fb_judge_chain_break(r->replaced, k->balance), 0))
 		k->breaks++;
-	if (__builtin_expect(r->replaced != r->read, 0)) {
-		k->lost_amount += r->read - r->replaced;
-		atomic_store_explicit(&c->lost_total,
-		                      atomic_load_explicit(&c->lost_total, memory_order_relaxed) +
-		                              (r->read - r->replaced),
-		                      memory_order_relaxed);
+	int64_t erased = fb_judge_erased(r->read, r->replaced);
+	if (__builtin_expect(erased != 0, 0)) {
+		k->lost_amount = fb_judge_add(k->lost_amount, erased);
+		atomic_store_explicit(
+		        &c->lost_total,
+		        fb_judge_add(atomic_load_explicit(&c->lost_total, memory_order_relaxed),
+		                     erased),
+		        memory_order_relaxed);
 	}
 	k->balance = r->written;
 	k->walked++;
@@ -258,7 +260,7 @@ fb_check_place fb_checker_place(fb_checker *c, const fb_check_rec *r)
 	if (c->calls)
 		return stage(c, k, r);
 	uint16_t version = (uint16_t)r->version;
-	uint16_t ahead = (uint16_t)(version - k->next);
+	uint16_t ahead = fb_judge_ahead(version, k->next);
 	if (__builtin_expect(ahead == 0, 1)) {
 		walk(c, k, r);
 		if (__builtin_expect(!k->parked, 1))
@@ -275,7 +277,7 @@ fb_check_place fb_checker_place(fb_checker *c, const fb_check_rec *r)
 		}
 		return FB_CHECK_TAKEN;
 	}
-	if (ahead >= c->window) { /* behind the walk: it took this version already */
+	if (fb_judge_behind(ahead, c->window)) { /* it took this version already */
 		duplicate(c, k, r->key, version);
 		return FB_CHECK_TAKEN;
 	}
@@ -299,9 +301,9 @@ bool fb_checker_take_behind(fb_checker *c, const fb_check_rec *r, uint64_t elsew
 	ckey *k = &c->k[r->key];
 	if (c->calls)
 		return false; /* never held back for its place */
-	uint16_t ahead = (uint16_t)((uint16_t)r->version - k->next);
+	uint16_t ahead = fb_judge_ahead(r->version, k->next);
 	/* versions next .. version - 1 are all unwalked if it is ahead */
-	if (ahead < c->ring || (uint64_t)ahead - 1 <= elsewhere + k->parked)
+	if (ahead < c->ring || !fb_judge_cannot_come(ahead, elsewhere + k->parked))
 		return false;
 	duplicate(c, k, r->key, (uint16_t)r->version);
 	return true;
@@ -321,7 +323,8 @@ static void walk_staged(fb_checker *c, uint32_t key)
 	qsort(k->staged, k->nstaged, sizeof *k->staged, by_version);
 	for (uint32_t i = 0; i < k->nstaged; i++) {
 		const fb_check_rec *r = &k->staged[i];
-		if (k->walked + k->dups && r->version <= k->last_version) {
+		if (fb_judge_version(r->version, k->walked + k->dups, k->last_version, true) ==
+		    FB_JUDGE_TWICE) {
 			duplicate(c, k, key, r->version);
 			continue;
 		}
@@ -366,11 +369,10 @@ bool fb_checker_near(const fb_checker *c, const fb_check_rec *r, uint32_t limit)
 	if (!c->walk_at)
 		return true;
 	uint16_t ahead =
-	        (uint16_t)((uint16_t)r->version -
-	                   atomic_load_explicit(&c->walk_at[r->key], memory_order_relaxed));
-	/* at or beyond the window: behind the walk, a duplicate for the walk
-	 * to count, not to wait for */
-	return ahead < limit || ahead >= c->window;
+	        fb_judge_ahead(r->version, (uint16_t)atomic_load_explicit(&c->walk_at[r->key],
+	                                                                  memory_order_relaxed));
+	/* behind the walk: a duplicate for the walk to count, not to wait for */
+	return ahead < limit || fb_judge_behind(ahead, c->window);
 }
 
 uint16_t fb_checker_next(const fb_checker *c, uint32_t key)
@@ -446,29 +448,25 @@ void fb_checker_verdict(const fb_checker *c, bool fenced, const int64_t *balance
 		         "%llu writes did not replace the balance the previous one left (a write "
 		         "applied outside the commit order: one the store reported refused?)",
 		         (unsigned long long)breaks);
-	int64_t ledger_sum = 0, hist_sum = 0;
+	fb_judge_sums sums = {0, 0};
 	for (uint32_t k = 0; k < c->keys; k++) {
 		fb_check_key ck;
 		fb_checker_key(c, k, &ck);
-		int64_t bal = balance[k];
-		/* What the balance is above what the accepted debits left: the
-		 * debits whose effect is missing. Duplicates were accepted too. */
-		int64_t ledger =
-		        bal - (initial_balance - (int64_t)(ck.checked + ck.duplicates) * amount);
-		uint64_t last = last_fence[k];
+		/* Duplicates were accepted too. */
+		fb_judge_walked walked = {ck.checked + ck.duplicates, ck.lost_amount, ck.balance,
+		                          ck.max_fence};
+		int64_t ledger = fb_judge_close_key(
+		        &v->agrees, v->disagreement, sizeof v->disagreement, k, fenced,
+		        initial_balance, amount, &walked, balance[k], last_fence[k], &sums);
 		if (per_key)
-			per_key(ctx, k, &ck, bal, ledger, last);
+			per_key(ctx, k, &ck, balance[k], ledger, last_fence[k]);
 		v->checked += ck.checked;
 		v->stale_accepted += ck.stale_accepted;
 		v->chain_breaks += ck.chain_breaks;
 		v->duplicates += ck.duplicates;
-		ledger_sum += ledger > 0 ? ledger : 0; /* below 0: named, never a count */
-		hist_sum += ck.lost_amount;
-		fb_key_disagree(&v->agrees, v->disagreement, sizeof v->disagreement, k, fenced,
-		                ledger, ck.lost_amount, ck.balance, bal, ck.max_fence, last);
 	}
-	v->lost_updates = ledger_sum / amount;
-	v->lost_history = hist_sum / amount;
+	v->lost_updates = sums.lost / amount;
+	v->lost_history = sums.erased / amount;
 	if (v->checked + v->duplicates != accepted)
 		disagree(v, "the history holds %llu accepted writes, the store reported %llu",
 		         (unsigned long long)(v->checked + v->duplicates),

@@ -4,7 +4,7 @@
  * gives each accepted write its place in the key's commit order (the
  * version); the writer logs what it wrote (version, fence, balance read,
  * balance replaced, balance written) and the checker walks each key's
- * history in that order:
+ * history in that order, by the rules of judge.h:
  *
  *   - a write whose fence is <= the highest fence accepted before it is a
  *     stale write the store accepted (the corruption count);

@@ -1,5 +1,5 @@
 #include "history.h"
-#include "verdict.h"
+#include "judge.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,19 +39,11 @@ struct fb_history {
 	char foreign_why[200];
 };
 
-/* Balances come from a store that may be broken: sums wrap rather than
- * overflow (the two's complement result is what a reader would compute). */
-static inline int64_t wadd(int64_t a, int64_t b)
+/* The balance a row's client read: it computed after = read - amount
+ * (wrapping: the store may be broken). */
+static inline int64_t read_of(const fb_history *h, const fb_history_row *r)
 {
-	return (int64_t)((uint64_t)a + (uint64_t)b);
-}
-static inline int64_t wsub(int64_t a, int64_t b)
-{
-	return (int64_t)((uint64_t)a - (uint64_t)b);
-}
-static inline int64_t wmul(uint64_t a, int64_t b)
-{
-	return (int64_t)(a * (uint64_t)b);
+	return fb_judge_add(r->after, h->meta.amount);
 }
 
 /* The first reason the history and the store disagree (fb_disagree). */
@@ -176,14 +168,16 @@ fb_err fb_history_feed(fb_history *h, const fb_history_row *r)
 	/* a store that numbers its own writes may leave gaps: the chain of
 	 * balances below still finds a lost write */
 	bool own = h->meta.own_versions >> r->d & 1;
-	if (r->version > k->last_version + 1 && !own) {
+	/* versions start at 1: a version 0 is at or below the start */
+	fb_judge_order order = fb_judge_version(r->version, true, k->last_version, own);
+	if (order == FB_JUDGE_GAP) {
 		uint64_t missing = r->version - k->last_version - 1;
 		v->version_gaps += missing;
 		disagree(v,
 		         "key %u: version %llu follows version %llu: the history lost %llu writes",
 		         r->key, (unsigned long long)r->version,
 		         (unsigned long long)k->last_version, (unsigned long long)missing);
-	} else if (r->version <= k->last_version) {
+	} else if (order == FB_JUDGE_TWICE) {
 		v->out_of_order++;
 		disagree(v,
 		         "key %u: version %llu after version %llu: a row out of order or recorded "
@@ -194,7 +188,7 @@ fb_err fb_history_feed(fb_history *h, const fb_history_row *r)
 	if (r->version > k->last_version)
 		k->last_version = r->version;
 
-	if (r->before != k->balance) {
+	if (fb_judge_chain_break(r->before, k->balance)) {
 		v->chain_breaks++;
 		if (k->rows == 1)
 			disagree(
@@ -212,23 +206,22 @@ fb_err fb_history_feed(fb_history *h, const fb_history_row *r)
 			         (long long)k->balance);
 	}
 
-	bool stale = r->fence <= k->max_fence;
+	bool stale = fb_judge_stale(r->fence, true, k->max_fence);
 	if (stale) {
 		k->stale++;
 		v->stale_accepted++;
 		if (!v->first.found)
-			v->first =
-			        (fb_history_story){true,
-			                           r->key,
-			                           r->version,
-			                           r->fence,
-			                           r->client,
-			                           r->worker,
-			                           k->max_fence,
-			                           k->top_version,
-			                           k->top_client,
-			                           k->top_worker,
-			                           wsub(wadd(r->after, h->meta.amount), r->before)};
+			v->first = (fb_history_story){true,
+			                              r->key,
+			                              r->version,
+			                              r->fence,
+			                              r->client,
+			                              r->worker,
+			                              k->max_fence,
+			                              k->top_version,
+			                              k->top_client,
+			                              k->top_worker,
+			                              fb_judge_erased(read_of(h, r), r->before)};
 	}
 	if (r->store_stale)
 		v->store_stale++;
@@ -251,7 +244,7 @@ fb_err fb_history_feed(fb_history *h, const fb_history_row *r)
 			        (unsigned long long)r->fence, r->client,
 			        (unsigned long long)k->max_fence);
 	}
-	if (r->fence > k->max_fence) {
+	if (!stale) {
 		k->max_fence = r->fence;
 		k->top_version = r->version;
 		k->top_client = r->client;
@@ -260,9 +253,8 @@ fb_err fb_history_feed(fb_history *h, const fb_history_row *r)
 	if (r->fence > v->max_fence)
 		v->max_fence = r->fence;
 
-	/* The client computed after = read - amount: it read after + amount,
-	 * and whatever lay between that and `before` it wrote over. */
-	k->lost_amount = wadd(k->lost_amount, wsub(wadd(r->after, h->meta.amount), r->before));
+	/* whatever lay between what the client read and `before` it wrote over */
+	k->lost_amount = fb_judge_add(k->lost_amount, fb_judge_erased(read_of(h, r), r->before));
 	k->balance = r->after;
 	return c ? FB_OK : FB_ENOMEM;
 }
@@ -305,25 +297,23 @@ void fb_history_finish(fb_history *h, fb_discipline d, const int64_t *final_bala
 	if (m->v.on && !m->v.finished) {
 		fb_history_verdict *mv = &m->v;
 		bool fenced = d != FB_UNFENCED;
-		int64_t ledger_sum = 0, hist_sum = 0;
+		fb_judge_sums sums = {0, 0};
 		for (uint32_t i = 0; i < h->meta.keys; i++) {
 			const hkey *k = &m->k[i];
-			int64_t bal = final_balance[i];
-			int64_t ledger = wsub(
-			        bal, wsub(h->meta.initial_balance, wmul(k->rows, h->meta.amount)));
+			fb_judge_walked walked = {k->rows, k->lost_amount, k->balance,
+			                          k->max_fence};
+			int64_t ledger = fb_judge_close_key(
+			        &mv->agrees, mv->disagreement, sizeof mv->disagreement, i, fenced,
+			        h->meta.initial_balance, h->meta.amount, &walked, final_balance[i],
+			        last_fence[i], &sums);
 			if (per_key) {
 				fb_history_key hk = {k->rows, k->stale, k->max_fence, k->balance,
 				                     k->lost_amount};
-				per_key(ctx, d, i, &hk, bal, ledger, last_fence[i]);
+				per_key(ctx, d, i, &hk, final_balance[i], ledger, last_fence[i]);
 			}
-			ledger_sum = wadd(ledger_sum, ledger > 0 ? ledger : 0); /* below: named */
-			hist_sum = wadd(hist_sum, k->lost_amount);
-			fb_key_disagree(&mv->agrees, mv->disagreement, sizeof mv->disagreement, i,
-			                fenced, ledger, k->lost_amount, k->balance, bal,
-			                k->max_fence, last_fence[i]);
 		}
-		mv->lost_updates = ledger_sum / h->meta.amount;
-		mv->lost_history = hist_sum / h->meta.amount;
+		mv->lost_updates = sums.lost / h->meta.amount;
+		mv->lost_history = sums.erased / h->meta.amount;
 		if (mv->stale_accepted != mv->store_stale)
 			disagree(mv,
 			         "the checker found %llu stale writes accepted, the store flagged "
@@ -407,14 +397,7 @@ bool fb_history_failed(fb_discipline d, const fb_history_verdict *v)
 {
 	if (!v->on)
 		return false;
-	switch (d) {
-	case FB_FENCED:
-		return v->stale_accepted || v->lost_updates || v->lost_history || !v->agrees;
-	case FB_WRITE_FENCED:
-		return v->stale_accepted || !v->agrees;
-	default:
-		return !v->agrees;
-	}
+	return fb_judge_fails(d, v->stale_accepted, v->lost_updates || v->lost_history, v->agrees);
 }
 
 const char *fb_history_outcome(fb_discipline d, const fb_history_verdict *v)

@@ -6,7 +6,8 @@
  * Rows arrive in the store's order, discipline by discipline, key by key,
  * version by version; the checker keeps one small state per (discipline,
  * key) and none of the rows, so a history of millions of writes costs what
- * the keys cost. Within a key, versions must run 1, 2, ... n:
+ * the keys cost. Within a key, versions must run 1, 2, ... n (the rules are
+ * judge.h's, as the run's checker applies them):
  *
  *   - a row whose fence is <= the highest fence of the key's earlier rows
  *     is a stale write the store accepted (stale_accepted); the store's own

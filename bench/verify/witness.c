@@ -1,4 +1,5 @@
 #include "witness.h"
+#include "judge.h"
 
 #include <stdlib.h>
 
@@ -120,7 +121,7 @@ void fb_witness_acquired_answered(fb_witness *w, uint32_t key, uint64_t fence, u
 	 * it, so if every fence is above the one it replaced, a key's fences
 	 * rise strictly in slot order. One compare, no shared state, no
 	 * clock: a lower (or equal) fence is caught every time it happens. */
-	if (replaced && fence <= replaced) {
+	if (fb_judge_regression(fence, replaced)) {
 		c->regressions++;
 		note(w, FB_WIT_REGRESSION, key, fence, replaced);
 	}
@@ -141,7 +142,7 @@ void fb_witness_acquired_answered(fb_witness *w, uint32_t key, uint64_t fence, u
 			cur = atomic_load_explicit(word, memory_order_acquire);
 			continue;
 		}
-		if (fence == f) {
+		if (fb_judge_fence_twice(fence, f)) {
 			c->duplicates++;
 			note(w, FB_WIT_DUPLICATE, key, fence, f);
 			return;
@@ -149,7 +150,7 @@ void fb_witness_acquired_answered(fb_witness *w, uint32_t key, uint64_t fence, u
 		if (fence < f) {
 			/* A late report of an older lease: it must have begun no
 			 * later than the newer one did. */
-			if (f && at > cur_at + w->slack) {
+			if (f && fb_judge_inversion(at, cur_at, w->slack)) {
 				c->inversions++;
 				note(w, FB_WIT_INVERSION, key, fence, f);
 			}
@@ -158,16 +159,15 @@ void fb_witness_acquired_answered(fb_witness *w, uint32_t key, uint64_t fence, u
 		/* a newer fence for an older acquisition; or the previous lease was
 		 * live and still held. Counted once the report is in: a CAS that
 		 * fails goes round again and must not count twice. */
-		bool inverted = f && at + w->slack < cur_at;
+		bool inverted = f && fb_judge_inversion(cur_at, at, w->slack);
 		/* On the reply too, where asked: the previous holder was told its
 		 * lease is valid until cur.hi - shortfall; a correct service
 		 * cannot have given the key to another, and answered, before that
 		 * (a node expires the key no sooner than the previous holder's
 		 * send + TTL, and the shortfall covers the servers' rounding). */
-		bool overlap =
-		        !inverted && f && !released &&
-		        (at + w->overlap_slack < cur.hi ||
-		         (w->answers && answered_at && answered_at + w->answer_slack < cur.hi));
+		bool overlap = !inverted && f &&
+		               fb_judge_overlap(released, cur.hi, at, w->overlap_slack, w->answers,
+		                                answered_at, w->answer_slack);
 		fb_u128 next = {fence << 1, expires_at};
 		/* acq_rel: this report is the newest; later reports compare with it */
 		if (atomic_compare_exchange_weak_explicit(word, &cur, next, memory_order_acq_rel,

@@ -2,7 +2,8 @@
  * The lease witness: the checker's view of the lease table, independent of
  * the table's own code. Every acquire and release is reported to it, and
  * per key it keeps the newest lease it has heard of. A report that
- * contradicts it is a violation of the lease's own promises:
+ * contradicts it is a violation of the lease's own promises (the rules of
+ * judge.h):
  *
  *   - a fence handed out twice for a key (duplicate);
  *   - a fence not above the one the acquire replaced in the key's slot (a
