@@ -106,6 +106,10 @@ typedef struct fb_outcome_heard {
 	};
 	uint64_t highest[FB_DISCIPLINES];  /* the fence each store had seen, as it answered */
 	uint64_t highest0[FB_DISCIPLINES]; /* ... to a resent write's first copy */
+	/* a stale write's: set by its WRITTEN, before the cycle's STALE (no
+	 * clearing at the cycle's start) */
+	uint64_t newer; /* the fence it went behind */
+	int64_t erased; /* ... and the debits it erased */
 } fb_outcome_heard;
 
 /* The checker feed's slot (listen_feed.h): the cycle's accepted writes as
@@ -114,14 +118,6 @@ typedef struct fb_feed_heard {
 	fb_check_rec todo[2 * FB_DISCIPLINES];
 	uint8_t ntodo, done; /* records kept; ... and committed */
 } fb_feed_heard;
-
-/* The story's slot (listen_story.h): its stale write, if any (what each
- * store did is the tracker's). Set by the stale write's WRITTEN, which
- * comes before the cycle's STALE: no clearing at the cycle's start. */
-typedef struct fb_story_heard {
-	uint64_t newer; /* the fence a stale write went behind */
-	int64_t erased; /* ... and the debits it erased */
-} fb_story_heard;
 
 /* Each listener's per-worker slot: written only by the listeners, on the
  * worker's thread (or its driver's step); read after the join. */
@@ -134,7 +130,6 @@ typedef struct fb_heard {
 	fb_counter stale_attempts[FB_FAULTS]; /* cycles under the fault that wrote stale */
 	fb_outcome_heard outs;
 	fb_feed_heard feed;
-	fb_story_heard story;
 } fb_heard;
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * Listener: the outcome tracker. What each store did with the cycle's
  * writes (the last copy's outcome and the first copy's, the fence each
- * store had seen as it answered), kept once in its slot (fb_heard.outs)
+ * store had seen as it answered; a stale write's newer fence and the debits
+ * it erased), kept once in its slot (fb_heard.outs)
  * for the two listeners that read it: the checker feed adds the outcomes
  * to each record it commits, the story tells them of a stale write. Heard
  * before either (listeners.h), whenever either listens: not under
@@ -49,6 +50,10 @@ static inline __attribute__((always_inline)) void fb_on_outcome(fb_env *e, fb_he
 		o->outcome[ev->d] = ev->outcome;
 		if (!ev->copy)
 			o->outcome0[ev->d] = ev->outcome;
+		if (ev->outcome == FB_OUT_STALE) { /* the story's (newer, erased) */
+			o->newer = highest;
+			o->erased = ev->read - ev->res->before;
+		}
 		return;
 	}
 	default:

@@ -82,8 +82,8 @@ static void tell_outside(fb_env *e, uint64_t since, fb_first_corruption *fc)
 
 /* The cycle as the story's stale write: who, what, the fault, what each
  * store did. */
-static void tell(fb_env *e, const fb_story_heard *s, const fb_outcome_heard *o,
-                 const fb_story_facts *ev, fb_first_corruption *fc)
+static void tell(fb_env *e, const fb_outcome_heard *o, const fb_story_facts *ev,
+                 fb_first_corruption *fc)
 {
 	*fc = (fb_first_corruption){.found = true,
 	                            .key = ev->key,
@@ -93,8 +93,8 @@ static void tell(fb_env *e, const fb_story_heard *s, const fb_outcome_heard *o,
 	                            .expires_at = ev->lease->expires_at,
 	                            .acquired_at = ev->lease->expires_at - e->cfg->ttl_ns,
 	                            .wrote_at = ev->now,
-	                            .newer_fence = s->newer,
-	                            .erased = s->erased,
+	                            .newer_fence = o->newer,
+	                            .erased = o->erased,
 	                            .t0 = e->t0};
 	const uint64_t *highest;
 	memcpy(fc->outcome, told_outcome(o, &highest), sizeof fc->outcome);
@@ -151,8 +151,7 @@ static void tell_landed(fb_env *e, const fb_story_facts *ev)
 	watch(&e->watch_first, ev->key, ev->fence);
 }
 
-void fb_story_heard_stale(fb_env *e, const fb_story_heard *s, const fb_outcome_heard *o,
-                          const fb_story_facts *ev)
+void fb_story_heard_stale(fb_env *e, const fb_outcome_heard *o, const fb_story_facts *ev)
 {
 	if (ev->kind == FB_EV_LANDED) {
 		if (fb_claim_once(&e->first_claimed))
@@ -160,11 +159,11 @@ void fb_story_heard_stale(fb_env *e, const fb_story_heard *s, const fb_outcome_h
 		return;
 	}
 	if (fb_claim_once(&e->first_claimed)) {
-		tell(e, s, o, ev, &e->first);
+		tell(e, o, ev, &e->first);
 		watch(&e->watch_first, ev->key, ev->fence);
 	}
 	if (article_shaped(o) && fb_claim_once(&e->shape_claimed)) {
-		tell(e, s, o, ev, &e->shaped);
+		tell(e, o, ev, &e->shaped);
 		watch(&e->watch_shaped, ev->key, ev->fence);
 	}
 }

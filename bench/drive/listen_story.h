@@ -1,8 +1,8 @@
 /*
  * Listener: the story of the run's first corruption (bench/report/story.c
- * tells it). What each store did with the cycle's writes is the outcome
- * tracker's (listen_outcome.h); the cycle's stale write, in its slot
- * (fb_heard.story), as the events say; when the cycle wrote stale
+ * tells it). It keeps no slot: what each store did with the cycle's
+ * writes, and the newer write its stale write went behind, are the outcome
+ * tracker's (listen_outcome.h). When the cycle wrote stale
  * (FB_EV_STALE), or a delayed write landed stale (FB_EV_LANDED), the run's
  * first such write, and its first of the article's shape, are told into
  * fb_env.first and .shaped, and the checkers asked to keep the newer write
@@ -16,7 +16,7 @@
 #include "cycle.h"
 #include "event.h"
 
-#define FB_EVS_story (1u << FB_EV_WRITTEN | 1u << FB_EV_STALE | 1u << FB_EV_LANDED)
+#define FB_EVS_story (1u << FB_EV_STALE | 1u << FB_EV_LANDED)
 
 static inline bool fb_wants_story(const fb_env *e)
 {
@@ -41,20 +41,12 @@ typedef struct fb_story_facts {
 /* The stale write of the cycle (FB_EV_STALE, s: its worker's slot) or of
  * the delivery (FB_EV_LANDED, s NULL): the story's, if it is the run's
  * first, or its first of the article's shape. Cold: once or twice a run. */
-void fb_story_heard_stale(fb_env *e, const fb_story_heard *s, const fb_outcome_heard *o,
-                          const fb_story_facts *f);
+void fb_story_heard_stale(fb_env *e, const fb_outcome_heard *o, const fb_story_facts *f);
 
 static inline __attribute__((always_inline)) void fb_on_story(fb_env *e, fb_heard *h,
                                                               const fb_event *ev)
 {
-	fb_story_heard *s = h ? &h->story : NULL;
 	switch ((fb_event_kind)ev->kind) {
-	case FB_EV_WRITTEN:
-		if (ev->outcome == FB_OUT_STALE) {
-			s->newer = ev->res->highest;
-			s->erased = ev->read - ev->res->before;
-		}
-		return;
 	case FB_EV_STALE:
 	case FB_EV_LANDED: { /* LANDED: the store's answer; STALE: none */
 		const fb_store_result *r = ev->kind == FB_EV_LANDED ? ev->res : NULL;
@@ -66,7 +58,7 @@ static inline __attribute__((always_inline)) void fb_on_story(fb_env *e, fb_hear
 		                    ev->now,     r ? r->highest : 0,
 		                    ev->read,    r ? r->before : 0,
 		                    ev->lease,   ev->conn};
-		fb_story_heard_stale(e, s, h ? &h->outs : NULL, &f);
+		fb_story_heard_stale(e, h ? &h->outs : NULL, &f);
 		return;
 	}
 	default:
