@@ -1018,7 +1018,7 @@ bool fb_cycle_commit(fb_env *e, fb_feed_log *log, const fb_check_rec *c, uint64_
  * bounded) or yields (the simulator tries again later). */
 static HOT fb_step op_commit(fb_worker *w)
 {
-	if (!fb_feed_commit(w->env, &w->heard.feed, w->log, &w->stalls))
+	if (!fb_feed_commit(w->env, &w->heard, w->log, &w->stalls))
 		return (fb_step){FB_YIELD, 0};
 	return go(w, FB_PC_END);
 }

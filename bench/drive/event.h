@@ -91,26 +91,33 @@ typedef struct fb_narration {
 	uint64_t version;
 } fb_narration;
 
+/* The outcome tracker's slot (listen_outcome.h), read by the feed and the
+ * story: what each store did with the cycle's writes, kept once for both.
+ * The outcomes and the copied flag fill one word: the cycle's start clears
+ * them in one store. */
+typedef struct fb_outcome_heard {
+	union {
+		struct {
+			uint8_t outcome[FB_DISCIPLINES];  /* by the last copy */
+			uint8_t outcome0[FB_DISCIPLINES]; /* ... after a resent write's first copy */
+			bool copied;                      /* a write of the cycle was resent */
+		};
+		uint64_t clear;
+	};
+	uint64_t highest[FB_DISCIPLINES];  /* the fence each store had seen, as it answered */
+	uint64_t highest0[FB_DISCIPLINES]; /* ... to a resent write's first copy */
+	/* a stale write's: set by its WRITTEN, before the cycle's STALE (no
+	 * clearing at the cycle's start) */
+	uint64_t newer; /* the fence it went behind */
+	int64_t erased; /* ... and the debits it erased */
+} fb_outcome_heard;
+
 /* The checker feed's slot (listen_feed.h): the cycle's accepted writes as
- * records, and what the cycle did at each store, for its commit. */
+ * records, for its commit (which adds the tracker's outcomes). */
 typedef struct fb_feed_heard {
 	fb_check_rec todo[2 * FB_DISCIPLINES];
 	uint8_t ntodo, done; /* records kept; ... and committed */
-	uint8_t outcome[FB_DISCIPLINES];
-	uint8_t outcome0[FB_DISCIPLINES]; /* ... after a resent write's first copy */
 } fb_feed_heard;
-
-/* The story's slot (listen_story.h): what each store did with the cycle's
- * writes, and its stale write, if any. */
-typedef struct fb_story_heard {
-	uint8_t outcome[FB_DISCIPLINES];
-	uint8_t outcome0[FB_DISCIPLINES];  /* ... after a resent write's first copy */
-	uint64_t highest[FB_DISCIPLINES];  /* the fence each store had seen, as it answered */
-	uint64_t highest0[FB_DISCIPLINES]; /* ... to a resent write's first copy */
-	uint64_t newer;                    /* the fence a stale write went behind */
-	int64_t erased;                    /* ... and the debits it erased */
-	bool copied;                       /* a write of the cycle was resent */
-} fb_story_heard;
 
 /* Each listener's per-worker slot: written only by the listeners, on the
  * worker's thread (or its driver's step); read after the join. */
@@ -121,8 +128,8 @@ typedef struct fb_heard {
 	fb_narration narr;
 	fb_counter takeovers[FB_FAULTS];      /* cycles under the fault whose lease was taken */
 	fb_counter stale_attempts[FB_FAULTS]; /* cycles under the fault that wrote stale */
+	fb_outcome_heard outs;
 	fb_feed_heard feed;
-	fb_story_heard story;
 } fb_heard;
 
 #endif

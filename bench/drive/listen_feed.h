@@ -1,9 +1,9 @@
 /*
  * Listener: the checker feed (bench/verify/feed.h). Every accepted write of
- * the cycle is kept as a record in its slot (fb_heard.feed), and what each
- * store did with the cycle's writes beside them; the cycle's commit
- * (fb_feed_heard_commit, after the release) puts them in the worker's log
- * for the checkers to walk. Only while the checkers see every write
+ * the cycle is kept as a record in its slot (fb_heard.feed); the cycle's
+ * commit (fb_feed_commit, after the release) puts them in the worker's log
+ * for the checkers to walk, with what each store did with the cycle's
+ * writes as the outcome tracker kept it (listen_outcome.h). Only while the checkers see every write
  * (fb_env.checking).
  */
 #ifndef FB_LISTEN_FEED_H
@@ -14,7 +14,7 @@
 #include "cycle.h"
 #include "event.h"
 
-#define FB_EVS_feed (1u << FB_EV_ACQUIRED | 1u << FB_EV_UNWRITTEN | 1u << FB_EV_WRITTEN)
+#define FB_EVS_feed (1u << FB_EV_ACQUIRED | 1u << FB_EV_WRITTEN)
 
 static inline bool fb_wants_feed(const fb_env *e)
 {
@@ -28,21 +28,11 @@ static inline __attribute__((always_inline)) void fb_on_feed(fb_env *e, fb_heard
 	switch ((fb_event_kind)ev->kind) {
 	case FB_EV_ACQUIRED: /* a new cycle */
 		f->ntodo = f->done = 0;
-		memset(f->outcome, 0, sizeof f->outcome);
-		memset(f->outcome0, 0, sizeof f->outcome0);
-		return;
-	case FB_EV_UNWRITTEN: /* its read refused: the read's outcome is the store's */
-		f->outcome[ev->d] = f->outcome0[ev->d] = ev->outcome;
 		return;
 	case FB_EV_WRITTEN:
-		if (ev->outcome == FB_EV_IN_FLIGHT || ev->outcome == FB_EV_NO_ANSWER)
-			return;
-		f->outcome[ev->d] = ev->outcome;
-		if (!ev->copy)
-			f->outcome0[ev->d] = ev->outcome;
 		if (ev->outcome != FB_OUT_ACCEPTED && ev->outcome != FB_OUT_STALE)
 			return;
-		/* its cycle's outcomes are added as it is logged */
+		/* its cycle's outcomes are added as it is logged (fb_feed_fill) */
 		f->todo[f->ntodo++] = (fb_check_rec){
 		        .fence = ev->fence,
 		        .read = ev->read,
@@ -62,12 +52,13 @@ static inline __attribute__((always_inline)) void fb_on_feed(fb_env *e, fb_heard
 }
 
 /* The cycle's next record into slot, with what the cycle did at every
- * store: a resent write's first copy, what that copy did (the same as the
- * last copy's where nothing was resent). */
-static inline void fb_feed_fill(fb_feed_heard *f, fb_check_rec *slot)
+ * store as the outcome tracker kept it (o, listen_outcome.h): a resent
+ * write's first copy, what that copy did (the same as the last copy's
+ * where nothing was resent). */
+static inline void fb_feed_fill(fb_feed_heard *f, const fb_outcome_heard *o, fb_check_rec *slot)
 {
 	*slot = f->todo[f->done++];
-	memcpy(slot->outcome, slot->resent ? f->outcome : f->outcome0, sizeof slot->outcome);
+	memcpy(slot->outcome, slot->resent ? o->outcome : o->outcome0, sizeof slot->outcome);
 }
 
 /*
@@ -80,7 +71,8 @@ static inline void fb_feed_fill(fb_feed_heard *f, fb_check_rec *slot)
  * A record of one walk never passes an earlier one of the same walk: its
  * version is higher, so it is near only if that one is.
  */
-static inline void fb_feed_put_near(fb_feed_heard *f, fb_feed_log *log)
+static inline void fb_feed_put_near(fb_feed_heard *f, const fb_outcome_heard *o,
+                                    fb_feed_log *log)
 {
 	for (uint8_t j = f->done; j < f->ntodo; j++) {
 		fb_check_rec *slot;
@@ -92,7 +84,7 @@ static inline void fb_feed_put_near(fb_feed_heard *f, fb_feed_log *log)
 			        (size_t)(j - f->done) * sizeof r);
 			f->todo[f->done] = r;
 		}
-		fb_feed_fill(f, slot);
+		fb_feed_fill(f, o, slot);
 		fb_feed_put(log);
 	}
 }
@@ -103,14 +95,16 @@ static inline void fb_feed_put_near(fb_feed_heard *f, fb_feed_log *log)
  * (threads: held by a walk, bounded); else false: try again later (the
  * simulator yields). True: done (or the wait was given up: the run failed).
  */
-static inline __attribute__((always_inline)) bool fb_feed_commit(fb_env *e, fb_feed_heard *f,
+static inline __attribute__((always_inline)) bool fb_feed_commit(fb_env *e, fb_heard *h,
                                                                  fb_feed_log *log, uint64_t *stalls)
 {
+	fb_feed_heard *f = &h->feed;
+	const fb_outcome_heard *o = &h->outs;
 	while (f->done < f->ntodo) {
 		fb_check_rec *slot = NULL;
 		bool kept = false;
 		if (log->wide && e->blocking) {
-			fb_feed_put_near(f, log);
+			fb_feed_put_near(f, o, log);
 			if (f->done == f->ntodo)
 				break;
 		}
@@ -125,7 +119,7 @@ static inline __attribute__((always_inline)) bool fb_feed_commit(fb_env *e, fb_f
 				break; /* the wait was given up: the run has failed */
 			kept = true;
 		}
-		fb_feed_fill(f, slot);
+		fb_feed_fill(f, o, slot);
 		if (!kept)
 			fb_feed_put(log);
 	}

@@ -31,15 +31,15 @@ static void peek_newer(fb_env *e, void *conn, fb_first_corruption *fc)
 /* What the cycle's stale write did at each store: a resent write's first
  * copy where that copy was stale somewhere (the checker's watch keeps the
  * first stale record of a key and fence, so the story tells that copy). */
-static const uint8_t *told_outcome(const fb_story_heard *s, const uint64_t **highest)
+static const uint8_t *told_outcome(const fb_outcome_heard *o, const uint64_t **highest)
 {
-	for (int d = 0; s->copied && d < FB_DISCIPLINES; d++)
-		if (s->outcome0[d] == FB_OUT_STALE) {
-			*highest = s->highest0;
-			return s->outcome0;
+	for (int d = 0; o->copied && d < FB_DISCIPLINES; d++)
+		if (o->outcome0[d] == FB_OUT_STALE) {
+			*highest = o->highest0;
+			return o->outcome0;
 		}
-	*highest = s->highest;
-	return s->outcome;
+	*highest = o->highest;
+	return o->outcome;
 }
 
 /* Issue 24: the first outside fault (the wire's, the nemesis's) logged
@@ -82,7 +82,7 @@ static void tell_outside(fb_env *e, uint64_t since, fb_first_corruption *fc)
 
 /* The cycle as the story's stale write: who, what, the fault, what each
  * store did. */
-static void tell(fb_env *e, const fb_story_heard *s, const fb_story_facts *ev,
+static void tell(fb_env *e, const fb_outcome_heard *o, const fb_story_facts *ev,
                  fb_first_corruption *fc)
 {
 	*fc = (fb_first_corruption){.found = true,
@@ -93,11 +93,11 @@ static void tell(fb_env *e, const fb_story_heard *s, const fb_story_facts *ev,
 	                            .expires_at = ev->lease->expires_at,
 	                            .acquired_at = ev->lease->expires_at - e->cfg->ttl_ns,
 	                            .wrote_at = ev->now,
-	                            .newer_fence = s->newer,
-	                            .erased = s->erased,
+	                            .newer_fence = o->newer,
+	                            .erased = o->erased,
 	                            .t0 = e->t0};
 	const uint64_t *highest;
-	memcpy(fc->outcome, told_outcome(s, &highest), sizeof fc->outcome);
+	memcpy(fc->outcome, told_outcome(o, &highest), sizeof fc->outcome);
 	memcpy(fc->highest, highest, sizeof fc->highest);
 	for (int i = 0; i < e->nactive; i++) {
 		int j = ev->d + i;
@@ -120,12 +120,12 @@ static void tell(fb_env *e, const fb_story_heard *s, const fb_story_facts *ev,
 
 /* The article's shape: the unfenced store took the stale write, the fenced
  * one refused it (its write, or the read before it). */
-static bool article_shaped(const fb_story_heard *s)
+static bool article_shaped(const fb_outcome_heard *o)
 {
 	const uint64_t *h;
-	const uint8_t *o = told_outcome(s, &h);
-	uint8_t f = o[FB_FENCED];
-	return o[FB_UNFENCED] == FB_OUT_STALE && (f == FB_OUT_REJECTED || f == FB_OUT_READ_REFUSED);
+	const uint8_t *t = told_outcome(o, &h);
+	uint8_t f = t[FB_FENCED];
+	return t[FB_UNFENCED] == FB_OUT_STALE && (f == FB_OUT_REJECTED || f == FB_OUT_READ_REFUSED);
 }
 
 /* A delayed write landed stale, the run's first corruption: its story. */
@@ -151,7 +151,7 @@ static void tell_landed(fb_env *e, const fb_story_facts *ev)
 	watch(&e->watch_first, ev->key, ev->fence);
 }
 
-void fb_story_heard_stale(fb_env *e, const fb_story_heard *s, const fb_story_facts *ev)
+void fb_story_heard_stale(fb_env *e, const fb_outcome_heard *o, const fb_story_facts *ev)
 {
 	if (ev->kind == FB_EV_LANDED) {
 		if (fb_claim_once(&e->first_claimed))
@@ -159,11 +159,11 @@ void fb_story_heard_stale(fb_env *e, const fb_story_heard *s, const fb_story_fac
 		return;
 	}
 	if (fb_claim_once(&e->first_claimed)) {
-		tell(e, s, ev, &e->first);
+		tell(e, o, ev, &e->first);
 		watch(&e->watch_first, ev->key, ev->fence);
 	}
-	if (article_shaped(s) && fb_claim_once(&e->shape_claimed)) {
-		tell(e, s, ev, &e->shaped);
+	if (article_shaped(o) && fb_claim_once(&e->shape_claimed)) {
+		tell(e, o, ev, &e->shaped);
 		watch(&e->watch_shaped, ev->key, ev->fence);
 	}
 }

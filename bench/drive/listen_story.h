@@ -1,7 +1,8 @@
 /*
  * Listener: the story of the run's first corruption (bench/report/story.c
- * tells it). What each store did with the cycle's writes is kept in its
- * slot (fb_heard.story) as the events say; when the cycle wrote stale
+ * tells it). It keeps no slot: what each store did with the cycle's
+ * writes, and the newer write its stale write went behind, are the outcome
+ * tracker's (listen_outcome.h). When the cycle wrote stale
  * (FB_EV_STALE), or a delayed write landed stale (FB_EV_LANDED), the run's
  * first such write, and its first of the article's shape, are told into
  * fb_env.first and .shaped, and the checkers asked to keep the newer write
@@ -15,9 +16,7 @@
 #include "cycle.h"
 #include "event.h"
 
-#define FB_EVS_story                                                                               \
-	(1u << FB_EV_ACQUIRED | 1u << FB_EV_UNWRITTEN | 1u << FB_EV_WRITTEN | 1u << FB_EV_STALE |  \
-	 1u << FB_EV_LANDED)
+#define FB_EVS_story (1u << FB_EV_STALE | 1u << FB_EV_LANDED)
 
 static inline bool fb_wants_story(const fb_env *e)
 {
@@ -42,43 +41,12 @@ typedef struct fb_story_facts {
 /* The stale write of the cycle (FB_EV_STALE, s: its worker's slot) or of
  * the delivery (FB_EV_LANDED, s NULL): the story's, if it is the run's
  * first, or its first of the article's shape. Cold: once or twice a run. */
-void fb_story_heard_stale(fb_env *e, const fb_story_heard *s, const fb_story_facts *f);
+void fb_story_heard_stale(fb_env *e, const fb_outcome_heard *o, const fb_story_facts *f);
 
 static inline __attribute__((always_inline)) void fb_on_story(fb_env *e, fb_heard *h,
                                                               const fb_event *ev)
 {
-	fb_story_heard *s = h ? &h->story : NULL;
 	switch ((fb_event_kind)ev->kind) {
-	case FB_EV_ACQUIRED: /* a new cycle's writes (the fences seen stay) */
-		memset(s->outcome, 0, sizeof s->outcome);
-		memset(s->outcome0, 0, sizeof s->outcome0);
-		s->newer = 0;
-		s->erased = 0;
-		s->copied = false;
-		return;
-	case FB_EV_UNWRITTEN: /* its read refused: the read's outcome is the store's */
-		s->outcome[ev->d] = s->outcome0[ev->d] = ev->outcome;
-		s->highest[ev->d] = ev->highest;
-		return;
-	case FB_EV_WRITTEN: {
-		if (ev->outcome == FB_EV_IN_FLIGHT)
-			return;
-		uint64_t highest = ev->res->highest;
-		s->highest[ev->d] = highest;
-		s->copied |= ev->copy;
-		if (!ev->copy)
-			s->highest0[ev->d] = highest;
-		if (ev->outcome == FB_EV_NO_ANSWER)
-			return;
-		s->outcome[ev->d] = ev->outcome;
-		if (!ev->copy)
-			s->outcome0[ev->d] = ev->outcome;
-		if (ev->outcome == FB_OUT_STALE) {
-			s->newer = highest;
-			s->erased = ev->read - ev->res->before;
-		}
-		return;
-	}
 	case FB_EV_STALE:
 	case FB_EV_LANDED: { /* LANDED: the store's answer; STALE: none */
 		const fb_store_result *r = ev->kind == FB_EV_LANDED ? ev->res : NULL;
@@ -90,7 +58,7 @@ static inline __attribute__((always_inline)) void fb_on_story(fb_env *e, fb_hear
 		                    ev->now,     r ? r->highest : 0,
 		                    ev->read,    r ? r->before : 0,
 		                    ev->lease,   ev->conn};
-		fb_story_heard_stale(e, s, &f);
+		fb_story_heard_stale(e, h ? &h->outs : NULL, &f);
 		return;
 	}
 	default:

@@ -26,6 +26,7 @@
 #include "listen_faults.h"
 #include "listen_feed.h"
 #include "listen_narrate.h"
+#include "listen_outcome.h"
 #include "listen_plan.h"
 #include "listen_story.h"
 #include "listen_witness.h"
@@ -35,6 +36,7 @@
 	X(plan)                                                                                    \
 	X(narrate)                                                                                 \
 	X(faults)                                                                                  \
+	X(outcome)                                                                                 \
 	X(feed)                                                                                    \
 	X(story)
 
