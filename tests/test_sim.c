@@ -297,6 +297,49 @@ static void test_the_first_stale_write_is_told_from_its_cycle_or_its_delivery(vo
 	fb_results_free(&r);
 }
 
+/*
+ * What each store did, as the story tells it, is the outcome of the write
+ * told: a read the fenced store refused is its outcome (takeover-read
+ * pauses aim exactly that), and a resent copy's outcomes are the copy's,
+ * not its first copy's (which went in in order). Over a few seeds, at
+ * least one story of each; every story's fenced store refused it.
+ */
+static void test_the_story_tells_the_outcome_of_the_write_it_tells(void **state)
+{
+	(void)state;
+	int refused_reads = 0, resends = 0;
+	for (uint64_t seed = 1; seed <= 8; seed++) {
+		fb_config cfg = base();
+		cfg.faults = 1u << FB_FAULT_PAUSE;
+		cfg.pause_rate = 500;
+		cfg.fault_at = FB_AT_TAKEOVER_READ;
+		fb_results r = run(&cfg, seed);
+		if (r.shaped.found) {
+			uint8_t f = r.shaped.outcome[FB_FENCED];
+			check(f == FB_OUT_REJECTED || f == FB_OUT_READ_REFUSED,
+			      "seed %llu: the shape's fenced store refused it (%u)",
+			      (unsigned long long)seed, (unsigned)f);
+			refused_reads += f == FB_OUT_READ_REFUSED;
+		}
+		fb_results_free(&r);
+
+		cfg = base();
+		cfg.faults = 1u << FB_FAULT_RETRY;
+		cfg.retry_rate = 500;
+		r = run(&cfg, seed);
+		const fb_first_corruption *fc = &r.first;
+		if (fc->found && fc->resent) {
+			resends++;
+			check(fc->outcome[FB_UNFENCED] == FB_OUT_STALE,
+			      "seed %llu: the resent copy's own outcome at unfenced (%u)",
+			      (unsigned long long)seed, (unsigned)fc->outcome[FB_UNFENCED]);
+		}
+		fb_results_free(&r);
+	}
+	check(refused_reads > 0, "a story whose fenced store refused the read (of 8 seeds)");
+	check(resends > 0, "a story of a resent copy (of 8 seeds)");
+}
+
 static void test_late_renewal_alone_corrupts_unfenced_only(void **state)
 {
 	(void)state;
@@ -654,6 +697,7 @@ int main(void)
 	        cmocka_unit_test(test_skew_of_a_realtime_lease_clock_corrupts_unfenced_only),
 	        cmocka_unit_test(test_delay_alone_corrupts_unfenced_only),
 	        cmocka_unit_test(test_the_first_stale_write_is_told_from_its_cycle_or_its_delivery),
+	        cmocka_unit_test(test_the_story_tells_the_outcome_of_the_write_it_tells),
 	        cmocka_unit_test(test_late_renewal_alone_corrupts_unfenced_only),
 	        cmocka_unit_test(test_crashed_holder_lease_is_taken_over_within_a_ttl),
 	        cmocka_unit_test(test_crashes_leave_one_worker_alive),
