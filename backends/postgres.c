@@ -47,7 +47,7 @@
 /* issue 24: how long a connection that broke is dialled again, and how
  * many times one call connects again before it gives up */
 #define RELINK_NS      (UINT64_C(1) * 1000000000)
-#define RELINK_TRIES   3
+#define RELINK_TRIES   5
 #define MIN_CONNECT_NS (UINT64_C(2) * 1000000000)
 
 /* pg_type OIDs of the parameters (server/catalog/pg_type_d.h, not in libpq-fe.h) */

@@ -36,7 +36,7 @@
 /* issue 24: how long a plain link whose connection broke dials its server
  * again, and how many times one call connects again before it gives up */
 #define RELINK_NS    UINT64_C(1000000000)
-#define RELINK_TRIES 3
+#define RELINK_TRIES 5
 
 /* ---- the scripts ------------------------------------------------------- */
 
@@ -1429,17 +1429,11 @@ static fb_io store_settle(rconn *c, fb_store_verb op, fb_discipline d, uint32_t 
 {
 	char hist[64];
 	snprintf(hist, sizeof hist, "fb:hist:%s:%" PRIu32, fb_discipline_key(d), key);
-	/* the rows now: the old connection is ended, so the lost write's row,
-	 * if it ran, is among them; rows appended later are others' */
+	/* the old connection is ended, so the lost write's row, if it ran, is
+	 * in the history now; rows appended while it is read are others' */
 	fb_rcmd m = {0};
-	fb_rl_arg(&m, "LLEN");
-	fb_rl_arg(&m, hist);
-	redisReply *x = fb_rl_run(&c->l, &m);
-	if (!x)
-		return FB_IO_ERROR;
-	bool good = x->type == REDIS_REPLY_INTEGER && x->integer >= 0;
-	long long rows = good ? x->integer : 0;
-	freeReplyObject(x);
+	redisReply *x = NULL;
+	bool good = true;
 	/* from the row of the version this connection saw last before the
 	 * write (every row when it saw none): the highest fence before that
 	 * row is the store's highest then in unfenced (whose reads register
@@ -1456,8 +1450,8 @@ static fb_io store_settle(rconn *c, fb_store_verb op, fb_discipline d, uint32_t 
 	fb_history_row mine = {0};
 	uint64_t top = marked && d == FB_UNFENCED ? mk->highest : 0, top_mine = 0, prev = 0,
 	         last_mine = 0;
-	for (long long at = from; good && at < rows; at += HIST_CHUNK) {
-		long long to = at + HIST_CHUNK < rows ? at + HIST_CHUNK - 1 : rows - 1;
+	for (long long at = from, got = HIST_CHUNK; good && got == HIST_CHUNK; at += HIST_CHUNK) {
+		long long to = at + HIST_CHUNK - 1;
 		m.n = 0;
 		fb_rl_arg(&m, "LRANGE");
 		fb_rl_arg(&m, hist);
@@ -1467,6 +1461,7 @@ static fb_io store_settle(rconn *c, fb_store_verb op, fb_discipline d, uint32_t 
 		if (!x)
 			return FB_IO_ERROR;
 		good = x->type == REDIS_REPLY_ARRAY;
+		got = good ? (long long)x->elements : 0;
 		for (size_t i = 0; good && i < x->elements; i++) {
 			fb_history_row h;
 			good = parse_row(x->element[i], &h);

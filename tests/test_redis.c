@@ -1307,6 +1307,32 @@ static void test_a_lost_write_is_settled_however_many_rows_follow_it(void **stat
 	rig_close(&g);
 }
 
+/* Rows between the version the connection saw (its read) and its lost
+ * write: 2,500 of another worker's, more than one LRANGE chunk; the
+ * settle reads chunk after chunk to the end. */
+static void test_a_settle_reads_every_chunk_after_the_connections_version(void **state)
+{
+	(void)state;
+	rig g;
+	fb_engine_config cfg = base_cfg();
+	rig_open(&g, &cfg);
+	fb_store_result r;
+	check_eq(S->write(g.other, FB_UNFENCED, 0, 90, 1, NULL, &r), FB_IO_OK, S->error(g.other));
+	check(S->read(g.c, FB_UNFENCED, 0, 5, &r) == FB_IO_OK && r.version == 1,
+	      "the read sees one row (version %llu): %s", (unsigned long long)r.version,
+	      S->error(g.c));
+	for (int i = 0; i < 2500; i++)
+		check_eq(S->write(g.other, FB_UNFENCED, 0, 80, 2, NULL, &r), FB_IO_OK,
+		         S->error(g.other));
+	atomic_store(&g.rl.keep, 0);
+	fb_io io = S->write(g.c, FB_UNFENCED, 0, 60, 5, NULL, &r);
+	check(io == FB_IO_OK && r.ok && r.version == 2502,
+	      "settled as row 2,502, three chunks on (%d, version %llu): %s", (int)io,
+	      (unsigned long long)r.version, S->error(g.c));
+	check_eq(adm_int("LLEN %s", "fb:hist:unfenced:0"), 2502, "it ran once");
+	rig_close(&g);
+}
+
 /* A debit and two copies of it, the first two answered, the last lost:
  * the settle reads from the first copy's row, not the last answered
  * one's, or it would count one copy fewer, call the lost one unsent, and
@@ -1680,6 +1706,7 @@ int main(void)
 	        cmocka_unit_test(test_a_link_lost_mid_batch_is_settled_from_the_history),
 	        cmocka_unit_test(test_a_lost_write_is_settled_however_many_rows_follow_it),
 	        cmocka_unit_test(test_a_write_and_its_copy_both_lost_are_settled_in_order),
+	        cmocka_unit_test(test_a_settle_reads_every_chunk_after_the_connections_version),
 	        cmocka_unit_test(test_a_lost_copy_after_two_answered_is_settled_as_the_third),
 	        cmocka_unit_test(test_a_settled_write_knows_the_highest_fence_before_its_rows),
 	        cmocka_unit_test(test_another_keys_version_does_not_bound_a_settle),

@@ -383,7 +383,7 @@ static void test_a_timeout_on_a_slow_master_ends_the_old_connection(void **state
 	check(S->debit(c, FB_FENCED, 0, 1, 1, &r) == FB_IO_OK && r.version == 1,
 	      "a debit before the pause: %s", S->error(c));
 	/* 2.5 s: the debit times out at 1 s, its copy is sent again within
-	 * the pause and waits it out (two relinks of three at most) */
+	 * the pause and waits it out (two relinks of five at most) */
 	freeReplyObject(ask(&primary, "CLIENT PAUSE 2500 WRITE"));
 	fb_io io = S->debit(c, FB_FENCED, 0, 1, 2, &r);
 	check(io == FB_IO_OK && r.version == 2 && r.balance == 98,
