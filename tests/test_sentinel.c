@@ -364,13 +364,25 @@ static void test_the_store_through_sentinel_follows_a_failover(void **state)
  * still answers Sentinels (PING, INFO) and reads. The connection follows
  * the Sentinels back to the same master (its run_id), ends the old
  * connection (CLIENT KILL ID, as on a plain URL), reads the history (the
- * debit is not there) and sends it again; it lands once. What this does
- * not show: the old connection's call arriving after the history read
- * (bytes held on the way), the race the kill closes; a paused Redis drops
- * a closed connection's held command by itself, so the test passes
- * without the kill too. test_redis's relay tests show the kill's effect
- * on a plain URL.
+ * debit is not there) and sends it again; it lands once. The kill is seen
+ * in the master's own count of CLIENT KILL calls (INFO commandstats;
+ * MONITOR leaves admin commands out): a paused Redis drops a closed
+ * connection's held command by itself, so the landing alone would pass
+ * without the kill. Not shown here: the old connection's call arriving
+ * after the history read (bytes held on the way), the race the kill
+ * closes; test_redis's relay tests show that on a plain URL.
  */
+static long long kills(const fb_server *s)
+{
+	redisReply *r = ask(s, "INFO commandstats");
+	const char *at = r && r->type == REDIS_REPLY_STRING
+	                         ? strstr(r->str, "cmdstat_client|kill:calls=")
+	                         : NULL;
+	long long n = at ? atoll(at + strlen("cmdstat_client|kill:calls=")) : r ? 0 : -1;
+	freeReplyObject(r);
+	return n;
+}
+
 static void test_a_timeout_on_a_slow_master_ends_the_old_connection(void **state)
 {
 	(void)state;
@@ -382,6 +394,8 @@ static void test_a_timeout_on_a_slow_master_ends_the_old_connection(void **state
 	fb_store_result r;
 	check(S->debit(c, FB_FENCED, 0, 1, 1, &r) == FB_IO_OK && r.version == 1,
 	      "a debit before the pause: %s", S->error(c));
+	long long killed = kills(&primary);
+	check(killed >= 0, "the master's INFO commandstats answers");
 	/* 2.5 s: the debit times out at 1 s, its copy is sent again within
 	 * the pause and waits it out (two relinks of five at most) */
 	freeReplyObject(ask(&primary, "CLIENT PAUSE 2500 WRITE"));
@@ -395,6 +409,10 @@ static void test_a_timeout_on_a_slow_master_ends_the_old_connection(void **state
 	      h && h->type == REDIS_REPLY_INTEGER ? h->integer : -1);
 	freeReplyObject(h);
 	check_eq(master_port(&sentinel[0]), primary.port, "no failover: the same master");
+	long long now = kills(&primary);
+	check(now > killed, "the old connection was ended on the master (CLIENT KILL calls %lld, "
+	                    "%lld before the pause)",
+	      now, killed);
 	S->disconnect(c);
 	S->close(e);
 }
