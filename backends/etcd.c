@@ -12,6 +12,7 @@
 #include <json-c/json.h>
 
 #include "held.h"
+#include "scheme_texts.h"
 #include "url.h"
 
 /*
@@ -825,8 +826,8 @@ const fb_lease_ops fb_etcd_lease_ops = {
         FB_LEASE_OPS_HEAD,
         .scheme = "etcd",
         .name = "etcd",
-        .url = "etcd://HOST:PORT[,...][/PREFIX]",
-        .help = "etcd://HOST:PORT[,...][/PREFIX]",
+        .url = FB_ETCD_URL,
+        .help = FB_ETCD_URL,
         .remote = true,
         .open = lease_open,
         .check_url = etcd_check_url,

@@ -19,6 +19,7 @@
 #include "exec_impl.h"
 #include "exec_proto.h"
 #include "inproc.h"
+#include "scheme_texts.h"
 
 extern char **environ;
 
@@ -942,10 +943,8 @@ const fb_store_ops fb_exec_store_ops = {
         FB_STORE_OPS_HEAD,
         .scheme = "exec",
         .name = "adapter",
-        .url = "exec:COMMAND (an adapter to your own store)",
-        .help = "exec:COMMAND: your own store as the fenced column (beside in-process controls), "
-                "through an adapter program that speaks JSON lines on stdin and stdout (the "
-                "protocol: fencebench(1), ADAPTER PROTOCOL, or README.md, Bring your own store)",
+        .url = FB_EXEC_STORE_URL,
+        .help = FB_EXEC_STORE_HELP,
         .remote = true,
         .local_modes = 1u << FB_WRITE_FENCED | 1u << FB_UNFENCED,
         .open = x_open,

@@ -28,6 +28,7 @@
 
 #include "exec.h"
 #include "exec_impl.h"
+#include "scheme_texts.h"
 
 #define SLACK_NS    (UINT64_C(20) * 1000000)
 #define WITHDRAW_NS (UINT64_C(15) * 1000000)
@@ -304,10 +305,8 @@ const fb_lease_ops fb_exec_lease_ops = {
         FB_LEASE_OPS_HEAD,
         .scheme = "exec",
         .name = "adapter",
-        .url = "exec:COMMAND (an adapter to your own lock service)",
-        .help = "exec:COMMAND: your own lock service, through an adapter program that speaks the "
-                "lease side of the protocol (README.md, Bring your own lock service; --ttl in "
-                "whole milliseconds)",
+        .url = FB_EXEC_LEASE_URL,
+        .help = FB_EXEC_LEASE_HELP,
         .remote = true,
         .open = l_open,
         .version = fb_x_version,

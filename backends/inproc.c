@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "scheme_texts.h"
+
 /* ---- leases ------------------------------------------------------------ */
 
 typedef struct lease_engine {
@@ -146,11 +148,11 @@ static fb_io lease_peek(void *conn, uint32_t key, fb_lease *out)
 }
 
 const fb_lease_ops fb_inproc_lease_ops = {
-        FB_LEASE_OPS_HEAD,
+        FB_LEASE_OPS_HEAD, /* its texts: scheme_texts.h, as the scheme table's */
         .scheme = "inproc",
         .name = "in-process",
-        .url = "inproc",
-        .help = "inproc (default)",
+        .url = FB_INPROC_URL,
+        .help = FB_INPROC_HELP,
         .remote = false,
         .open = lease_open,
         .version = lease_version,
@@ -285,8 +287,8 @@ const fb_store_ops fb_inproc_store_ops = {
         FB_STORE_OPS_HEAD,
         .scheme = "inproc",
         .name = "in-process",
-        .url = "inproc",
-        .help = "inproc (default)",
+        .url = FB_INPROC_URL,
+        .help = FB_INPROC_HELP,
         .remote = false,
         .open = store_open,
         .version = lease_version,

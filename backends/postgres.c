@@ -11,6 +11,7 @@
 #include <libpq-fe.h>
 
 #include "pg_sql.h"
+#include "scheme_texts.h"
 #include "url.h"
 
 /*
@@ -1713,10 +1714,8 @@ const fb_store_ops fb_pg_store_ops = {
         FB_STORE_OPS_HEAD,
         .scheme = "postgres",
         .name = "PostgreSQL",
-        .url = "postgres://USER@HOST:PORT/DB or a libpq conninfo",
-        .help = "postgres://USER@HOST:PORT/DB or a libpq conninfo (?sql=FILE, or sql=FILE in a "
-                "conninfo: your own statements on your own table as the fenced column; see YOUR "
-                "OWN SQL)",
+        .url = FB_POSTGRES_URL,
+        .help = FB_POSTGRES_HELP,
         .remote = true,
         .open = pg_open,
         .check_url = pg_check_url,

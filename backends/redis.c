@@ -11,6 +11,7 @@
 #include <hiredis/hiredis.h>
 
 #include "redis_link.h"
+#include "scheme_texts.h"
 
 /*
  * Keys (all under "fb:", so a fresh prepare never touches anything else in
@@ -1102,10 +1103,8 @@ const fb_lease_ops fb_redis_lease_ops = {
         FB_LEASE_OPS_HEAD,
         .scheme = "redis",
         .name = "Redis",
-        .url = "redis://HOST:PORT/DB",
-        .help = "redis://[:PASS@]HOST:PORT/DB (with ?fence=incr for the two-step SET-then-INCR "
-                "fence; or the master of Sentinels HOST:PORT,HOST:PORT,.../DB?sentinel=NAME, "
-                "followed across a failover)",
+        .url = FB_REDIS_URL,
+        .help = FB_REDIS_LEASE_HELP,
         .remote = true,
         .open = lease_open,
         .check_url = redis_check_url,
@@ -1802,9 +1801,8 @@ const fb_store_ops fb_redis_store_ops = {
         FB_STORE_OPS_HEAD,
         .scheme = "redis",
         .name = "Redis",
-        .url = "redis://HOST:PORT/DB",
-        .help = "redis://HOST:PORT/DB (or the master of Sentinels "
-                "HOST:PORT,HOST:PORT,.../DB?sentinel=NAME, followed across a failover)",
+        .url = FB_REDIS_URL,
+        .help = FB_REDIS_STORE_HELP,
         .remote = true,
         .open = store_open,
         .check_url = redis_check_url,

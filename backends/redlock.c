@@ -11,6 +11,7 @@
 
 #include "held.h"
 #include "redis_link.h"
+#include "scheme_texts.h"
 #include "url.h"
 
 /*
@@ -850,8 +851,8 @@ const fb_lease_ops fb_redlock_lease_ops = {
         FB_LEASE_OPS_HEAD,
         .scheme = "redlock",
         .name = "Redlock",
-        .url = "redlock://HOST:PORT,HOST:PORT,HOST:PORT[,...]",
-        .help = "redlock://HOST:PORT,HOST:PORT,HOST:PORT[,...][?fence=none|incr][&faketime=N:FILE]",
+        .url = FB_REDLOCK_URL,
+        .help = FB_REDLOCK_HELP,
         .remote = true,
         .open = lease_open,
         .check_url = redlock_check_url,

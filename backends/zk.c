@@ -16,6 +16,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include "held.h"
+#include "scheme_texts.h"
 #include "url.h"
 
 /*
@@ -1121,8 +1122,8 @@ const fb_lease_ops fb_zk_lease_ops = {
         FB_LEASE_OPS_HEAD,
         .scheme = "zk",
         .name = "ZooKeeper",
-        .url = "zk://HOST:PORT[,...][/PREFIX]",
-        .help = "zk://HOST:PORT[,...][/PREFIX]",
+        .url = FB_ZK_URL,
+        .help = FB_ZK_URL,
         .remote = true,
         .open = lease_open,
         .check_url = zk_check_url,

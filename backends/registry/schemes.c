@@ -1,52 +1,32 @@
 /*
  * The engines' schemes (schemes.h): a table of names and texts, no engine.
- * Each row repeats its engine's ops vector (scheme, url, help and the
- * flags); test_backend fails when one drifts from the registry.
+ * The texts are the engines' own (scheme_texts.h, which their ops vectors
+ * use too); the names and flags repeat their ops vectors, and test_backend
+ * fails when one drifts from the registry.
  */
 #include "schemes.h"
+
+#include "scheme_texts.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 const fb_scheme fb_lease_scheme_table[] = {
-        {"inproc", "inproc", "inproc (default)", false, false, false},
-        {"redis", "redis://HOST:PORT/DB",
-         "redis://[:PASS@]HOST:PORT/DB (with ?fence=incr for the two-step SET-then-INCR "
-         "fence; or the master of Sentinels HOST:PORT,HOST:PORT,.../DB?sentinel=NAME, "
-         "followed across a failover)",
-         true, true, false},
-        {"zk", "zk://HOST:PORT[,...][/PREFIX]", "zk://HOST:PORT[,...][/PREFIX]", true, false,
-         false},
-        {"etcd", "etcd://HOST:PORT[,...][/PREFIX]", "etcd://HOST:PORT[,...][/PREFIX]", true, false,
-         false},
-        {"redlock", "redlock://HOST:PORT,HOST:PORT,HOST:PORT[,...]",
-         "redlock://HOST:PORT,HOST:PORT,HOST:PORT[,...][?fence=none|incr][&faketime=N:FILE]", true,
-         true, true},
-        {"exec", "exec:COMMAND (an adapter to your own lock service)",
-         "exec:COMMAND: your own lock service, through an adapter program that speaks the "
-         "lease side of the protocol (README.md, Bring your own lock service; --ttl in "
-         "whole milliseconds)",
-         true, false, false},
+        {"inproc", FB_INPROC_URL, FB_INPROC_HELP, false, false, false},
+        {"redis", FB_REDIS_URL, FB_REDIS_LEASE_HELP, true, true, false},
+        {"zk", FB_ZK_URL, FB_ZK_URL, true, false, false},
+        {"etcd", FB_ETCD_URL, FB_ETCD_URL, true, false, false},
+        {"redlock", FB_REDLOCK_URL, FB_REDLOCK_HELP, true, true, true},
+        {"exec", FB_EXEC_LEASE_URL, FB_EXEC_LEASE_HELP, true, false, false},
 };
 const size_t fb_lease_scheme_count = sizeof fb_lease_scheme_table / sizeof fb_lease_scheme_table[0];
 
 const fb_scheme fb_store_scheme_table[] = {
-        {"inproc", "inproc", "inproc (default)", false, false, false},
-        {"redis", "redis://HOST:PORT/DB",
-         "redis://HOST:PORT/DB (or the master of Sentinels "
-         "HOST:PORT,HOST:PORT,.../DB?sentinel=NAME, followed across a failover)",
-         true, false, false},
-        {"postgres", "postgres://USER@HOST:PORT/DB or a libpq conninfo",
-         "postgres://USER@HOST:PORT/DB or a libpq conninfo (?sql=FILE, or sql=FILE in a "
-         "conninfo: your own statements on your own table as the fenced column; see YOUR "
-         "OWN SQL)",
-         true, false, false},
-        {"exec", "exec:COMMAND (an adapter to your own store)",
-         "exec:COMMAND: your own store as the fenced column (beside in-process controls), "
-         "through an adapter program that speaks JSON lines on stdin and stdout (the "
-         "protocol: fencebench(1), ADAPTER PROTOCOL, or README.md, Bring your own store)",
-         true, false, false},
+        {"inproc", FB_INPROC_URL, FB_INPROC_HELP, false, false, false},
+        {"redis", FB_REDIS_URL, FB_REDIS_STORE_HELP, true, false, false},
+        {"postgres", FB_POSTGRES_URL, FB_POSTGRES_HELP, true, false, false},
+        {"exec", FB_EXEC_STORE_URL, FB_EXEC_STORE_HELP, true, false, false},
 };
 const size_t fb_store_scheme_count = sizeof fb_store_scheme_table / sizeof fb_store_scheme_table[0];
 
