@@ -108,6 +108,9 @@ typedef struct fb_metric {
 	/* `fencebench check`: its row (NULL: label), its note (NULL: note) and
 	 * its key in check's document (NULL: check shows none) */
 	const char *check_label, *check_note, *check_json;
+	/* its name on the closing verdict line (a run's, check's: "stale" in
+	 * "stale=0"), or NULL: the line does not show it */
+	const char *verdict;
 	fb_metric_unit unit;
 	fb_metric_better better;
 	fb_metric_show show;

@@ -934,19 +934,23 @@ static int print_verdict_line(FILE *out, const fb_results *res, bool vacuous)
 	        : res->check_deferred ? "DEFERRED"
 	        : vacuous             ? "VACUOUS"
 	                              : "PASS");
+	const char *stale = fb_metrics[FB_M_STALE_ACCEPTED].verdict,
+	           *lost = fb_metrics[FB_M_LOST_UPDATES].verdict,
+	           *fals = fb_metrics[FB_M_FALSE_REJECTIONS].verdict;
 	for (int d = 0; d < FB_DISCIPLINES; d++) {
 		const fb_mode_result *m = &res->mode[d];
 		const char *name = fb_column(res, (fb_discipline)d);
 		if (m->on && m->unchecked) /* the stores' own stale counts, nothing else */
-			fprintf(out, " %s stale=%llu lost=- agree=-;", name,
-			        (unsigned long long)m->stale_accepted);
+			fprintf(out, " %s %s=%llu %s=- agree=-;", name, stale,
+			        (unsigned long long)m->stale_accepted, lost);
 		else if (m->on && d == FB_UNFENCED) /* it refuses nothing */
-			fprintf(out, " %s stale=%llu lost=%lld agree=%s;", name,
-			        (unsigned long long)m->stale_accepted, (long long)m->lost_updates,
-			        m->checker_agrees ? "yes" : "NO");
+			fprintf(out, " %s %s=%llu %s=%lld agree=%s;", name, stale,
+			        (unsigned long long)m->stale_accepted, lost,
+			        (long long)m->lost_updates, m->checker_agrees ? "yes" : "NO");
 		else if (m->on)
-			fprintf(out, " %s stale=%llu lost=%lld false=%llu agree=%s;", name,
-			        (unsigned long long)m->stale_accepted, (long long)m->lost_updates,
+			fprintf(out, " %s %s=%llu %s=%lld %s=%llu agree=%s;", name, stale,
+			        (unsigned long long)m->stale_accepted, lost,
+			        (long long)m->lost_updates, fals,
 			        (unsigned long long)m->false_rejections,
 			        m->checker_agrees ? "yes" : "NO");
 	}

@@ -583,9 +583,12 @@ int fb_check_store(const fb_store_ops *ops, const fb_check_opts *o)
 	for (int d = 0; d < FB_DISCIPLINES; d++) {
 		const fb_history_verdict *v = &c.v[d];
 		if (v->on)
-			fprintf(out, " %s writes=%llu stale=%llu lost=%lld agree=%s;", col(&c, d),
-			        (unsigned long long)v->rows, (unsigned long long)v->stale_accepted,
-			        (long long)v->lost_updates, v->agrees ? "yes" : "NO");
+			fprintf(out, " %s %s=%llu %s=%llu %s=%lld agree=%s;", col(&c, d),
+			        fb_metrics[FB_M_HISTORY_ROWS].verdict, (unsigned long long)v->rows,
+			        fb_metrics[FB_M_STALE_ACCEPTED].verdict,
+			        (unsigned long long)v->stale_accepted,
+			        fb_metrics[FB_M_LOST_UPDATES].verdict, (long long)v->lost_updates,
+			        v->agrees ? "yes" : "NO");
 	}
 	fprintf(out, " store: %s\n", c.url);
 	fflush(out);
