@@ -103,7 +103,7 @@ fb_err fb_feed_plan(uint32_t producers, uint32_t in_flight, uint32_t *cap, uint3
 #define ALL_NEWS 32
 
 /* Logs are wide where 16 MiB of records, 8 to 64 a log, are more than
- * fb_feed_plan's share of the window (from about 2,048 producers)... */
+ * fb_feed_plan's share of the window (from 473 producers: 472 threads)... */
 #define WIDE_FROM     (UINT32_C(1) << 18)
 #define WIDE_FROM_MAX 64
 /* ... and then hold 256 MiB of records in all, 8 to 256 a log. A log
