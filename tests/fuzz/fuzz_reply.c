@@ -54,7 +54,7 @@ static void validate(const fb_reply *r)
 		int64_t version;
 		if (fb_exec_result_of(r, ops[i], 33, &res, &version, err, sizeof err) && res.ok &&
 		    ops[i] != FB_XOP_READ)
-			expect(version >= 1 && res.version == (uint16_t)version);
+			expect(version >= 1 && res.version == (uint64_t)version);
 		expect(res.highest <= FB_FENCE_MAX);
 	}
 	int64_t balance;
