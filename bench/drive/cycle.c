@@ -1272,16 +1272,6 @@ bool fb_cycle_deliver(fb_env *e, const fb_delayed_write *dw, fb_check_rec *out)
 	}
 	if (!e->checking)
 		return false;
-	*out = (fb_check_rec){.fence = dw->fence,
-	                      .read = read,
-	                      .replaced = res.before,
-	                      .written = res.balance,
-	                      .wrote_at = landed,
-	                      .key = dw->key,
-	                      .version = res.version,
-	                      .writer = dw->worker,
-	                      .d = (uint8_t)d,
-	                      .delayed = 1};
-	out->outcome[d] = res.stale ? FB_OUT_STALE : FB_OUT_ACCEPTED;
+	*out = fb_feed_landed(dw, read, &res, landed); /* the feed's record (listen_feed.h) */
 	return true;
 }

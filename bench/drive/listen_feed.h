@@ -21,6 +21,38 @@ static inline bool fb_wants_feed(const fb_env *e)
 	return e->checking;
 }
 
+/* An accepted write's record: what the store said of it (res), written
+ * with fence from the balance read, at wrote_at. Each record is made here:
+ * a cycle's (fb_on_feed) and a delayed write's as it lands
+ * (fb_feed_landed). */
+static inline fb_check_rec fb_feed_record(uint64_t fence, int64_t read, const fb_store_result *res,
+                                          uint64_t wrote_at, uint32_t key, uint16_t writer,
+                                          uint8_t d)
+{
+	return (fb_check_rec){.fence = fence,
+	                      .read = read,
+	                      .replaced = res->before,
+	                      .written = res->balance,
+	                      .wrote_at = wrote_at,
+	                      .version = res->version,
+	                      .key = key,
+	                      .writer = writer,
+	                      .d = d};
+}
+
+/* A delayed write that landed accepted at `landed` (fb_cycle_deliver): its
+ * cycle is over, so it carries no lease age, and what this store did is
+ * the only outcome it knows. */
+static inline fb_check_rec fb_feed_landed(const fb_delayed_write *dw, int64_t read,
+                                          const fb_store_result *res, uint64_t landed)
+{
+	fb_check_rec r =
+	        fb_feed_record(dw->fence, read, res, landed, dw->key, dw->worker, dw->mode);
+	r.delayed = 1;
+	r.outcome[dw->mode] = res->stale ? FB_OUT_STALE : FB_OUT_ACCEPTED;
+	return r;
+}
+
 static inline __attribute__((always_inline)) void fb_on_feed(fb_env *e, fb_heard *h,
                                                              const fb_event *ev)
 {
@@ -33,18 +65,11 @@ static inline __attribute__((always_inline)) void fb_on_feed(fb_env *e, fb_heard
 		if (ev->outcome != FB_OUT_ACCEPTED && ev->outcome != FB_OUT_STALE)
 			return;
 		/* its cycle's outcomes are added as it is logged (fb_feed_fill) */
-		f->todo[f->ntodo++] = (fb_check_rec){
-		        .fence = ev->fence,
-		        .read = ev->read,
-		        .replaced = ev->res->before,
-		        .written = ev->res->balance,
-		        .wrote_at = ev->now,
-		        .held = fb_check_held(ev->now, ev->lease->expires_at - e->cfg->ttl_ns),
-		        .key = ev->key,
-		        .version = ev->res->version,
-		        .writer = ev->worker,
-		        .d = ev->d,
-		        .resent = ev->copy};
+		fb_check_rec *r = &f->todo[f->ntodo++];
+		*r = fb_feed_record(ev->fence, ev->read, ev->res, ev->now, ev->key, ev->worker,
+		                    ev->d);
+		r->held = fb_check_held(ev->now, ev->lease->expires_at - e->cfg->ttl_ns);
+		r->resent = ev->copy;
 		return;
 	default:
 		return;
