@@ -637,6 +637,45 @@ static void put_one(fb_feed *f, uint32_t i, fb_check_rec r)
 }
 
 /*
+ * Thousands of producers: wide logs hold more records than the versions'
+ * window (issue 27: 256 a log), so only the wait for the walk keeps a record
+ * within it. A record limit or more ahead of its walk is not near, and a
+ * producer that does not wait keeps it; one just below is near; once the
+ * walk moves on, the far one is too.
+ */
+static void test_wide_logs_keep_each_record_within_the_window(void **state)
+{
+	(void)state;
+	const uint32_t threads = 4096, producers = threads + 1;
+	uint32_t in_flight = fb_checker_in_flight(threads), cap, ahead;
+	check_eq(fb_feed_plan_wide(producers, in_flight, &cap, &ahead), FB_OK, "wide logs");
+	check((uint64_t)cap * producers > (1u << 16),
+	      "the logs alone could hold records past the window (%u a log)", cap);
+	fb_checker *c;
+	check_eq(fb_checker_create(1, ahead, 100, &c), FB_OK, "checker");
+	fb_checker *cs[FB_DISCIPLINES] = {[FB_FENCED] = c};
+	fb_feed *f;
+	check_eq(fb_feed_create(producers, cap, cs, false, &f), FB_OK, "a feed of wide logs");
+	fb_feed_window(f, in_flight);
+	uint32_t limit = fb_checker_window(c) - in_flight;
+	uint16_t next = fb_checker_next(c, 0);
+	fb_check_rec near = rec(0, (uint16_t)(next + limit - 1), 5, 100, 100, 99),
+	             far = rec(0, (uint16_t)(next + limit), 6, 100, 100, 99);
+	fb_feed_log *log = fb_feed_log_of(f, 0);
+	uint64_t stalls = 0;
+	check(fb_feed_near_now(log, &near), "a record just inside the window may be put");
+	check(!fb_feed_near_now(log, &far), "one at the limit may not");
+	check(!fb_feed_near_wait(log, &far, false, &stalls), "nor without a wait");
+	put_one(f, 1, rec(0, next, 1, 100, 100, 99)); /* the walk's next version */
+	uint64_t n = 0;
+	check(fb_feed_pass(f, &n) && n == 1, "a pass walks it (%llu)", (unsigned long long)n);
+	check(fb_feed_near_now(log, &far), "the walk moved on: now it may");
+	fb_feed_stop(f);
+	fb_feed_destroy(f);
+	fb_checker_destroy(c);
+}
+
+/*
  * Hundreds of producers: a pass visits only the logs with news (published
  * since the last look, or a head held by its walk), found through their
  * groups of 64. One pass takes what every log published, and a log whose
@@ -1329,6 +1368,7 @@ int main(void)
 	        cmocka_unit_test(test_a_far_behind_duplicate_ahead_of_its_own_log_is_counted),
 	        cmocka_unit_test(test_threads_sharing_versions_count_every_duplicate_once),
 	        cmocka_unit_test(test_a_log_held_by_a_missing_version_is_bounded),
+	        cmocka_unit_test(test_wide_logs_keep_each_record_within_the_window),
 	        cmocka_unit_test(test_a_full_log_spills_at_the_runs_end_said_or_due),
 	        cmocka_unit_test(test_a_pass_over_many_logs_visits_each_with_news),
 	        cmocka_unit_test(test_the_consumer_alone_walks_every_record_it_is_fed),

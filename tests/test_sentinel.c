@@ -374,11 +374,10 @@ static void test_the_store_through_sentinel_follows_a_failover(void **state)
  */
 static long long kills(const fb_server *s)
 {
+	static const char calls[] = "cmdstat_client|kill:calls=";
 	redisReply *r = ask(s, "INFO commandstats");
-	const char *at = r && r->type == REDIS_REPLY_STRING
-	                         ? strstr(r->str, "cmdstat_client|kill:calls=")
-	                         : NULL;
-	long long n = at ? atoll(at + strlen("cmdstat_client|kill:calls=")) : r ? 0 : -1;
+	const char *at = r && r->type == REDIS_REPLY_STRING ? strstr(r->str, calls) : NULL;
+	long long n = at ? atoll(at + sizeof calls - 1) : r ? 0 : -1; /* none yet: 0 */
 	freeReplyObject(r);
 	return n;
 }
@@ -410,8 +409,9 @@ static void test_a_timeout_on_a_slow_master_ends_the_old_connection(void **state
 	freeReplyObject(h);
 	check_eq(master_port(&sentinel[0]), primary.port, "no failover: the same master");
 	long long now = kills(&primary);
-	check(now > killed, "the old connection was ended on the master (CLIENT KILL calls %lld, "
-	                    "%lld before the pause)",
+	check(now > killed,
+	      "the old connection was ended on the master (CLIENT KILL calls %lld, "
+	      "%lld before the pause)",
 	      now, killed);
 	S->disconnect(c);
 	S->close(e);
