@@ -30,29 +30,41 @@ static inline bool control_on(const fb_env *e, fb_discipline d)
 	return d == FB_WRITE_FENCED && e->wf;
 }
 
-/* Store d served this cycle's read: where the key's write calls stood. */
+/*
+ * No locked instruction: the key's write order is read off the fences
+ * themselves. The cycle records every fence sent to the store before the
+ * call goes (cycle.c's `sending`, a max), and a write that had to be
+ * accepted carries a fence above every one sent before it: so it was sent
+ * after B's read exactly when its fence is above the highest sent when
+ * the read was served. The highest such fence replied so far is a max
+ * kept by plain stores: two replies racing may leave the lower one, which
+ * can only hide a chance, never make one (every fence kept there is one
+ * that had to be accepted, and was replied).
+ */
+
+/* Store d served this cycle's read: the highest write fence sent to it on
+ * the key so far. */
 static inline void control_read(fb_worker *w, fb_discipline d)
 {
 	if (control_on(w->env, d))
-		w->wf_read_at =
-		        atomic_load_explicit(&w->env->wf[(size_t)w->key * 2], memory_order_seq_cst);
+		w->wf_read_at = atomic_load_explicit(&w->env->sent[(size_t)w->key * 4 + d],
+		                                     memory_order_seq_cst);
 }
 
 /* The cycle's (first) write to store d is about to be sent: above every
- * write fence sent before it? and the latest write that had to be
- * accepted, replied so far. Before `sending` records it. */
+ * write fence sent before it? and the highest fence of a write that had
+ * to be accepted, replied so far. Before `sending` records it. */
 static inline void control_send(fb_worker *w, fb_discipline d)
 {
 	fb_env *e = w->env;
 	if (!control_on(e, d))
 		return;
-	_Atomic uint64_t *c = &e->wf[(size_t)w->key * 2];
 	uint64_t before =
 	        atomic_load_explicit(&e->sent[(size_t)w->key * 4 + d], memory_order_seq_cst);
 	w->wf_above =
 	        before < w->l.fence && !atomic_load_explicit(&e->dup_fences, memory_order_relaxed);
-	w->wf_seen = atomic_load_explicit(&c[1], memory_order_seq_cst);
-	w->wf_sent_no = atomic_fetch_add_explicit(&c[0], 1, memory_order_seq_cst) + 1;
+	/* acquire: pairs with the reply's release, which came after it */
+	w->wf_seen = atomic_load_explicit(&e->wf[w->key], memory_order_acquire);
 	w->wf_armed = true;
 }
 
@@ -69,12 +81,10 @@ static inline void control_reply(fb_worker *w, fb_discipline d, fb_mode_counters
 		return; /* a correct store may have refused it */
 	if (w->wf_seen > w->wf_read_at)
 		fb_counter_add(&mc->control_chances, 1);
-	_Atomic uint64_t *hi = &e->wf[(size_t)w->key * 2 + 1];
-	uint64_t cur = atomic_load_explicit(hi, memory_order_relaxed);
-	while (cur < w->wf_sent_no &&
-	       !atomic_compare_exchange_weak_explicit(hi, &cur, w->wf_sent_no, memory_order_seq_cst,
-	                                              memory_order_relaxed))
-		;
+	_Atomic uint64_t *hi = &e->wf[w->key];
+	/* release: this reply before the fence that says it came */
+	if (atomic_load_explicit(hi, memory_order_relaxed) < w->l.fence)
+		atomic_store_explicit(hi, w->l.fence, memory_order_release);
 }
 
 #endif

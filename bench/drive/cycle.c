@@ -343,17 +343,18 @@ static HOT void sending(fb_env *e, fb_discipline d, uint32_t key, uint64_t f)
 
 /* The fenced store admitted a call carrying f on key (a read served, a
  * write accepted) and its reply is back: from now on it has seen f, and
- * must refuse a read below it. seq_cst: ordered before any call sent after
- * this reply, whose sender reads the record. */
+ * must refuse a read below it. A max kept by plain stores, no locked
+ * instruction: two replies racing may leave the lower fence, which can
+ * only hide a stale read, never make one (every fence kept there was
+ * admitted). release: the reply before the record, for a sender who reads
+ * it and then sends. */
 static HOT void admitted(fb_env *e, uint32_t key, uint64_t f)
 {
 	if (!e->witnessing) /* --no-check: no judgement, no shared line */
 		return;
 	_Atomic uint64_t *a = &e->admitted[key];
-	uint64_t cur = atomic_load_explicit(a, memory_order_relaxed);
-	while (cur < f && !atomic_compare_exchange_weak_explicit(a, &cur, f, memory_order_seq_cst,
-	                                                         memory_order_relaxed))
-		;
+	if (atomic_load_explicit(a, memory_order_relaxed) < f)
+		atomic_store_explicit(a, f, memory_order_release);
 }
 
 /* A fenced read is about to be sent: what the store admitted before it. */

@@ -145,9 +145,9 @@ typedef struct fb_worker {
 	uint8_t outcome[FB_DISCIPLINES];
 	uint8_t rd_out[FB_DISCIPLINES];    /* a refused read, judged (fb_outcome) */
 	uint64_t admitted;                 /* the fenced store's, when its read was sent */
-	/* the write-fenced control's chances (control.h): its read's and its
-	 * write's places in the key's write order, and what that write saw */
-	uint64_t wf_read_at, wf_sent_no, wf_seen;
+	/* the write-fenced control's chances (control.h): the highest write
+	 * fence sent when its read was served, and what its write saw */
+	uint64_t wf_read_at, wf_seen;
 	bool wf_above, wf_armed;
 	fb_feed_log *log; /* its accepted writes' way to the checker (listen_feed.h) */
 	uint64_t stalls;
@@ -230,9 +230,9 @@ struct fb_env {
 	 * a write accepted), recorded once its reply came back: a read sent
 	 * after that, with a lower fence, must be refused (issue 27). */
 	_Atomic uint64_t *admitted;
-	/* Per key, two words for the write-fenced control's chances
-	 * (control.h): its write calls sent, and the highest number among them
-	 * of one it had to accept, replied. NULL: not judged. */
+	/* Per key, for the write-fenced control's chances (control.h): the
+	 * highest fence of a write it had to accept, replied. NULL: not
+	 * judged. */
 	_Atomic uint64_t *wf;
 	_Atomic int stale_read_claimed;
 	fb_stale_read stale_read;

@@ -495,7 +495,7 @@ fb_err fb_env_open(fb_env *e, const fb_config *cfg, const fb_env_driver *drv, fb
 	e->judging = e->checking;
 	/* issue 27: the write-fenced control's chances to lose an update */
 	if (e->judging && cfg->op == FB_OP_RMW && (cfg->modes & (1u << FB_WRITE_FENCED)) &&
-	    !(e->wf = calloc((size_t)cfg->keys * 2, sizeof *e->wf)))
+	    !(e->wf = calloc(cfg->keys, sizeof *e->wf)))
 		return oom(e);
 	e->witnessing = !cfg->no_check;
 	e->skip = cfg->on_held == FB_ON_HELD_SKIP;
