@@ -18,7 +18,7 @@
 typedef struct fixture {
 	fb_env e;
 	fb_worker w[3]; /* A, B, C */
-	_Atomic uint64_t wf[2], sent[4];
+	_Atomic uint64_t wf[1], sent[4];
 	fb_mode_counters mc;
 } fixture;
 

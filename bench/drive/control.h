@@ -37,9 +37,10 @@ static inline bool control_on(const fb_env *e, fb_discipline d)
  * accepted carries a fence above every one sent before it: so it was sent
  * after B's read exactly when its fence is above the highest sent when
  * the read was served. The highest such fence replied so far is a max
- * kept by plain stores: two replies racing may leave the lower one, which
- * can only hide a chance, never make one (every fence kept there is one
- * that had to be accepted, and was replied).
+ * kept by plain stores: a reply held up between reading the record and
+ * writing it can set it back (until a higher fence comes), which can only
+ * hide chances, never make one (every fence kept there is one that had to
+ * be accepted, and was replied).
  */
 
 /* Store d served this cycle's read: the highest write fence sent to it on

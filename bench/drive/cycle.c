@@ -345,10 +345,10 @@ static HOT void sending(fb_env *e, fb_discipline d, uint32_t key, uint64_t f)
 /* The fenced store admitted a call carrying f on key (a read served, a
  * write accepted) and its reply is back: from now on it has seen f, and
  * must refuse a read below it. A max kept by plain stores, no locked
- * instruction: two replies racing may leave the lower fence, which can
- * only hide a stale read, never make one (every fence kept there was
- * admitted). release: the reply before the record, for a sender who reads
- * it and then sends. */
+ * instruction: a reply held up between reading the record and writing it
+ * can set it back (until a higher fence comes), which can only hide stale
+ * reads, never make one (every fence kept there was admitted). release:
+ * the reply before the record, for a sender who reads it and then sends. */
 static HOT void admitted(fb_env *e, uint32_t key, uint64_t f)
 {
 	if (!e->witnessing) /* --no-check: no judgement, no shared line */
