@@ -123,7 +123,6 @@ void fb_worker_init(fb_worker *w, fb_env *e, uint16_t id)
 	w->port.log = e->log;
 	w->port.stop = &e->stop;
 	w->log = e->feed ? fb_feed_log_of(e->feed, id - 1u) : NULL;
-	w->heard.feed.log = w->log;
 	fb_clock_skewed_init(&w->local, e->fast, 1.0, 0);
 	fb_hist_init(&w->acquire);
 	fb_hist_init(&w->write);

@@ -113,14 +113,10 @@ typedef struct fb_outcome_heard {
 } fb_outcome_heard;
 
 /* The checker feed's slot (listen_feed.h): the cycle's accepted writes as
- * records, for its commit (which adds the tracker's outcomes). The first
- * `placed` are built in the log's own slots past its head, where it had
- * room; the rest wait in todo (at the same places). */
+ * records, for its commit (which adds the tracker's outcomes). */
 typedef struct fb_feed_heard {
 	fb_check_rec todo[2 * FB_DISCIPLINES];
 	uint8_t ntodo, done; /* records kept; ... and committed */
-	uint8_t placed;
-	struct fb_feed_log *log; /* the worker's (fb_worker.log) */
 } fb_feed_heard;
 
 /* Each listener's per-worker slot: written only by the listeners, on the

@@ -59,22 +59,13 @@ static inline __attribute__((always_inline)) void fb_on_feed(fb_env *e, fb_heard
 	fb_feed_heard *f = &h->feed;
 	switch ((fb_event_kind)ev->kind) {
 	case FB_EV_ACQUIRED: /* a new cycle */
-		f->ntodo = f->done = f->placed = 0;
+		f->ntodo = f->done = 0;
 		return;
 	case FB_EV_WRITTEN:
 		if (ev->outcome != FB_OUT_ACCEPTED && ev->outcome != FB_OUT_STALE)
 			return;
-		/* its cycle's outcomes are added as it is logged (fb_feed_fill);
-		 * built in its slot in the log where there is room, unseen by
-		 * the checkers until the commit puts and publishes it */
-		fb_check_rec *r = f->placed == f->ntodo && f->log
-		                          ? fb_feed_slot_ahead(f->log, f->placed)
-		                          : NULL;
-		if (r)
-			f->placed++;
-		else
-			r = &f->todo[f->ntodo];
-		f->ntodo++;
+		/* its cycle's outcomes are added as it is logged (fb_feed_fill) */
+		fb_check_rec *r = &f->todo[f->ntodo++];
 		*r = fb_feed_record(ev->fence, ev->read, ev->res, ev->now, ev->key, ev->worker,
 		                    ev->d);
 		r->held = fb_check_held(ev->now, ev->lease->expires_at - e->cfg->ttl_ns);
@@ -85,19 +76,14 @@ static inline __attribute__((always_inline)) void fb_on_feed(fb_env *e, fb_heard
 	}
 }
 
-/* What the cycle did at every store, into r, as the outcome tracker kept
- * it (o, listen_outcome.h): a resent write's first copy, what that copy
- * did (the same as the last copy's where nothing was resent). */
-static inline void fb_feed_outcomes(const fb_outcome_heard *o, fb_check_rec *r)
-{
-	memcpy(r->outcome, r->resent ? o->outcome : o->outcome0, sizeof r->outcome);
-}
-
-/* The cycle's next record from todo into slot, with its outcomes. */
+/* The cycle's next record into slot, with what the cycle did at every
+ * store as the outcome tracker kept it (o, listen_outcome.h): a resent
+ * write's first copy, what that copy did (the same as the last copy's
+ * where nothing was resent). */
 static inline void fb_feed_fill(fb_feed_heard *f, const fb_outcome_heard *o, fb_check_rec *slot)
 {
 	*slot = f->todo[f->done++];
-	fb_feed_outcomes(o, slot);
+	memcpy(slot->outcome, slot->resent ? o->outcome : o->outcome0, sizeof slot->outcome);
 }
 
 /*
@@ -139,10 +125,6 @@ static inline __attribute__((always_inline)) bool fb_feed_commit(fb_env *e, fb_h
 {
 	fb_feed_heard *f = &h->feed;
 	const fb_outcome_heard *o = &h->outs;
-	for (; f->done < f->placed; f->done++) { /* built in their slots */
-		fb_feed_outcomes(o, &log->ring[log->slot]);
-		fb_feed_put(log);
-	}
 	while (f->done < f->ntodo) {
 		fb_check_rec *slot = NULL;
 		bool kept = false;

@@ -167,23 +167,6 @@ static inline fb_check_rec *fb_feed_slot(fb_feed_log *l)
 	return &l->ring[l->slot];
 }
 
-/* Room for the record k places past the head (the k before it not put
- * yet), to build it where it will be put, or NULL: none now, or the log
- * is wide or spills (its records wait in their producer's hands). */
-static inline fb_check_rec *fb_feed_slot_ahead(fb_feed_log *l, uint32_t k)
-{
-	if (l->wide || l->spilling)
-		return NULL;
-	if (l->head + k >= l->limit) {
-		/* acquire: the consumer is done with the slots it released */
-		l->limit = atomic_load_explicit(&l->tail, memory_order_acquire) + l->cap;
-		if (l->head + k >= l->limit)
-			return NULL;
-	}
-	uint32_t s = l->slot + k;
-	return &l->ring[s >= l->cap ? s - l->cap : s];
-}
-
 /* The slot fb_feed_slot gave is filled: it is the log's next record. */
 static inline void fb_feed_put(fb_feed_log *l)
 {
