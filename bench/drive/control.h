@@ -48,8 +48,8 @@ static inline bool control_on(const fb_env *e, fb_discipline d)
 static inline void control_read(fb_worker *w, fb_discipline d)
 {
 	if (control_on(w->env, d))
-		w->wf_read_at = atomic_load_explicit(&w->env->sent[(size_t)w->key * 4 + d],
-		                                     memory_order_seq_cst);
+		w->wf_read_at =
+		        atomic_load_explicit(fb_env_sent(w->env, w->key, d), memory_order_seq_cst);
 }
 
 /* The cycle's (first) write to store d is about to be sent: above every
@@ -60,8 +60,7 @@ static inline void control_send(fb_worker *w, fb_discipline d)
 	fb_env *e = w->env;
 	if (!control_on(e, d))
 		return;
-	uint64_t before =
-	        atomic_load_explicit(&e->sent[(size_t)w->key * 4 + d], memory_order_seq_cst);
+	uint64_t before = atomic_load_explicit(fb_env_sent(e, w->key, d), memory_order_seq_cst);
 	w->wf_above =
 	        before < w->l.fence && !atomic_load_explicit(&e->dup_fences, memory_order_relaxed);
 	/* acquire: pairs with the reply's release, which came after it */
@@ -77,8 +76,8 @@ static inline void control_reply(fb_worker *w, fb_discipline d, fb_mode_counters
 	if (!control_on(e, d) || !w->wf_armed)
 		return;
 	w->wf_armed = false;
-	if (!w->wf_above || atomic_load_explicit(&e->sent[(size_t)w->key * 4 + d],
-	                                         memory_order_seq_cst) != w->l.fence)
+	if (!w->wf_above ||
+	    atomic_load_explicit(fb_env_sent(e, w->key, d), memory_order_seq_cst) != w->l.fence)
 		return; /* a correct store may have refused it */
 	if (w->wf_seen > w->wf_read_at)
 		fb_counter_add(&mc->control_chances, 1);

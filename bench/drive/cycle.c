@@ -334,7 +334,7 @@ static HOT void sending(fb_env *e, fb_discipline d, uint32_t key, uint64_t f)
 {
 	if (d == FB_UNFENCED || !e->judging)
 		return;
-	_Atomic uint64_t *s = &e->sent[(size_t)key * 4 + d];
+	_Atomic uint64_t *s = fb_env_sent(e, key, d);
 	uint64_t cur = atomic_load_explicit(s, memory_order_relaxed);
 	while (cur < f && !atomic_compare_exchange_weak_explicit(s, &cur, f, memory_order_seq_cst,
 	                                                         memory_order_relaxed))
@@ -426,8 +426,7 @@ static fb_outcome_t judge_refusal(fb_env *e, fb_discipline d, uint32_t key, uint
 	                                  [FB_JUDGE_FALSE] = FB_OUT_REFUSED_HOLDER};
 	fb_judge_refusal j = fb_judge_refusal_of(res->other, d != FB_UNFENCED, own, e->judging);
 	if (j == FB_JUDGE_BY_SENT) {
-		uint64_t sent =
-		        atomic_load_explicit(&e->sent[(size_t)key * 4 + d], memory_order_seq_cst);
+		uint64_t sent = atomic_load_explicit(fb_env_sent(e, key, d), memory_order_seq_cst);
 		j = fb_judge_refusal_by_sent(
 		        fence, sent,
 		        sent == fence &&
@@ -464,14 +463,10 @@ static void count_refusal(fb_env *e, fb_mode_counters *mc, fb_discipline d, uint
 	if (!fb_claim_once(&e->false_claimed))
 		return;
 	e->false_rej = (fb_false_rejection){
-	        true,
-	        d,
-	        read,
-	        key,
-	        worker,
-	        fence,
-	        res->highest,
-	        atomic_load_explicit(&e->sent[(size_t)key * 4 + d], memory_order_relaxed)};
+	        true,         d,
+	        read,         key,
+	        worker,       fence,
+	        res->highest, atomic_load_explicit(fb_env_sent(e, key, d), memory_order_relaxed)};
 }
 
 /* Store d refused this cycle's read or write: judged and counted. */

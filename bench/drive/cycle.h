@@ -286,6 +286,12 @@ struct fb_env {
 	fb_counter plan_slipped;
 };
 
+/* The record of the highest fence sent to store d on key (fb_env.sent). */
+static inline _Atomic uint64_t *fb_env_sent(fb_env *e, uint32_t key, fb_discipline d)
+{
+	return &e->sent[(size_t)key * 4 + d];
+}
+
 /* The driver's side of fb_env_open: its clocks and how it holds delayed
  * writes and lets a planted two-step acquire be interrupted between its
  * steps. */
