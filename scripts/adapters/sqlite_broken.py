@@ -9,6 +9,7 @@ catch every one (exit 1); the README says with which faults.
                 another client's read or write can land between the two statements
 """
 import sys
+import time
 
 import sqlite_store as s
 
@@ -41,12 +42,20 @@ class LessOrEqual(s.Store):
 
 
 class CheckThenWrite(NoFence):
+    # How long the gap between the check and the write stays open: a store under load
+    # holds it open for as long as its process is off the CPU, which a test cannot
+    # count on; held open a millisecond, the race shows in its first few rounds.
+    WINDOW_S = 0.001
+
     def read(self, key, token):
         return s.Store.read(self, key, token)
 
     def passes(self, key, token):
         seen, last = self.one("SELECT seen, last_fence FROM account WHERE id = :key", key=key)
-        return token >= seen and token > last
+        ok = token >= seen and token > last
+        if ok:
+            time.sleep(self.WINDOW_S)
+        return ok
 
     def write(self, key, balance, token):
         return NoFence.write(self, key, balance, token) if self.passes(key, token) else self.refused(key)
