@@ -1268,6 +1268,6 @@ bool fb_cycle_deliver(fb_env *e, const fb_delayed_write *dw, fb_check_rec *out)
 	}
 	if (!e->checking)
 		return false;
-	*out = fb_feed_landed(dw, read, &res, landed); /* the feed's record (listen_feed.h) */
+	fb_feed_landed(out, dw, read, &res, landed); /* the feed's record (listen_feed.h) */
 	return true;
 }
