@@ -88,8 +88,11 @@ static inline __attribute__((always_inline)) void fb_on_feed(fb_env *e, fb_heard
  * where nothing was resent). */
 static inline void fb_feed_fill(fb_feed_heard *f, const fb_outcome_heard *o, fb_check_rec *slot)
 {
-	*slot = f->todo[f->done++];
-	memcpy(slot->outcome, slot->resent ? o->outcome : o->outcome0, sizeof slot->outcome);
+	const fb_check_rec *r = &f->todo[f->done++];
+	*slot = *r;
+	/* r's resent, not slot's: the slot's line may still be on its way from
+	 * the consumer's core, and a load from it waits for the line */
+	memcpy(slot->outcome, r->resent ? o->outcome : o->outcome0, sizeof slot->outcome);
 }
 
 /*

@@ -192,6 +192,7 @@ fb_err fb_feed_create(uint32_t producers, uint32_t cap, fb_checker *const *check
 		*l = (fb_feed_log){.limit = cap,
 		                   .cap = cap,
 		                   .ring = &f->rings[(size_t)i * cap],
+		                   .cring = &f->rings[(size_t)i * cap],
 		                   .feed = f,
 		                   .capspill = SPILL_0,
 		                   .spill = &f->spills[(size_t)i * SPILL_0],
@@ -333,7 +334,7 @@ static uint64_t drain_log(fb_feed *f, fb_feed_log *l, bool *later)
 	uint32_t slot = l->cslot, cap = f->cap;
 	bool blocked = false;
 	while (t < pub) {
-		const fb_check_rec *r = &l->ring[slot];
+		const fb_check_rec *r = &l->cring[slot];
 		fb_checker *c = f->checker[r->d & 3];
 		if (c && __builtin_expect(fb_checker_place(c, r) == FB_CHECK_LATER, 0)) {
 			held(f, l, r);
@@ -395,7 +396,7 @@ static uint64_t unstick(fb_feed *f)
 		bool spilled = l->taken == l->held;
 		if (spilled && !spill_left(f, l))
 			continue;
-		const fb_check_rec *r = spilled ? &l->spill[l->spilled] : &l->ring[l->cslot];
+		const fb_check_rec *r = spilled ? &l->spill[l->spilled] : &l->cring[l->cslot];
 		fb_checker *c = f->checker[r->d & 3];
 		/* A producer logs its records in its own commit order (a key's
 		 * next write is sent after the last one's reply, and logged

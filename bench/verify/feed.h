@@ -55,6 +55,7 @@ typedef struct fb_feed_log {
 	_Atomic uint32_t waiting, seq; /* a producer waiting for room, its futex */
 	_Atomic uint64_t want;         /* ... or for a walk: FB_FEED_WANT, 0: none */
 	/* the consumer's, under the feed's lock */
+	const fb_check_rec *cring; /* ring, read from here: the producer's line is its own */
 	uint64_t taken;
 	uint64_t held;    /* unstick: what was published before it counted */
 	uint64_t counted; /* ... and its records it counted as still to come */
