@@ -105,7 +105,7 @@ BENCH_SRC  := $(wildcard bench/config/*.c bench/verify/*.c bench/drive/*.c bench
 # `make test`: it is `make cluster-test` (issue 24)
 CLUSTER_SRC := tests/test_cluster.c
 TEST_SRC   := $(filter-out $(CLUSTER_SRC),$(wildcard tests/test_*.c))
-TOOLS_SRC  := tests/corebench.c tests/fbproc.c tests/fbengine.c tests/servers.c
+TOOLS_SRC  := tests/corebench.c tests/fbproc.c tests/fbengine.c tests/servers.c tests/relay.c
 
 LIB        := $(B)/libfencebench.a
 BIN        := $(B)/fencebench
@@ -158,7 +158,8 @@ $(LIB): $(patsubst %.c,$(B)/%.o,$(CORE_SRC) $(BENCH_SRC))
 $(BIN): $(B)/bench/cli/main.o $(LIB)
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_JSON) $(LIBS_ENGINES) $(LIBS_MALLOC) $(LDLIBS_ALL)
 
-$(B)/tests/%: $(B)/tests/%.o $(B)/tests/fbproc.o $(B)/tests/fbengine.o $(B)/tests/servers.o $(LIB)
+$(B)/tests/%: $(B)/tests/%.o $(B)/tests/fbproc.o $(B)/tests/fbengine.o $(B)/tests/servers.o \
+             $(B)/tests/relay.o $(LIB)
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CMOCKA) $(LIBS_JSON) $(LIBS_ENGINES) $(LDLIBS_ALL)
 
 $(COREBENCH): $(B)/tests/corebench.o $(LIB)

@@ -5,13 +5,9 @@
  * server looks like. No test sleeps: a lease is expired from the test's
  * own connection (PEXPIRE 0) instead of waiting for its TTL.
  */
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
-#include <sys/socket.h>
 #include <unistd.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -25,6 +21,7 @@
 #include "fbengine.h"
 #include "fbtest.h"
 #include "redis.h"
+#include "relay.h"
 #include "servers.h"
 
 static const fb_lease_ops *const L = &fb_redis_lease_ops;
@@ -1070,143 +1067,68 @@ static void test_a_batch_after_script_flush_falls_back_to_eval(void **state)
 }
 
 /*
- * A relay in front of srv that forwards both ways until armed with
- * `keep`: of the next replies the server sends, it passes `keep` whole
- * replies on and closes that connection, as a link lost mid-batch looks
- * to the client (the server ran every command it received all the same).
- * One thread, poll()ed; a pipe wakes it to stop.
+ * A relay in front of srv (tests/relay.h) that forwards both ways until
+ * armed with `keep`: of the next replies the server sends, it passes
+ * `keep` whole replies on and closes that connection, as a link lost
+ * mid-batch looks to the client (the server ran every command it received
+ * all the same).
  */
-enum { RELAY_PAIRS = 8 };
-
 typedef struct relay {
-	int lfd, port, wake[2];
-	int cli[RELAY_PAIRS], up[RELAY_PAIRS];
-	_Atomic int keep; /* -1: not armed */
-	_Atomic int to;   /* the server's port new connections go to */
-	pthread_t t;
+	fb_relay link;
+	int port;                  /* link's */
+	_Atomic int keep;          /* -1: not armed */
 	void (*on_cut)(void *ctx); /* run by the relay as it cuts, before the close */
 	void *cut_ctx;
+	redisReader *rd; /* the replies seen since it was armed */
+	int seen;
 } relay;
 
-static void relay_close(relay *r, int i)
+/* Server bytes while armed: up to the end of the keep-th reply, found by
+ * feeding a hiredis reader one byte at a time; then the cut. */
+static bool relay_cut(void *ctx, fb_relay *l, int link, bool client, const char *buf, size_t n)
 {
-	close(r->cli[i]);
-	close(r->up[i]);
-	r->cli[i] = r->up[i] = -1;
-}
-
-/* Server bytes on pair i while armed: up to the end of the keep-th reply,
- * found by feeding a hiredis reader one byte at a time. */
-static void relay_cut(relay *r, int i, const char *buf, ssize_t n, redisReader *rd, int *seen)
-{
+	relay *r = ctx;
 	int keep = atomic_load(&r->keep);
-	ssize_t pass = 0;
-	while (pass < n && *seen < keep) {
-		redisReaderFeed(rd, buf + pass++, 1);
+	if (client)
+		return true;
+	if (keep < 0)
+		return fb_relay_pass(l, link, buf, n);
+	if (!r->rd) {
+		r->rd = redisReaderCreate();
+		r->seen = 0;
+	}
+	size_t pass = 0;
+	while (pass < n && r->seen < keep) {
+		redisReaderFeed(r->rd, buf + pass++, 1);
 		void *reply = NULL;
-		if (redisReaderGetReply(rd, &reply) == REDIS_OK && reply) {
+		if (redisReaderGetReply(r->rd, &reply) == REDIS_OK && reply) {
 			freeReplyObject(reply);
-			++*seen;
+			r->seen++;
 		}
 	}
-	if (pass && write(r->cli[i], buf, (size_t)pass) != pass)
-		*seen = keep;
-	if (*seen >= keep) {
-		if (r->on_cut)
-			r->on_cut(r->cut_ctx);
-		relay_close(r, i);
-		atomic_store(&r->keep, -1);
-	}
-}
-
-static void relay_accept(relay *r)
-{
-	int c = accept(r->lfd, NULL, NULL), u = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET,
-	                        .sin_port = htons((uint16_t)atomic_load(&r->to))};
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	for (int i = 0; i < RELAY_PAIRS; i++)
-		if (r->cli[i] < 0 && c >= 0 && connect(u, (struct sockaddr *)&a, sizeof a) == 0) {
-			r->cli[i] = c;
-			r->up[i] = u;
-			return;
-		}
-	close(c);
-	close(u);
-}
-
-static void *relay_main(void *p)
-{
-	relay *r = p;
-	redisReader *rd = NULL;
-	int seen = 0;
-	for (;;) {
-		struct pollfd f[2 + 2 * RELAY_PAIRS] = {{r->wake[0], POLLIN, 0},
-		                                        {r->lfd, POLLIN, 0}};
-		for (int i = 0; i < RELAY_PAIRS; i++) {
-			f[2 + 2 * i] = (struct pollfd){r->cli[i], POLLIN, 0};
-			f[3 + 2 * i] = (struct pollfd){r->up[i], POLLIN, 0};
-		}
-		if (poll(f, 2 + 2 * RELAY_PAIRS, -1) < 0 || f[0].revents)
-			break;
-		if (f[1].revents)
-			relay_accept(r);
-		for (int i = 0; i < RELAY_PAIRS; i++) {
-			char buf[4096];
-			for (int dir = 0; dir < 2 && r->cli[i] >= 0; dir++) {
-				if (!f[2 + 2 * i + dir].revents)
-					continue;
-				int from = dir ? r->up[i] : r->cli[i],
-				    to = dir ? r->cli[i] : r->up[i];
-				ssize_t n = read(from, buf, sizeof buf);
-				if (n <= 0) {
-					relay_close(r, i);
-				} else if (dir && atomic_load(&r->keep) >= 0) {
-					if (!rd) {
-						rd = redisReaderCreate();
-						seen = 0;
-					}
-					relay_cut(r, i, buf, n, rd, &seen);
-				} else if (write(to, buf, (size_t)n) != n) {
-					relay_close(r, i);
-				}
-			}
-		}
-	}
-	if (rd)
-		redisReaderFree(rd);
-	return NULL;
+	if (pass && !fb_relay_pass(l, link, buf, pass))
+		r->seen = keep;
+	if (r->seen < keep)
+		return true;
+	if (r->on_cut)
+		r->on_cut(r->cut_ctx);
+	atomic_store(&r->keep, -1);
+	return false; /* the cut */
 }
 
 static void relay_start(relay *r)
 {
 	memset(r, 0, sizeof *r);
 	atomic_init(&r->keep, -1);
-	atomic_init(&r->to, srv.port);
-	for (int i = 0; i < RELAY_PAIRS; i++)
-		r->cli[i] = r->up[i] = -1;
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	socklen_t len = sizeof a;
-	r->lfd = socket(AF_INET, SOCK_STREAM, 0);
-	check(r->lfd >= 0 && bind(r->lfd, (struct sockaddr *)&a, sizeof a) == 0 &&
-	              listen(r->lfd, 8) == 0 &&
-	              getsockname(r->lfd, (struct sockaddr *)&a, &len) == 0 && pipe(r->wake) == 0,
-	      "the relay listens on 127.0.0.1");
-	r->port = ntohs(a.sin_port);
-	check_eq(pthread_create(&r->t, NULL, relay_main, r), 0, "the relay's thread");
+	fb_relay_start(&r->link, srv.port, relay_cut, r);
+	r->port = r->link.port;
 }
 
 static void relay_stop(relay *r)
 {
-	check_eq(write(r->wake[1], "x", 1), 1, "wake the relay");
-	pthread_join(r->t, NULL);
-	for (int i = 0; i < RELAY_PAIRS; i++)
-		if (r->cli[i] >= 0)
-			relay_close(r, i);
-	close(r->lfd);
-	close(r->wake[0]);
-	close(r->wake[1]);
+	fb_relay_stop(&r->link);
+	if (r->rd)
+		redisReaderFree(r->rd);
 }
 
 /* The link lost once the fenced write's reply is through: the other two
@@ -1486,7 +1408,7 @@ static void test_a_restarted_server_does_not_settle_a_lost_write(void **state)
 	fb_engine_config cfg = base_cfg();
 	void *e = store_engine(&cfg, url, true);
 	void *c = sconn(e, 1);
-	atomic_store(&rl.to, s2.port);
+	atomic_store(&rl.link.to, s2.port);
 	atomic_store(&rl.keep, 1);
 	fb_store_result r[3];
 	fb_io io[3];
