@@ -6,6 +6,7 @@
  * fencebench binary end to end, with a Redis store.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <string.h>
 #include <time.h>
 
@@ -13,6 +14,7 @@
 #include "fbengine.h"
 #include "fbproc.h"
 #include "fbtest.h"
+#include "relay.h"
 #include "servers.h"
 #include "zk.h"
 
@@ -290,6 +292,136 @@ static void test_fresh_prepare_forgets_the_requests_and_a_shared_one_does_not(vo
 	L->close(e);
 }
 
+/* ---- a reply out of order --------------------------------------------- */
+
+/*
+ * A relay (tests/relay.h) that can spoil one reply. From server to client
+ * ZooKeeper sends frames (a 4-byte big-endian length, then the payload);
+ * every frame after a session's first (the connect response) begins with
+ * its reply header's xid, which the client matches against the request it
+ * sent first. Armed, the relay changes the xid of the next reply to a
+ * request (xid > 0; not a ping, -2, a watch event, -1, or a reconnect's own
+ * requests, below 0): to the client, a reply out of order, which it
+ * answers as it does a leader that died with requests in flight (issue
+ * 24): it drops the connection, failing what was in flight with
+ * ZRUNTIMEINCONSISTENCY.
+ */
+enum { UNKNOWN, SESSION, WORD }; /* WORD: a four-letter word ("srvr") */
+
+typedef struct spoiled_link {
+	int kind;
+	bool greeted;   /* the connect response has gone by */
+	char in[65536]; /* the server's bytes not yet a whole frame */
+	size_t nin;
+} spoiled_link;
+
+typedef struct spoiler {
+	_Atomic int armed, spoiled;
+	_Atomic int broken; /* a frame bigger than the relay holds */
+	spoiled_link link[FB_RELAY_LINKS];
+} spoiler;
+
+/* The length of the frame at q->in + at with its header, or 0: not all of
+ * it is here yet. */
+static size_t whole_frame(const spoiled_link *q, size_t at)
+{
+	uint32_t len;
+	if (q->nin - at < 4)
+		return 0;
+	memcpy(&len, q->in + at, 4);
+	len = ntohl(len);
+	return q->nin - at - 4 >= len ? 4 + (size_t)len : 0;
+}
+
+static bool spoil(void *ctx, fb_relay *r, int link, bool client, const char *buf, size_t n)
+{
+	spoiler *sp = ctx;
+	spoiled_link *q = &sp->link[link];
+	if (client && !n) { /* a new link */
+		q->kind = UNKNOWN;
+		q->greeted = false;
+		q->nin = 0;
+	} else if (client && q->kind == UNKNOWN) { /* a frame's length starts with a 0 byte */
+		q->kind = buf[0] == 0 ? SESSION : WORD;
+	}
+	if (client)
+		return true;
+	if (q->kind != SESSION)
+		return fb_relay_pass(r, link, buf, n);
+	if (n > sizeof q->in - q->nin) {
+		atomic_store(&sp->broken, 1); /* not for this thread to fail the test */
+		return false;
+	}
+	memcpy(q->in + q->nin, buf, n);
+	q->nin += n;
+	size_t at = 0;
+	for (size_t len; (len = whole_frame(q, at)); at += len) {
+		char *f = q->in + at + 4;
+		uint32_t xid = 0;
+		if (q->greeted && len >= 8)
+			memcpy(&xid, f, 4);
+		if ((int32_t)ntohl(xid) > 0 && atomic_load(&sp->armed) > 0) {
+			atomic_fetch_sub(&sp->armed, 1);
+			f[0] ^= 0x40; /* another request's xid, never sent */
+			atomic_fetch_add(&sp->spoiled, 1);
+		}
+		q->greeted = true;
+	}
+	bool ok = fb_relay_pass(r, link, q->in, at);
+	memmove(q->in, q->in + at, q->nin - at);
+	q->nin -= at;
+	return ok;
+}
+
+/*
+ * The engine through the relay, one reply spoiled in its acquire: the
+ * client drops the link and reconnects the same session, and the engine
+ * rides it out as a lost link (sends the request again on the session).
+ * The acquire is answered, never failed: it holds the key, or, where the
+ * relay's extra hops on a loaded machine made every create slower than
+ * the engine's slack, it withdrew its requests and says the key is held
+ * by nobody (the engine's answer to a slow create, which the helper has
+ * already tried five times). Either way it leaves nothing behind.
+ */
+static void test_a_reply_out_of_order_is_a_lost_link_ridden_out(void **state)
+{
+	(void)state;
+	static spoiler sp;
+	fb_relay r;
+	fb_relay_start(&r, zk.port, spoil, &sp);
+	char url[64];
+	snprintf(url, sizeof url, "zk://127.0.0.1:%d", r.port);
+	fb_engine_config cfg = base_cfg();
+	void *e = fb_test_lease_open(L, &cfg, url, true), *e2 = engine(&cfg, false);
+	void *a = conn(e, 1), *b = conn(e2, 2);
+	fb_lease la, lb;
+	fb_acquire got = acq(a, 3, &la);
+	check(got != FB_ACQ_ERROR, "A's acquire through the relay, before it is armed: %s",
+	      L->error(a));
+	if (got == FB_ACQUIRED)
+		check_eq(L->release(a, 3, &la), FB_IO_OK, "A gives key 3 back");
+	atomic_store(&sp.armed, 1);
+	got = acq(a, 3, &la);
+	check_eq(atomic_load(&sp.spoiled), 1, "one reply of the acquire was spoiled");
+	check(got == FB_ACQUIRED || (got == FB_HELD && !la.owner),
+	      "A's acquire answered across a reply out of order (%d: %s)", got, L->error(a));
+	if (got == FB_ACQUIRED) {
+		check(la.fence > 0 && la.owner == 1, "A holds it, with a fence");
+		check_eq(acq(b, 3, &lb), FB_HELD, "B finds A holding it");
+		check_eq(lb.owner, 1, "A, named");
+		check_eq(L->release(a, 3, &la), FB_IO_OK, "A releases");
+	}
+	check_eq(acq(b, 3, &lb), FB_ACQUIRED, "nothing was left behind: B takes key 3");
+	check(got != FB_ACQUIRED || lb.fence > la.fence, "with a higher fence");
+	check_eq(L->release(b, 3, &lb), FB_IO_OK, "B releases");
+	L->disconnect(a);
+	L->disconnect(b);
+	L->close(e2);
+	L->close(e);
+	fb_relay_stop(&r);
+	check(!atomic_load(&sp.broken), "every frame fitted the relay");
+}
+
 /* ---- end to end ----------------------------------------------------------- */
 
 /* The issue's acceptance run: pauses of 1.5-3 session timeouts cost their
@@ -352,6 +484,7 @@ int main(void)
 	        cmocka_unit_test(test_a_create_slower_than_the_slack_is_withdrawn),
 	        cmocka_unit_test(test_a_request_the_worker_left_behind_is_cleared),
 	        cmocka_unit_test(test_fresh_prepare_forgets_the_requests_and_a_shared_one_does_not),
+	        cmocka_unit_test(test_a_reply_out_of_order_is_a_lost_link_ridden_out),
 	        cmocka_unit_test(test_pauses_past_the_session_timeout_corrupt_unfenced_only),
 	        cmocka_unit_test(test_two_processes_share_the_ensemble),
 	        cmocka_unit_test(test_unreachable_ensemble_is_exit_3),
