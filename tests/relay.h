@@ -22,9 +22,9 @@ typedef struct fb_relay fb_relay;
  * server, 0 <= link < FB_RELAY_LINKS): from the client (client true; they
  * have gone on to the server already; n 0: the link is new), or from the
  * server, which the hook passes on as it will (fb_relay_pass). False:
- * close the link. Called on
- * the relay's thread; it must not fail the test there (cmocka's checks
- * belong to the test's thread): it keeps what it saw for the test to judge.
+ * close the link. Called on the relay's thread, where it must not fail the
+ * test (cmocka's checks belong to the test's thread): it keeps what it saw
+ * for the test to judge.
  */
 typedef bool (*fb_relay_hook)(void *ctx, fb_relay *r, int link, bool client, const char *buf,
                               size_t n);

@@ -1075,7 +1075,6 @@ static void test_a_batch_after_script_flush_falls_back_to_eval(void **state)
  */
 typedef struct relay {
 	fb_relay link;
-	int port;                  /* link's */
 	_Atomic int keep;          /* -1: not armed */
 	void (*on_cut)(void *ctx); /* run by the relay as it cuts, before the close */
 	void *cut_ctx;
@@ -1121,7 +1120,6 @@ static void relay_start(relay *r)
 	memset(r, 0, sizeof *r);
 	atomic_init(&r->keep, -1);
 	fb_relay_start(&r->link, srv.port, relay_cut, r);
-	r->port = r->link.port;
 }
 
 static void relay_stop(relay *r)
@@ -1142,7 +1140,7 @@ static void test_a_link_lost_mid_batch_is_settled_from_the_history(void **state)
 	relay rl;
 	relay_start(&rl);
 	char url[64];
-	snprintf(url, sizeof url, "redis://127.0.0.1:%d/0", rl.port);
+	snprintf(url, sizeof url, "redis://127.0.0.1:%d/0", rl.link.port);
 	fb_engine_config cfg = base_cfg();
 	void *e = store_engine(&cfg, url, true);
 	void *c = sconn(e, 1);
@@ -1167,7 +1165,7 @@ static void rig_open(rig *g, const fb_engine_config *cfg)
 {
 	relay_start(&g->rl);
 	char url[64];
-	snprintf(url, sizeof url, "redis://127.0.0.1:%d/0", g->rl.port);
+	snprintf(url, sizeof url, "redis://127.0.0.1:%d/0", g->rl.link.port);
 	g->e = store_engine(cfg, url, true);
 	g->direct = store_engine(cfg, srv.url, false);
 	g->c = sconn(g->e, 1);
@@ -1346,7 +1344,7 @@ static void test_a_write_and_its_copy_both_lost_are_settled_in_order(void **stat
 	relay rl;
 	relay_start(&rl);
 	char url[64];
-	snprintf(url, sizeof url, "redis://127.0.0.1:%d/0", rl.port);
+	snprintf(url, sizeof url, "redis://127.0.0.1:%d/0", rl.link.port);
 	fb_engine_config cfg = base_cfg();
 	void *e = store_engine(&cfg, url, true);
 	void *c = sconn(e, 1);
@@ -1372,7 +1370,7 @@ static void test_an_old_connection_that_cannot_be_killed_is_not_settled(void **s
 	relay rl;
 	relay_start(&rl);
 	char url[96];
-	snprintf(url, sizeof url, "redis://fbnokill:pw@127.0.0.1:%d/0", rl.port);
+	snprintf(url, sizeof url, "redis://fbnokill:pw@127.0.0.1:%d/0", rl.link.port);
 	fb_engine_config cfg = base_cfg();
 	void *e = store_engine(&cfg, url, true);
 	void *c = sconn(e, 1);
@@ -1404,7 +1402,7 @@ static void test_a_restarted_server_does_not_settle_a_lost_write(void **state)
 	relay rl;
 	relay_start(&rl);
 	char url[64];
-	snprintf(url, sizeof url, "redis://127.0.0.1:%d/0", rl.port);
+	snprintf(url, sizeof url, "redis://127.0.0.1:%d/0", rl.link.port);
 	fb_engine_config cfg = base_cfg();
 	void *e = store_engine(&cfg, url, true);
 	void *c = sconn(e, 1);
