@@ -18,16 +18,17 @@
 typedef struct fixture {
 	fb_env e;
 	fb_worker w[3]; /* A, B, C */
-	_Atomic uint64_t wf[1], sent[4];
+	fb_key_marks marks[1];
 	fb_mode_counters mc;
 } fixture;
 
 static fixture *fresh(void)
 {
-	fixture *f = calloc(1, sizeof *f);
-	check(f != NULL, "calloc");
-	f->e.wf = f->wf;
-	f->e.sent = f->sent;
+	fixture *f = aligned_alloc(alignof(fixture), sizeof *f); /* the marks' line */
+	check(f != NULL, "aligned_alloc");
+	memset(f, 0, sizeof *f);
+	f->e.wf_judged = true;
+	f->e.marks = f->marks;
 	for (int i = 0; i < 3; i++) {
 		f->w[i].env = &f->e;
 		f->w[i].key = 0;
@@ -53,7 +54,7 @@ static void send(fixture *f, int who)
 {
 	fb_worker *w = &f->w[who];
 	control_send(w, FB_WRITE_FENCED);
-	_Atomic uint64_t *s = &f->sent[FB_WRITE_FENCED];
+	_Atomic uint64_t *s = &f->marks[0].sent[FB_WRITE_FENCED];
 	if (atomic_load(s) < w->l.fence)
 		atomic_store(s, w->l.fence);
 }

@@ -27,7 +27,7 @@
 
 static inline bool control_on(const fb_env *e, fb_discipline d)
 {
-	return d == FB_WRITE_FENCED && e->wf;
+	return d == FB_WRITE_FENCED && e->wf_judged;
 }
 
 /*
@@ -64,7 +64,7 @@ static inline void control_send(fb_worker *w, fb_discipline d)
 	w->wf_above =
 	        before < w->l.fence && !atomic_load_explicit(&e->dup_fences, memory_order_relaxed);
 	/* acquire: pairs with the reply's release, which came after it */
-	w->wf_seen = atomic_load_explicit(&e->wf[w->key], memory_order_acquire);
+	w->wf_seen = atomic_load_explicit(&e->marks[w->key].wf, memory_order_acquire);
 	w->wf_armed = true;
 }
 
@@ -81,7 +81,7 @@ static inline void control_reply(fb_worker *w, fb_discipline d, fb_mode_counters
 		return; /* a correct store may have refused it */
 	if (w->wf_seen > w->wf_read_at)
 		fb_counter_add(&mc->control_chances, 1);
-	_Atomic uint64_t *hi = &e->wf[w->key];
+	_Atomic uint64_t *hi = &e->marks[w->key].wf;
 	/* release: this reply before the fence that says it came */
 	if (atomic_load_explicit(hi, memory_order_relaxed) < w->l.fence)
 		atomic_store_explicit(hi, w->l.fence, memory_order_release);

@@ -352,7 +352,7 @@ static HOT void admitted(fb_env *e, uint32_t key, uint64_t f)
 {
 	if (!e->witnessing) /* --no-check: no judgement, no shared line */
 		return;
-	_Atomic uint64_t *a = &e->admitted[key];
+	_Atomic uint64_t *a = &e->marks[key].admitted;
 	if (atomic_load_explicit(a, memory_order_relaxed) < f)
 		atomic_store_explicit(a, f, memory_order_release);
 }
@@ -360,7 +360,7 @@ static HOT void admitted(fb_env *e, uint32_t key, uint64_t f)
 /* A fenced read is about to be sent: what the store admitted before it. */
 static HOT void reading(fb_worker *w)
 {
-	w->admitted = w->env->witnessing ? atomic_load_explicit(&w->env->admitted[w->key],
+	w->admitted = w->env->witnessing ? atomic_load_explicit(&w->env->marks[w->key].admitted,
 	                                                        memory_order_seq_cst)
 	                                 : 0;
 }

@@ -99,6 +99,30 @@ typedef struct fb_crash_slot {
 	_Atomic uint64_t at;
 } fb_crash_slot;
 
+/*
+ * Per key, the words verification keeps of it, together on a line of the
+ * key's own. A key's lease changes hands between workers at almost every
+ * cycle, and the new holder writes each of these: apart (and beside other
+ * keys' words, 2 to 8 keys a line), a hand-over moved four lines between
+ * the cores instead of one: at -t 2 on two cores, verification cost 39-42%
+ * of the throughput with them apart, 30-34% together.
+ */
+typedef struct fb_key_marks {
+	alignas(FB_PAD_LINE) fb_atomic_u128 witness; /* the lease witness's word (witness.c) */
+	/* by discipline, the highest fence any call sent to that store
+	 * carried: a refusal is judged by what was sent, never by the lease's
+	 * promise (DESIGN section 3) */
+	_Atomic uint64_t sent[4];
+	/* the highest fence the fenced store admitted (a read served, a write
+	 * accepted), recorded once its reply came back: a read sent after
+	 * that, with a lower fence, must be refused (issue 27) */
+	_Atomic uint64_t admitted;
+	/* for the write-fenced control's chances (control.h, where
+	 * fb_env.wf_judged): the highest fence of a write it had to accept,
+	 * replied */
+	_Atomic uint64_t wf;
+} fb_key_marks;
+
 typedef struct fb_env fb_env;
 
 /* One worker: written by its own thread (or its driver) and its pause
@@ -222,18 +246,10 @@ struct fb_env {
 	uint64_t validity_short;
 	uint64_t core_skew;   /* ... measured across this machine's cores (in process) */
 	uint32_t timed_modes; /* store calls timed as round trips: remote, not exec's controls */
-	/* Per key and discipline (key * 4 + d), the highest fence any call sent
-	 * to that store carried: a refusal is judged by what was sent, never
-	 * by the lease's promise (DESIGN section 3). */
-	_Atomic uint64_t *sent;
-	/* Per key, the highest fence the fenced store admitted (a read served,
-	 * a write accepted), recorded once its reply came back: a read sent
-	 * after that, with a lower fence, must be refused (issue 27). */
-	_Atomic uint64_t *admitted;
-	/* Per key, for the write-fenced control's chances (control.h): the
-	 * highest fence of a write it had to accept, replied. NULL: not
-	 * judged. */
-	_Atomic uint64_t *wf;
+	/* Per key, what verification keeps of it (fb_key_marks): the
+	 * witness's word and the records below, on a line of the key's own. */
+	fb_key_marks *marks;
+	bool wf_judged; /* fb_key_marks.wf: the write-fenced control's chances are judged */
 	_Atomic int stale_read_claimed;
 	fb_stale_read stale_read;
 	_Atomic int dup_fences; /* the witness saw a fence handed out twice */
@@ -286,10 +302,10 @@ struct fb_env {
 	fb_counter plan_slipped;
 };
 
-/* The record of the highest fence sent to store d on key (fb_env.sent). */
+/* The record of the highest fence sent to store d on key. */
 static inline _Atomic uint64_t *fb_env_sent(fb_env *e, uint32_t key, fb_discipline d)
 {
-	return &e->sent[(size_t)key * 4 + d];
+	return &e->marks[key].sent[d];
 }
 
 /* The driver's side of fb_env_open: its clocks and how it holds delayed

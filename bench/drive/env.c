@@ -99,9 +99,7 @@ void fb_env_close(fb_env *e)
 	if (e->outside_mu_init)
 		pthread_mutex_destroy(&e->outside_mu);
 	fb_witness_destroy(e->witness);
-	free(e->sent);
-	free(e->admitted);
-	free(e->wf);
+	free(e->marks);
 	for (int d = 0; d < FB_DISCIPLINES; d++)
 		free(e->calls[d]);
 	fb_plan_log_destroy(e->log);
@@ -356,7 +354,18 @@ static void walk_stuck(void *ctx, uint32_t key, int d)
 static fb_err open_checks(fb_env *e, bool blocking)
 {
 	const fb_config *cfg = e->cfg;
-	if (fb_witness_create(cfg->keys, cfg->ttl_ns, e->lease_slack, &e->witness) != FB_OK)
+	size_t mbytes = (size_t)cfg->keys * sizeof *e->marks;
+	if (!(e->marks = aligned_alloc(FB_PAD_LINE, mbytes)))
+		return FB_ENOMEM;
+	for (uint32_t k = 0; k < cfg->keys; k++) {
+		fb_key_marks *m = &e->marks[k];
+		for (int d = 0; d < 4; d++)
+			atomic_init(&m->sent[d], 0);
+		atomic_init(&m->admitted, 0);
+		atomic_init(&m->wf, 0);
+	}
+	if (fb_witness_create_at(cfg->keys, cfg->ttl_ns, e->lease_slack, &e->marks->witness,
+	                         sizeof *e->marks, &e->witness) != FB_OK)
 		return FB_ENOMEM;
 	if (e->validity_short)
 		fb_witness_judge_answers(e->witness, e->validity_short);
@@ -368,9 +377,6 @@ static fb_err open_checks(fb_env *e, bool blocking)
 	for (int d = 0; d < FB_DISCIPLINES; d++)
 		if (cfg->modes & (1u << d))
 			e->active[e->nactive++] = (fb_discipline)d;
-	if (!(e->sent = calloc((size_t)cfg->keys * 4, sizeof *e->sent)) ||
-	    !(e->admitted = calloc(cfg->keys, sizeof *e->admitted)))
-		return FB_ENOMEM;
 	if (!e->checking)
 		return FB_OK;
 	uint32_t cap, ahead, in_flight = fb_checker_in_flight(cfg->threads);
@@ -494,9 +500,7 @@ fb_err fb_env_open(fb_env *e, const fb_config *cfg, const fb_env_driver *drv, fb
 	/* ... and its calls too: a refusal is judged only on a full record */
 	e->judging = e->checking;
 	/* issue 27: the write-fenced control's chances to lose an update */
-	if (e->judging && cfg->op == FB_OP_RMW && (cfg->modes & (1u << FB_WRITE_FENCED)) &&
-	    !(e->wf = calloc(cfg->keys, sizeof *e->wf)))
-		return oom(e);
+	e->wf_judged = e->judging && cfg->op == FB_OP_RMW && (cfg->modes & (1u << FB_WRITE_FENCED));
 	e->witnessing = !cfg->no_check;
 	e->skip = cfg->on_held == FB_ON_HELD_SKIP;
 	e->crashes = fb_config_fault(cfg, FB_FAULT_CRASH) || cfg->plan_path;

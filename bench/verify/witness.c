@@ -29,7 +29,9 @@ typedef struct example {
 } example;
 
 struct fb_witness {
-	wkey *k;
+	char *words; /* key 0's word; key k's is stride bytes on per key */
+	size_t stride;
+	wkey *own; /* the words, where the witness placed them itself */
 	example first[FB_WIT_KINDS];
 	uint32_t keys;
 	uint64_t ttl;
@@ -39,18 +41,35 @@ struct fb_witness {
 	uint64_t answer_slack;  /* then: the stated validity's shortfall + 50 us */
 };
 
+static inline fb_atomic_u128 *word_of(fb_witness *w, uint32_t key)
+{
+	return (fb_atomic_u128 *)(w->words + (size_t)key * w->stride);
+}
+
 fb_err fb_witness_create(uint32_t keys, uint64_t ttl_ns, uint64_t slack_ns, fb_witness **out)
+{
+	wkey *own = aligned_alloc(FB_PAD_LINE, (size_t)keys * sizeof *own);
+	if (!own)
+		return FB_ENOMEM;
+	fb_err e = fb_witness_create_at(keys, ttl_ns, slack_ns, &own->word, sizeof *own, out);
+	if (e)
+		free(own);
+	else
+		(*out)->own = own;
+	return e;
+}
+
+fb_err fb_witness_create_at(uint32_t keys, uint64_t ttl_ns, uint64_t slack_ns,
+                            fb_atomic_u128 *words, size_t stride, fb_witness **out)
 {
 	fb_witness *w = malloc(sizeof *w);
 	if (!w)
 		return FB_ENOMEM;
-	w->k = aligned_alloc(FB_PAD_LINE, (size_t)keys * sizeof *w->k);
-	if (!w->k) {
-		free(w);
-		return FB_ENOMEM;
-	}
+	w->words = (char *)words;
+	w->stride = stride;
+	w->own = NULL;
 	for (uint32_t i = 0; i < keys; i++)
-		atomic_init(&w->k[i].word, ((fb_u128){1, 0})); /* fence 0, released */
+		atomic_init(word_of(w, i), ((fb_u128){1, 0})); /* fence 0, released */
 	for (int i = 0; i < FB_WIT_KINDS; i++)
 		atomic_init(&w->first[i].claimed, 0);
 	w->keys = keys;
@@ -73,7 +92,7 @@ void fb_witness_destroy(fb_witness *w)
 {
 	if (!w)
 		return;
-	free(w->k);
+	free(w->own);
 	free(w);
 }
 
@@ -125,7 +144,7 @@ void fb_witness_acquired_answered(fb_witness *w, uint32_t key, uint64_t fence, u
 		c->regressions++;
 		note(w, FB_WIT_REGRESSION, key, fence, replaced);
 	}
-	fb_atomic_u128 *word = &w->k[key].word;
+	fb_atomic_u128 *word = word_of(w, key);
 	uint64_t at = expires_at - w->ttl;
 	uint32_t slot = key % FB_WITNESS_MEMO;
 	bool guessed = memo && memo->key1[slot] == key + 1;
@@ -205,7 +224,7 @@ void fb_witness_granted(fb_witness *w, uint32_t key, uint64_t fence, uint64_t ex
 uint64_t fb_witness_newest(fb_witness *w, uint32_t key, uint64_t *at)
 {
 	/* acquire: pairs with the release of the report it reads */
-	fb_u128 cur = atomic_load_explicit(&w->k[key].word, memory_order_acquire);
+	fb_u128 cur = atomic_load_explicit(word_of(w, key), memory_order_acquire);
 	*at = cur.hi - w->ttl;
 	return cur.lo >> 1;
 }
@@ -232,7 +251,7 @@ void fb_witness_releasing(fb_witness *w, uint32_t key, uint64_t fence, uint64_t 
 void fb_witness_releasing_memo(fb_witness *w, uint32_t key, uint64_t fence, uint64_t expires_at,
                                fb_witness_memo *memo)
 {
-	fb_atomic_u128 *word = &w->k[key].word;
+	fb_atomic_u128 *word = word_of(w, key);
 	/* most likely still our own report: try it without a (locked) load */
 	fb_u128 cur = {fence << 1, expires_at};
 	while ((cur.lo >> 1) == fence && !(cur.lo & 1)) {

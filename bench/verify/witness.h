@@ -89,6 +89,13 @@ typedef struct fb_witness_memo {
  * read and still be taken as equal (50 us for this process's TSC; a remote
  * service's clock rounds expiry to its own millisecond). */
 fb_err fb_witness_create(uint32_t keys, uint64_t ttl_ns, uint64_t slack_ns, fb_witness **out);
+
+/* The same, keeping key k's word at (char *)words + k * stride, in the
+ * caller's memory (16-byte aligned, kept until the witness is destroyed):
+ * beside what else the caller keeps of the key, on the line a reporter
+ * has just taken for it. */
+fb_err fb_witness_create_at(uint32_t keys, uint64_t ttl_ns, uint64_t slack_ns,
+                            fb_atomic_u128 *words, size_t stride, fb_witness **out);
 void fb_witness_destroy(fb_witness *w);
 
 /*
