@@ -108,7 +108,7 @@ typedef struct fb_crash_slot {
  * of the throughput with them apart, 30-34% together.
  */
 typedef struct fb_key_marks {
-	alignas(FB_PAD_LINE) fb_atomic_u128 witness; /* the lease witness's word (witness.c) */
+	alignas(FB_PAD_LINE) fb_witness_slot witness; /* the lease witness's words (witness.c) */
 	/* by discipline, the highest fence any call sent to that store
 	 * carried: a refusal is judged by what was sent, never by the lease's
 	 * promise (DESIGN section 3) */

@@ -68,8 +68,7 @@ static inline __attribute__((always_inline)) void fb_on_witness(fb_env *e, fb_he
 		                   ev->renewed->judged_at, &h->witness);
 		return;
 	case FB_EV_RELEASING:
-		fb_witness_releasing_memo(e->witness, ev->key, l->fence, fb_witness_end(e, l),
-		                          &h->wmemo);
+		fb_witness_releasing(e->witness, ev->key, l->fence);
 		return;
 	default:
 		return;

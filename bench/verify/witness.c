@@ -4,9 +4,20 @@
 #include <stdlib.h>
 
 /*
- * Per key one 16-byte word: lo = fence << 1 | released, hi = expires_at of
- * the newest lease reported. Acquisition time is expires_at - ttl (the
- * table sets expiry at the acquire), on the lease service's clock.
+ * Per key (fb_witness_slot) one 16-byte word: lo = fence, hi = expires_at
+ * of the newest lease reported; and beside it the highest fence whose
+ * holder said it was releasing it. Acquisition time is expires_at - ttl
+ * (the table sets expiry at the acquire), on the lease service's clock.
+ *
+ * The released fence is a max of its own, not a bit in the word: a
+ * release is then an 8-byte CAS (a 16-byte one costs twice as much here,
+ * and the word is the acquires' alone). The newest lease is released
+ * exactly when the max is its fence: a fence above it would be released
+ * by a holder who reported its acquire first, and a report above the
+ * newest always becomes the newest; a late release of an older fence
+ * stays below it. A max, not a store: a late release of an older fence
+ * must not set back the newest one's, or the next acquire would be judged
+ * an overlap of a lease that was given back.
  */
 /*
  * Acquisition times come from rdtsc on different cores, and rdtsc is not
@@ -18,7 +29,7 @@
  */
 
 typedef struct wkey {
-	alignas(FB_PAD_LINE) fb_atomic_u128 word;
+	alignas(FB_PAD_LINE) fb_witness_slot slot;
 } wkey;
 
 /* The first violation of a kind, written once by the thread that claims it. */
@@ -29,9 +40,9 @@ typedef struct example {
 } example;
 
 struct fb_witness {
-	char *words; /* key 0's word; key k's is stride bytes on per key */
+	char *slots; /* key 0's slot; key k's is stride bytes on per key */
 	size_t stride;
-	wkey *own; /* the words, where the witness placed them itself */
+	wkey *own; /* the slots, where the witness placed them itself */
 	example first[FB_WIT_KINDS];
 	uint32_t keys;
 	uint64_t ttl;
@@ -41,9 +52,9 @@ struct fb_witness {
 	uint64_t answer_slack;  /* then: the stated validity's shortfall + 50 us */
 };
 
-static inline fb_atomic_u128 *word_of(fb_witness *w, uint32_t key)
+static inline fb_witness_slot *slot_of(fb_witness *w, uint32_t key)
 {
-	return (fb_atomic_u128 *)(w->words + (size_t)key * w->stride);
+	return (fb_witness_slot *)(w->slots + (size_t)key * w->stride);
 }
 
 fb_err fb_witness_create(uint32_t keys, uint64_t ttl_ns, uint64_t slack_ns, fb_witness **out)
@@ -51,7 +62,7 @@ fb_err fb_witness_create(uint32_t keys, uint64_t ttl_ns, uint64_t slack_ns, fb_w
 	wkey *own = aligned_alloc(FB_PAD_LINE, (size_t)keys * sizeof *own);
 	if (!own)
 		return FB_ENOMEM;
-	fb_err e = fb_witness_create_at(keys, ttl_ns, slack_ns, &own->word, sizeof *own, out);
+	fb_err e = fb_witness_create_at(keys, ttl_ns, slack_ns, &own->slot, sizeof *own, out);
 	if (e)
 		free(own);
 	else
@@ -60,16 +71,18 @@ fb_err fb_witness_create(uint32_t keys, uint64_t ttl_ns, uint64_t slack_ns, fb_w
 }
 
 fb_err fb_witness_create_at(uint32_t keys, uint64_t ttl_ns, uint64_t slack_ns,
-                            fb_atomic_u128 *words, size_t stride, fb_witness **out)
+                            fb_witness_slot *slots, size_t stride, fb_witness **out)
 {
 	fb_witness *w = malloc(sizeof *w);
 	if (!w)
 		return FB_ENOMEM;
-	w->words = (char *)words;
+	w->slots = (char *)slots;
 	w->stride = stride;
 	w->own = NULL;
-	for (uint32_t i = 0; i < keys; i++)
-		atomic_init(word_of(w, i), ((fb_u128){1, 0})); /* fence 0, released */
+	for (uint32_t i = 0; i < keys; i++) { /* fence 0, released */
+		atomic_init(&slot_of(w, i)->word, ((fb_u128){0, 0}));
+		atomic_init(&slot_of(w, i)->released, 0);
+	}
 	for (int i = 0; i < FB_WIT_KINDS; i++)
 		atomic_init(&w->first[i].claimed, 0);
 	w->keys = keys;
@@ -144,7 +157,8 @@ void fb_witness_acquired_answered(fb_witness *w, uint32_t key, uint64_t fence, u
 		c->regressions++;
 		note(w, FB_WIT_REGRESSION, key, fence, replaced);
 	}
-	fb_atomic_u128 *word = word_of(w, key);
+	fb_witness_slot *ws = slot_of(w, key);
+	fb_atomic_u128 *word = &ws->word;
 	uint64_t at = expires_at - w->ttl;
 	uint32_t slot = key % FB_WITNESS_MEMO;
 	bool guessed = memo && memo->key1[slot] == key + 1;
@@ -154,8 +168,7 @@ void fb_witness_acquired_answered(fb_witness *w, uint32_t key, uint64_t fence, u
 	if (memo)
 		memo->key1[slot] = 0; /* used or wrong: either way spent */
 	for (;;) {
-		uint64_t f = cur.lo >> 1, cur_at = cur.hi - w->ttl;
-		bool released = cur.lo & 1;
+		uint64_t f = cur.lo, cur_at = cur.hi - w->ttl;
 		if (guessed && fence <= f) { /* a verdict without a CAS: not on a guess */
 			guessed = false;
 			cur = atomic_load_explicit(word, memory_order_acquire);
@@ -175,6 +188,11 @@ void fb_witness_acquired_answered(fb_witness *w, uint32_t key, uint64_t fence, u
 			}
 			return;
 		}
+		/* Its holder's release was reported before the table's, so before
+		 * this acquire: seen here unless the acquire came first (acquire:
+		 * pairs with the releasing CAS; read after cur, a guess included,
+		 * so the CAS below confirms what it is about). */
+		bool released = atomic_load_explicit(&ws->released, memory_order_acquire) >= f;
 		/* a newer fence for an older acquisition; or the previous lease was
 		 * live and still held. Counted once the report is in: a CAS that
 		 * fails goes round again and must not count twice. */
@@ -187,7 +205,7 @@ void fb_witness_acquired_answered(fb_witness *w, uint32_t key, uint64_t fence, u
 		bool overlap = !inverted && f &&
 		               fb_judge_overlap(released, cur.hi, at, w->overlap_slack, w->answers,
 		                                answered_at, w->answer_slack);
-		fb_u128 next = {fence << 1, expires_at};
+		fb_u128 next = {fence, expires_at};
 		/* acq_rel: this report is the newest; later reports compare with it */
 		if (atomic_compare_exchange_weak_explicit(word, &cur, next, memory_order_acq_rel,
 		                                          memory_order_acquire)) {
@@ -197,6 +215,10 @@ void fb_witness_acquired_answered(fb_witness *w, uint32_t key, uint64_t fence, u
 				note(w, FB_WIT_INVERSION, key, fence, f);
 			if (overlap)
 				note(w, FB_WIT_OVERLAP, key, fence, f);
+			if (memo) { /* the word as this report left it: the next one's guess */
+				memo->key1[slot] = key + 1;
+				memo->word[slot] = next;
+			}
 			return;
 		}
 		guessed = false; /* cur is the truth now */
@@ -224,9 +246,9 @@ void fb_witness_granted(fb_witness *w, uint32_t key, uint64_t fence, uint64_t ex
 uint64_t fb_witness_newest(fb_witness *w, uint32_t key, uint64_t *at)
 {
 	/* acquire: pairs with the release of the report it reads */
-	fb_u128 cur = atomic_load_explicit(word_of(w, key), memory_order_acquire);
+	fb_u128 cur = atomic_load_explicit(&slot_of(w, key)->word, memory_order_acquire);
 	*at = cur.hi - w->ttl;
-	return cur.lo >> 1;
+	return cur.lo;
 }
 
 void fb_witness_renewed(fb_witness *w, uint32_t key, uint64_t fence, uint64_t acquired_at,
@@ -243,27 +265,12 @@ void fb_witness_renewed(fb_witness *w, uint32_t key, uint64_t fence, uint64_t ac
 	}
 }
 
-void fb_witness_releasing(fb_witness *w, uint32_t key, uint64_t fence, uint64_t expires_at)
+void fb_witness_releasing(fb_witness *w, uint32_t key, uint64_t fence)
 {
-	fb_witness_releasing_memo(w, key, fence, expires_at, NULL);
-}
-
-void fb_witness_releasing_memo(fb_witness *w, uint32_t key, uint64_t fence, uint64_t expires_at,
-                               fb_witness_memo *memo)
-{
-	fb_atomic_u128 *word = word_of(w, key);
-	/* most likely still our own report: try it without a (locked) load */
-	fb_u128 cur = {fence << 1, expires_at};
-	while ((cur.lo >> 1) == fence && !(cur.lo & 1)) {
-		fb_u128 next = {cur.lo | 1, cur.hi};
-		/* release: ordered before the table's release of the slot */
-		if (atomic_compare_exchange_weak_explicit(word, &cur, next, memory_order_release,
-		                                          memory_order_relaxed)) {
-			if (memo) {
-				memo->key1[key % FB_WITNESS_MEMO] = key + 1;
-				memo->word[key % FB_WITNESS_MEMO] = next;
-			}
-			return;
-		}
-	}
+	_Atomic uint64_t *rel = &slot_of(w, key)->released;
+	uint64_t cur = atomic_load_explicit(rel, memory_order_relaxed);
+	/* release: ordered before the table's release of the slot */
+	while (cur < fence && !atomic_compare_exchange_weak_explicit(
+	                              rel, &cur, fence, memory_order_release, memory_order_relaxed))
+		;
 }

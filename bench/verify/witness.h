@@ -36,6 +36,13 @@
 
 typedef struct fb_witness fb_witness;
 
+/* A key's words in the witness (witness.c): the newest lease reported,
+ * and the highest fence whose holder reported releasing it. */
+typedef struct fb_witness_slot {
+	fb_atomic_u128 word;
+	_Atomic uint64_t released;
+} fb_witness_slot;
+
 typedef struct fb_witness_counts {
 	uint64_t duplicates;    /* a fence handed out twice for one key */
 	uint64_t inversions;    /* fence order against acquisition order */
@@ -90,12 +97,12 @@ typedef struct fb_witness_memo {
  * service's clock rounds expiry to its own millisecond). */
 fb_err fb_witness_create(uint32_t keys, uint64_t ttl_ns, uint64_t slack_ns, fb_witness **out);
 
-/* The same, keeping key k's word at (char *)words + k * stride, in the
- * caller's memory (16-byte aligned, kept until the witness is destroyed):
- * beside what else the caller keeps of the key, on the line a reporter
- * has just taken for it. */
+/* The same, keeping key k's slot at (char *)slots + k * stride, in the
+ * caller's memory (kept until the witness is destroyed): beside what else
+ * the caller keeps of the key, on the line a reporter has just taken for
+ * it. */
 fb_err fb_witness_create_at(uint32_t keys, uint64_t ttl_ns, uint64_t slack_ns,
-                            fb_atomic_u128 *words, size_t stride, fb_witness **out);
+                            fb_witness_slot *slots, size_t stride, fb_witness **out);
 void fb_witness_destroy(fb_witness *w);
 
 /*
@@ -163,12 +170,9 @@ void fb_witness_renewed(fb_witness *w, uint32_t key, uint64_t fence, uint64_t ac
                         uint64_t newest, uint64_t newest_at, uint64_t sent_at, uint64_t expires_at,
                         fb_witness_counts *c);
 
-/* Its holder is about to release it: call before the table's release, so
- * the next acquire can never see the slot free and the witness not told. */
-void fb_witness_releasing(fb_witness *w, uint32_t key, uint64_t fence, uint64_t expires_at);
-
-/* The same, remembering the word it leaves in *memo (NULL: none). */
-void fb_witness_releasing_memo(fb_witness *w, uint32_t key, uint64_t fence, uint64_t expires_at,
-                               fb_witness_memo *memo);
+/* Its holder is about to release (key, fence): call before the table's
+ * release, so the next acquire can never see the slot free and the
+ * witness not told. */
+void fb_witness_releasing(fb_witness *w, uint32_t key, uint64_t fence);
 
 #endif
