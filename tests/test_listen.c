@@ -1,0 +1,149 @@
+/*
+ * The outcome tracker and the checker feed (bench/drive/listen_outcome.h,
+ * listen_feed.h), heard in the table's order (listeners.h): each record the
+ * feed commits says what its cycle's write did at every store, and a cycle
+ * whose acknowledgements were lost wrote twice. A record of the first copy
+ * must carry what the first copies did, a record of the resent copy what
+ * the last copies did: the story reads these outcomes off the record of a
+ * stale write's newer write, and a record that carried the other copy's
+ * would tell, of a write the fenced store accepted, that it refused it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fbtest.h"
+#include "listeners.h"
+
+enum { F = FB_FENCED, WF = FB_WRITE_FENCED, U = FB_UNFENCED, NONE = 0xff };
+
+/* One cycle as the cycle emits it: at each store in turn its first copy's
+ * outcome (NONE: the cycle wrote nothing there) and, where the
+ * acknowledgement was lost, its resent copy's. */
+typedef struct script {
+	const char *name;
+	uint8_t first[FB_DISCIPLINES];
+	uint8_t copy[FB_DISCIPLINES]; /* NONE: not resent */
+} script;
+
+typedef struct fixture {
+	fb_env e;
+	fb_config cfg;
+	fb_heard h;
+	fb_lease l;
+	fb_store_result res;
+} fixture;
+
+static void hear(fixture *x, const fb_event *ev)
+{
+	/* the table's order: the tracker before the feed, which reads it */
+	fb_on_outcome(&x->e, &x->h, ev);
+	fb_on_feed(&x->e, &x->h, ev);
+}
+
+static void written(fixture *x, int d, bool copy, uint8_t outcome)
+{
+	fb_event ev = {.kind = FB_EV_WRITTEN,
+	               .d = (uint8_t)d,
+	               .outcome = outcome,
+	               .copy = copy,
+	               .worker = 1,
+	               .key = 3,
+	               .fence = x->l.fence,
+	               .now = x->l.service_at + 1000,
+	               .read = 100,
+	               .res = &x->res,
+	               .lease = &x->l};
+	hear(x, &ev);
+}
+
+static bool accepted(uint8_t o)
+{
+	return o == FB_OUT_ACCEPTED || o == FB_OUT_STALE;
+}
+
+/* Run one scripted cycle and check every record it commits. */
+static void run_cycle(fixture *x, const script *s, uint64_t fence)
+{
+	x->l.fence = fence;
+	x->l.service_at = fence * 1000000;
+	x->l.expires_at = x->l.service_at + x->cfg.ttl_ns;
+	hear(x, &(fb_event){.kind = FB_EV_ACQUIRED, .key = 3, .fence = fence, .lease = &x->l});
+	/* what the records must be, in the order written: one for each copy
+	 * a store accepted */
+	struct {
+		int d;
+		bool resent;
+	} want[2 * FB_DISCIPLINES];
+	int n = 0;
+	for (int d = 0; d < FB_DISCIPLINES; d++) {
+		if (s->first[d] == NONE) /* not written this cycle: no event */
+			continue;
+		written(x, d, false, s->first[d]);
+		if (accepted(s->first[d]))
+			want[n].d = d, want[n++].resent = false;
+		if (s->copy[d] != NONE) {
+			written(x, d, true, s->copy[d]);
+			if (accepted(s->copy[d]))
+				want[n].d = d, want[n++].resent = true;
+		}
+	}
+	fb_feed_heard *f = &x->h.feed;
+	check(f->ntodo == n, "%s: %d records kept, %d copies accepted", s->name, f->ntodo, n);
+	for (int i = 0; i < n; i++) {
+		fb_check_rec r;
+		fb_feed_fill(f, &x->h.outs, &r);
+		check(r.fence == fence && r.key == 3 && r.d == want[i].d &&
+		              (bool)r.resent == want[i].resent,
+		      "%s: record %d is store %d's %s copy (it is store %u's, resent %u)", s->name,
+		      i, want[i].d, want[i].resent ? "resent" : "first", r.d, r.resent);
+		const uint8_t *copy_did = r.resent ? s->copy : s->first;
+		for (int d = 0; d < FB_DISCIPLINES; d++) {
+			/* a store not resent to: its one copy is the first and the last;
+			 * one not written to this cycle did nothing (whatever it did
+			 * in the cycle before) */
+			uint8_t did = copy_did[d] != NONE   ? copy_did[d]
+			              : s->first[d] != NONE ? s->first[d]
+			                                    : FB_OUT_NONE;
+			check(r.outcome[d] == did,
+			      "%s: the %s copy's record says %u at store %d, where that copy did "
+			      "%u",
+			      s->name, r.resent ? "resent" : "first", r.outcome[d], d, did);
+		}
+	}
+	check(f->done == f->ntodo, "%s: every record committed", s->name);
+}
+
+static void test_each_record_carries_what_its_own_copy_did(void **state)
+{
+	(void)state;
+	fixture *x = calloc(1, sizeof *x);
+	check(x != NULL, "calloc");
+	x->cfg.ttl_ns = 10000000;
+	x->e.cfg = &x->cfg;
+	x->e.witnessing = x->e.checking = true;
+	const uint8_t ACC = FB_OUT_ACCEPTED, ST = FB_OUT_STALE, REJ = FB_OUT_REJECTED;
+	const script scripts[] = {
+	        {"no ack lost", {ACC, ACC, ST}, {NONE, NONE, NONE}},
+	        /* the fenced stores rightly refuse the copy: an equal token */
+	        {"acks lost", {ACC, ACC, ACC}, {REJ, REJ, ACC}},
+	        {"a stale write resent", {REJ, ST, ST}, {REJ, REJ, ST}},
+	        {"one store resent to", {ACC, ACC, ACC}, {NONE, NONE, ACC}},
+	        {"only the copy landed", {REJ, FB_OUT_REFUSED, REJ}, {ACC, NONE, ACC}},
+	        {"one store not written", {ACC, NONE, ACC}, {NONE, NONE, NONE}},
+	        {"after a resent cycle, one not written", {ACC, ACC, NONE}, {NONE, NONE, NONE}},
+	        {"acks lost at two stores", {ACC, NONE, ACC}, {REJ, NONE, ACC}},
+	        {"none lost, none written but one", {NONE, NONE, ACC}, {NONE, NONE, NONE}},
+	};
+	uint64_t fence = 10;
+	for (size_t i = 0; i < sizeof scripts / sizeof *scripts; i++)
+		run_cycle(x, &scripts[i], fence++);
+	free(x);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_each_record_carries_what_its_own_copy_did),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
