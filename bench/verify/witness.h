@@ -98,9 +98,10 @@ typedef struct fb_witness_memo {
 fb_err fb_witness_create(uint32_t keys, uint64_t ttl_ns, uint64_t slack_ns, fb_witness **out);
 
 /* The same, keeping key k's slot at (char *)slots + k * stride, in the
- * caller's memory (kept until the witness is destroyed): beside what else
- * the caller keeps of the key, on the line a reporter has just taken for
- * it. */
+ * caller's memory (kept until the witness is destroyed; slots and stride
+ * multiples of alignof(fb_witness_slot), for the 16-byte CAS): beside what
+ * else the caller keeps of the key, on the line a reporter has just taken
+ * for it. */
 fb_err fb_witness_create_at(uint32_t keys, uint64_t ttl_ns, uint64_t slack_ns,
                             fb_witness_slot *slots, size_t stride, fb_witness **out);
 void fb_witness_destroy(fb_witness *w);
