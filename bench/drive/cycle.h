@@ -122,6 +122,7 @@ typedef struct fb_key_marks {
 	 * replied */
 	_Atomic uint64_t wf;
 } fb_key_marks;
+_Static_assert(sizeof(fb_key_marks) == FB_PAD_LINE, "a key's marks fill its line, no more");
 
 typedef struct fb_env fb_env;
 
