@@ -124,7 +124,7 @@ CLUSTER_TEST := $(B)/tests/test_cluster
 ALL_OBJ := $(patsubst %.c,$(B)/%.o,$(CORE_SRC) $(BENCH_SRC) bench/cli/main.c $(TEST_SRC) $(TOOLS_SRC) \
                                    $(CLUSTER_SRC))
 
-.PHONY: all test run install uninstall clean bench man soak seeds swarm cluster-test
+.PHONY: all test run install uninstall clean bench man soak seeds swarm cluster-test verify-cost
 .DELETE_ON_ERROR:
 # The objects are kept: the tests' are intermediate files of the pattern
 # rule that links them, which make would otherwise delete after the build
@@ -206,6 +206,11 @@ seeds: all
 # The same search over configurations: each seed draws its own (--swarm).
 swarm: all
 	$(BIN) --deterministic --seeds $(SEEDS) --swarm -q -o build/swarm
+
+# What verification costs: checked against --no-check, alternated, medians
+# (scripts/verify-cost.sh: VC_THREADS, VC_ROUNDS, VC_D, VC_ARGS).
+verify-cost: all
+	./scripts/verify-cost.sh $(BIN)
 
 # Single-thread cost of the core cycle beside the raw atomic floor.
 bench: all
