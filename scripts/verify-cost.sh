@@ -103,7 +103,7 @@ done
 
 echo
 printf '%-8s %-*s  %-22s %-22s %6s  %s\n' threads "$w" binary "checked M/s (range)" \
-	"unchecked M/s (range)" cost "a round's cost: median (q1-q3)"
+	"unchecked M/s (range)" cost "a round's cost: median (q1..q3)"
 for t in $threads; do
 	n=0
 	for b in "$@"; do
@@ -125,7 +125,7 @@ for t in $threads; do
 				mc = med(c, k); mu = med(u, k)
 				cs = sprintf("%.3f (%.3f-%.3f)", mc / 1e6, c[1] / 1e6, c[k] / 1e6)
 				us = sprintf("%.3f (%.3f-%.3f)", mu / 1e6, u[1] / 1e6, u[k] / 1e6)
-				printf "%-8s %-*s  %-22s %-22s %5.1f%%  %.1f%% (%.1f-%.1f)\n", t, w, b, cs, us,
+				printf "%-8s %-*s  %-22s %-22s %5.1f%%  %.1f%% (%.1f..%.1f)\n", t, w, b, cs, us,
 					100 * (1 - mc / mu), med(r, k), q(r, k, 0.25), q(r, k, 0.75)
 			}'
 		n=$((n + 1))
