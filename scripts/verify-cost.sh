@@ -18,8 +18,10 @@
 # VC_D        each run's duration (default 3s)
 # VC_ARGS     the rest of each run's options (default "--pause-rate 0 --no-floor")
 #
-# Bad settings: one line, exit 2. A run that fails or prints no rate: its
-# output, exit 3.
+# Bad settings: one line, exit 2; so is an option in VC_ARGS that the script
+# sets itself (a second --no-check would make both runs unchecked and the
+# cost a meaningless 0), and a run that refuses its options (exit 2). A run
+# that fails otherwise or prints no rate: its output, exit 3.
 set -eu
 threads=${VC_THREADS:-1 2}
 rounds=${VC_ROUNDS:-5}
@@ -44,6 +46,16 @@ done
 	echo "verify-cost: VC_THREADS: empty: give one thread count or more" >&2
 	exit 2
 }
+for a in $args; do
+	case "$a" in
+	-t | -t?* | --threads | --threads=* | -d | -d?* | --duration | --duration=* | \
+		--no-check | --sample | --sample=* | -q | --quiet | -o | -o?* | --results-dir | \
+		--results-dir=*)
+		echo "verify-cost: VC_ARGS: '$a' is the script's own to set; leave it out" >&2
+		exit 2
+		;;
+	esac
+done
 if [ $# -eq 0 ]; then
 	make -s all
 	set -- ./fencebench
@@ -68,10 +80,13 @@ rate() {
 	b=$1
 	t=$2
 	shift 2
+	rc=0
 	# shellcheck disable=SC2086 # VC_ARGS is a list of options
-	if ! "$b" -t "$t" -d "$d" $args "$@" -q -o "$tmp" > "$tmp/out" 2>&1; then
-		echo "verify-cost: $b -t $t -d $d $args $* failed:" >&2
+	"$b" -t "$t" -d "$d" $args "$@" -q -o "$tmp" > "$tmp/out" 2>&1 || rc=$?
+	if [ "$rc" -ne 0 ]; then
+		echo "verify-cost: $b -t $t -d $d $args $* failed (exit $rc):" >&2
 		cat "$tmp/out" >&2
+		[ "$rc" -eq 2 ] && exit 2 # its options: a bad setting
 		exit 3
 	fi
 	r=$(sed -n 's/^ops .*: \([0-9,]*\) ops\/s.*/\1/p' "$tmp/out" | tr -d ,)
