@@ -23,7 +23,8 @@ typedef struct fb_delayed_write {
 	uint16_t worker;
 	uint8_t mode; /* fb_discipline */
 	bool debit;
-	bool first; /* the first of its cycle's writes: it speaks for the fault */
+	bool first;    /* the first of its cycle's writes: it speaks for the fault */
+	bool recorded; /* its lease had recorded its fence at this store (fb_env_sending) */
 } fb_delayed_write;
 
 typedef void (*fb_deliver_fn)(void *ctx, const fb_delayed_write *w);

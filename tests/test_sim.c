@@ -581,6 +581,41 @@ static void test_every_planted_bug_is_caught_by_the_simulator(void **state)
 }
 
 /*
+ * A lease service that hands one fence out twice (two-step with per-key
+ * fences: a slot's generation taken twice) lets two holders send it. A
+ * correct store that has the fence from one refuses it to the other, and
+ * that refusal is stale, by the record of what was sent, key by key (not
+ * by the witness's word): no store is blamed, the lease is. Writes held
+ * by the network (delay) send it twice from the delay line too.
+ */
+static void test_a_fence_handed_out_twice_blames_the_lease_not_the_stores(void **state)
+{
+	(void)state;
+	fb_config cfg = base();
+	cfg.bug = FB_BUG_TWO_STEP;
+	cfg.fence = FB_FENCE_PER_KEY;
+	cfg.steps = 200000;
+	cfg.faults = 1u << FB_FAULT_PAUSE | 1u << FB_FAULT_DELAY;
+	cfg.pause_rate = cfg.delay_rate = 500;
+	cfg.fault_at = FB_AT_AFTER_READ;
+	uint64_t twice = 0;
+	for (uint64_t seed = 1; seed <= 6; seed++) {
+		fb_results r = run(&cfg, seed);
+		for (int d = FB_FENCED; d <= FB_WRITE_FENCED; d++)
+			check(r.mode[d].false_rejections == 0,
+			      "seed %llu: %s refused %llu rightful holders, by the verdict",
+			      (unsigned long long)seed, fb_discipline_name((fb_discipline)d),
+			      (unsigned long long)r.mode[d].false_rejections);
+		check(!r.lease.duplicates || fb_report_verdict(&r) == 1,
+		      "seed %llu: a fence handed out twice fails the run",
+		      (unsigned long long)seed);
+		twice += r.lease.duplicates;
+		fb_results_free(&r);
+	}
+	check(twice >= 3, "fences handed out twice: %llu", (unsigned long long)twice);
+}
+
+/*
  * Issue 27: the control that stops being one. Under rmw with pauses, a
  * correct write-fenced store loses an update at every chance
  * (bench/drive/control.h), so no seed gives it chances without a loss; one
@@ -709,6 +744,7 @@ int main(void)
 	        cmocka_unit_test(test_key_distributions_are_honoured),
 	        cmocka_unit_test(test_a_sweep_of_seeds_finds_no_fenced_violation),
 	        cmocka_unit_test(test_every_planted_bug_is_caught_by_the_simulator),
+	        cmocka_unit_test(test_a_fence_handed_out_twice_blames_the_lease_not_the_stores),
 	        cmocka_unit_test(test_a_control_that_loses_nothing_is_named),
 	        cmocka_unit_test(test_one_worker_ends_the_same_under_both_drivers),
 	        cmocka_unit_test(test_an_unwritable_history_is_a_system_error),

@@ -61,15 +61,16 @@ static inline void control_send(fb_worker *w, fb_discipline d)
 	if (!control_on(e, d))
 		return;
 	uint64_t before = atomic_load_explicit(fb_env_sent(e, w->key, d), memory_order_seq_cst);
-	w->wf_above =
-	        before < w->l.fence && !atomic_load_explicit(&e->dup_fences, memory_order_relaxed);
+	w->wf_above = before < w->l.fence;
 	/* acquire: pairs with the reply's release, which came after it */
 	w->wf_seen = atomic_load_explicit(&e->marks[w->key].wf, memory_order_acquire);
 	w->wf_armed = true;
 }
 
 /* Its reply came back (accepted or not: what a correct store had to do is
- * judged by what was sent). */
+ * judged by what was sent). Another lease that sent the same fence (one
+ * handed out twice) recorded it before its call went: if that call came
+ * first, a correct store refused this one. */
 static inline void control_reply(fb_worker *w, fb_discipline d, fb_mode_counters *mc)
 {
 	fb_env *e = w->env;
@@ -77,7 +78,8 @@ static inline void control_reply(fb_worker *w, fb_discipline d, fb_mode_counters
 		return;
 	w->wf_armed = false;
 	if (!w->wf_above ||
-	    atomic_load_explicit(fb_env_sent(e, w->key, d), memory_order_seq_cst) != w->l.fence)
+	    atomic_load_explicit(fb_env_sent(e, w->key, d), memory_order_seq_cst) != w->l.fence ||
+	    fb_env_sent_twice(e, w->key, d, w->l.fence))
 		return; /* a correct store may have refused it */
 	if (w->wf_seen > w->wf_read_at)
 		fb_counter_add(&mc->control_chances, 1);

@@ -267,6 +267,7 @@ static HOT fb_step acquired(fb_worker *w)
 	w->first = (uint8_t)w->rot;
 	w->i = 0;
 	w->stale = w->resend = w->sent = w->silent = false;
+	w->reg = 0;
 	w->delay = w->stale_newer = 0;
 	memset(w->outcome, 0, sizeof w->outcome);
 	uint8_t next = FB_PC_READ;
@@ -324,22 +325,6 @@ static HOT fb_step op_acquire(fb_worker *w)
 }
 
 /* ---- the reads, and what a refusal means ---- */
-
-/* A call carrying fence f goes to store d (reads count at the fenced store
- * only: the write-fenced one registers none). Recorded before it is sent:
- * seq_cst, so that it is seen by anyone whose refusal the call could cause
- * (their reply comes after the call reached the store). A call below what
- * was sent already leaves the record as it is. */
-static HOT void sending(fb_env *e, fb_discipline d, uint32_t key, uint64_t f)
-{
-	if (d == FB_UNFENCED || !e->judging)
-		return;
-	_Atomic uint64_t *s = fb_env_sent(e, key, d);
-	uint64_t cur = atomic_load_explicit(s, memory_order_relaxed);
-	while (cur < f && !atomic_compare_exchange_weak_explicit(s, &cur, f, memory_order_seq_cst,
-	                                                         memory_order_relaxed))
-		;
-}
 
 /* The fenced store admitted a call carrying f on key (a read served, a
  * write accepted) and its reply is back: from now on it has seen f, and
@@ -412,8 +397,9 @@ static HOT void calls_end(fb_env *e, fb_discipline d, uint32_t key, fb_io io)
  * the broken promise is the witness's); or if the caller's own fence had
  * been accepted already (own: a resent copy). Otherwise it refused its
  * rightful holder: a false rejection. An equal fence sent by another
- * caller exists only where the lease service handed a fence out twice,
- * which the witness says. A refusal with the store's own reason is that;
+ * lease (the lease service handed it out twice) makes the refusal stale
+ * too, by the same record (fb_env_sending), key by key: never by the
+ * witness's word, which may come late. A refusal with the store's own reason is that;
  * where fencebench does not see every call (a shared run, --no-check) it
  * is not judged. The record is read only here, after a refusal.
  */
@@ -427,10 +413,8 @@ static fb_outcome_t judge_refusal(fb_env *e, fb_discipline d, uint32_t key, uint
 	fb_judge_refusal j = fb_judge_refusal_of(res->other, d != FB_UNFENCED, own, e->judging);
 	if (j == FB_JUDGE_BY_SENT) {
 		uint64_t sent = atomic_load_explicit(fb_env_sent(e, key, d), memory_order_seq_cst);
-		j = fb_judge_refusal_by_sent(
-		        fence, sent,
-		        sent == fence &&
-		                atomic_load_explicit(&e->dup_fences, memory_order_relaxed));
+		j = fb_judge_refusal_by_sent(fence, sent,
+		                             sent == fence && fb_env_sent_twice(e, key, d, fence));
 	}
 	return as[j];
 }
@@ -520,7 +504,7 @@ static fb_step read_all(fb_worker *w)
 	for (int i = 0; i < e->nactive; i++) {
 		ops[i] = (fb_store_op){FB_STORE_READ, rotated(e, w->first, i), 0, NULL};
 		if (ops[i].d == FB_FENCED) {
-			sending(e, FB_FENCED, w->key, w->l.fence);
+			fb_env_sending(e, FB_FENCED, w->key, w->l.fence, &w->reg);
 			reading(w);
 		}
 	}
@@ -547,7 +531,7 @@ static HOT fb_step op_read(fb_worker *w)
 	uint64_t e0 = eop_start(e, e->timed_modes >> d & 1);
 	w->rd[d] = (fb_store_result){0};
 	if (d == FB_FENCED) {
-		sending(e, d, w->key, w->l.fence);
+		fb_env_sending(e, d, w->key, w->l.fence, &w->reg);
 		reading(w);
 	}
 	fb_io io = e->sops->read(w->sconn, d, w->key, w->l.fence, &w->rd[d]);
@@ -806,7 +790,7 @@ static HOT bool write_one(fb_worker *w, fb_discipline d, int64_t value, uint64_t
 	fb_store_result *res = &w->res;
 	if (!copy)
 		control_send(w, d);
-	sending(e, d, w->key, w->l.fence);
+	fb_env_sending(e, d, w->key, w->l.fence, &w->reg);
 	calls_begin(e, d, w->key);
 	uint64_t e0 = eop_start(e, e->timed_modes >> d & 1);
 	fb_io io = e->cfg->op == FB_OP_RMW
@@ -851,7 +835,8 @@ static HOT bool issue(fb_worker *w, fb_discipline d, uint64_t now, int64_t *valu
 	                       w->id,
 	                       (uint8_t)d,
 	                       !rmw,
-	                       !w->sent};
+	                       !w->sent,
+	                       (w->reg >> d & 1) != 0};
 	if (e->send(e->send_ctx, &dw) != FB_OK)
 		return false; /* no memory to hold it: it goes out on time instead */
 	w->sent = true;
@@ -890,7 +875,7 @@ static fb_step write_all(fb_worker *w)
 	for (int j = 0; j < n; j++) {
 		if (j == 0 || ws[j - 1].d != ws[j].d)
 			control_send(w, ws[j].d);
-		sending(e, ws[j].d, w->key, w->l.fence);
+		fb_env_sending(e, ws[j].d, w->key, w->l.fence, &w->reg);
 		calls_begin(e, ws[j].d, w->key);
 	}
 	uint64_t e0 = eop_start(e, e->remote);
@@ -1225,7 +1210,9 @@ bool fb_cycle_deliver(fb_env *e, const fb_delayed_write *dw, fb_check_rec *out)
 		fb_counter_add(&e->net[d].indeterminate, 1);
 		return false;
 	}
-	sending(e, d, dw->key, dw->fence);
+	/* its lease's own record of the fence here (its fenced read), or none */
+	uint8_t reg = dw->recorded ? (uint8_t)(1u << d) : 0;
+	fb_env_sending(e, d, dw->key, dw->fence, &reg);
 	calls_begin(e, d, dw->key);
 	fb_io io = dw->debit ? e->sops->debit(e->net_sconn, d, dw->key, dw->value, dw->fence, &res)
 	                     : e->sops->write(e->net_sconn, d, dw->key, dw->value, dw->fence, NULL,

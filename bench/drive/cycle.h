@@ -121,6 +121,11 @@ typedef struct fb_key_marks {
 	 * fb_env.wf_judged): the highest fence of a write it had to accept,
 	 * replied */
 	_Atomic uint64_t wf;
+	/* by discipline, the highest fence that two leases sent to that store
+	 * (a fence the lease service handed out twice): a store that has seen
+	 * it from one holder rightly refuses it to the other. Set by the
+	 * second to record it (fb_env_sending), before its call goes. */
+	_Atomic uint64_t twice[FB_DISCIPLINES];
 } fb_key_marks;
 _Static_assert(sizeof(fb_key_marks) == FB_PAD_LINE, "a key's marks fill its line, no more");
 
@@ -143,12 +148,13 @@ typedef struct fb_worker {
 	fb_hist acquire, write, cycle, takeover;
 	fb_hist eop[FB_EOPS]; /* the engines' round trips, per operation */
 	void *lconn, *sconn;  /* its own engine contexts (connections) */
-	fb_heard heard; /* the listeners' slots (event.h) */
+	fb_heard heard;       /* the listeners' slots (event.h) */
 	/* ---- the cycle under way ---- */
 	uint8_t pc;   /* fb_pc: the next operation */
 	uint8_t i;    /* the store (or commit) the operation takes next */
 	bool pausing; /* a pause begun: fb_cycle_woke ends it */
 	bool counting, timed, checked, stale, resend, sent, silent, taken_over;
+	uint8_t reg; /* the stores (1 << d) its lease's fence is recorded at (fb_env_sending) */
 	int8_t any_phase; /* a plan's pause "anywhere": the phase it struck, or -1 */
 	uint8_t first;    /* the rotation of the stores this cycle */
 	uint32_t key;
@@ -168,8 +174,8 @@ typedef struct fb_worker {
 	int64_t bal[FB_DISCIPLINES];
 	bool served[FB_DISCIPLINES];
 	uint8_t outcome[FB_DISCIPLINES];
-	uint8_t rd_out[FB_DISCIPLINES];    /* a refused read, judged (fb_outcome) */
-	uint64_t admitted;                 /* the fenced store's, when its read was sent */
+	uint8_t rd_out[FB_DISCIPLINES]; /* a refused read, judged (fb_outcome) */
+	uint64_t admitted;              /* the fenced store's, when its read was sent */
 	/* the write-fenced control's chances (control.h): the highest write
 	 * fence sent when its read was served, and what its write saw */
 	uint64_t wf_read_at, wf_seen;
@@ -229,15 +235,15 @@ struct fb_env {
 	_Atomic uint64_t outside_seq; /* faults logged so far */
 	uint64_t nemesis_seq;         /* the last nemesis fault's, under outside_mu */
 	bool remote;                  /* round trips: every engine call is timed */
-	bool batched;          /* the store takes a phase's reads (writes) in one round trip */
-	bool checking;         /* the history checker sees every write */
-	bool witnessing;       /* the lease witness hears every acquire */
-	bool blocking;         /* a commit may wait for room (threads); else it yields (sim) */
-	bool skip;             /* --on-held skip */
-	bool crashes;          /* crash faults can strike: takeovers are timed */
-	bool stepping;         /* a wall-clock lease service a skew fault can step */
-	bool judging;          /* refusals are judged: every call to the stores is this process's */
-	bool narrating;        /* the simulator's history line hears the events (listen_narrate.h) */
+	bool batched;    /* the store takes a phase's reads (writes) in one round trip */
+	bool checking;   /* the history checker sees every write */
+	bool witnessing; /* the lease witness hears every acquire */
+	bool blocking;   /* a commit may wait for room (threads); else it yields (sim) */
+	bool skip;       /* --on-held skip */
+	bool crashes;    /* crash faults can strike: takeovers are timed */
+	bool stepping;   /* a wall-clock lease service a skew fault can step */
+	bool judging;    /* refusals are judged: every call to the stores is this process's */
+	bool narrating;  /* the simulator's history line hears the events (listen_narrate.h) */
 	uint32_t own_versions; /* disciplines whose versions are the store's own (ordered) */
 	bool server_pausing;
 	bool jumping;         /* node-jump is on, and the lease service can take it */
@@ -253,7 +259,6 @@ struct fb_env {
 	bool wf_judged; /* fb_key_marks.wf: the write-fenced control's chances are judged */
 	_Atomic int stale_read_claimed;
 	fb_stale_read stale_read;
-	_Atomic int dup_fences; /* the witness saw a fence handed out twice */
 	/* Per discipline whose versions are the store's own, per key, its
 	 * write calls (FB_CALLS_*): the ordered checker's evidence. */
 	_Atomic uint64_t *calls[FB_DISCIPLINES];
@@ -307,6 +312,45 @@ struct fb_env {
 static inline _Atomic uint64_t *fb_env_sent(fb_env *e, uint32_t key, fb_discipline d)
 {
 	return &e->marks[key].sent[d];
+}
+
+/*
+ * A call carrying fence f goes to store d (reads count at the fenced store
+ * only: the write-fenced one registers none). Recorded before it is sent:
+ * seq_cst, so that it is seen by anyone whose refusal the call could cause
+ * (their reply comes after the call reached the store). A call below what
+ * was sent already leaves the record as it is. *reg: the stores this lease
+ * has recorded its fence at (a bit per store, 0 at its acquire), so that
+ * an equal fence found there is told apart: its own earlier call, or
+ * another lease's, which records that the fence was sent twice.
+ */
+static inline __attribute__((always_inline)) void
+fb_env_sending(fb_env *e, fb_discipline d, uint32_t key, uint64_t f, uint8_t *reg)
+{
+	if (d == FB_UNFENCED || !e->judging)
+		return;
+	_Atomic uint64_t *s = fb_env_sent(e, key, d);
+	uint64_t cur = atomic_load_explicit(s, memory_order_relaxed);
+	while (cur < f && !atomic_compare_exchange_weak_explicit(s, &cur, f, memory_order_seq_cst,
+	                                                         memory_order_relaxed))
+		;
+	if (__builtin_expect(cur == f && !(*reg >> d & 1), 0)) {
+		/* another lease sent f here first: a max, rare (a broken
+		 * lease service), before this call goes */
+		_Atomic uint64_t *t = &e->marks[key].twice[d];
+		uint64_t two = atomic_load_explicit(t, memory_order_relaxed);
+		while (two < f && !atomic_compare_exchange_weak_explicit(
+		                          t, &two, f, memory_order_seq_cst, memory_order_relaxed))
+			;
+	}
+	*reg |= (uint8_t)(1u << d);
+}
+
+/* Another lease had sent fence f to store d on key too, by the record
+ * (fb_env_sending): read after the reply to a call carrying f. */
+static inline bool fb_env_sent_twice(fb_env *e, uint32_t key, fb_discipline d, uint64_t f)
+{
+	return atomic_load_explicit(&e->marks[key].twice[d], memory_order_seq_cst) == f;
 }
 
 /* The driver's side of fb_env_open: its clocks and how it holds delayed

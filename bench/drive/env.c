@@ -361,6 +361,8 @@ static fb_err open_checks(fb_env *e, bool blocking)
 		fb_key_marks *m = &e->marks[k];
 		for (int d = 0; d < 4; d++)
 			atomic_init(&m->sent[d], 0);
+		for (int d = 0; d < FB_DISCIPLINES; d++)
+			atomic_init(&m->twice[d], 0);
 		atomic_init(&m->admitted, 0);
 		atomic_init(&m->wf, 0);
 	}

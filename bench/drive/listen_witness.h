@@ -2,8 +2,9 @@
  * Listener: the lease witness (bench/verify/witness.h). It hears every
  * acquire, every refusal naming a live holder, every renewal and every
  * release, on the service's own clock, and counts what they contradict in
- * its slot (fb_heard.witness); a fence handed out twice is said to the
- * stores' judgement at once (fb_env.dup_fences).
+ * its slot (fb_heard.witness). It says nothing back to the cycle: the
+ * stores' refusals are judged by what was sent (fb_env_sending), a fence
+ * handed out twice included.
  */
 #ifndef FB_LISTEN_WITNESS_H
 #define FB_LISTEN_WITNESS_H
@@ -35,19 +36,13 @@ static inline __attribute__((always_inline)) void fb_on_witness(fb_env *e, fb_he
 {
 	const fb_lease *l = ev->lease;
 	switch ((fb_event_kind)ev->kind) {
-	case FB_EV_ACQUIRED: { /* on the service's own clock */
-		uint64_t twice = h->witness.duplicates + h->witness.regressions;
+	case FB_EV_ACQUIRED: /* on the service's own clock */
 		fb_witness_acquired_answered(e->witness, ev->key, l->fence, l->replaced,
 		                             fb_witness_end(e, l), l->answered_at, &h->witness,
 		                             &h->wmemo);
 		fb_witness_granted(e->witness, ev->key, l->fence, l->expires_at, l->judged_at,
 		                   &h->witness);
-		/* a fence handed out twice: an equal fence can be another's
-		 * (seq_cst: stored before this holder sends any call with it) */
-		if (h->witness.duplicates + h->witness.regressions != twice)
-			atomic_store_explicit(&e->dup_fences, 1, memory_order_seq_cst);
 		return;
-	}
 	case FB_EV_HELD: /* held past its TTL, by the service's own instant? */
 		fb_witness_refused(e->witness, ev->key, l->fence, l->expires_at, l->judged_at,
 		                   &h->witness);
