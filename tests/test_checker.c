@@ -1367,6 +1367,17 @@ static void test_each_difference_in_a_keys_books_is_named(void **state)
 	fb_checker_verdict(c, false, bal, last, 100, 1, 1, 0, &v, NULL, NULL);
 	check(v.agrees, "... which the unfenced store's books do not hold");
 	fb_checker_destroy(c);
+	/* the other way: the history saw a fence the store says it never took */
+	c = checker(1, 100);
+	put(c, 0, 1, 2, 100, 100, 99);
+	last[0] = 1;
+	fb_checker_verdict(c, true, bal, last, 100, 1, 1, 0, &v, NULL, NULL);
+	check(!v.agrees && strstr(v.disagreement,
+	                          "key 0: the history's highest fence is 2, the store's last "
+	                          "accepted 1"),
+	      "a fenced store's last fence below the history's: %s",
+	      v.agrees ? "agrees" : v.disagreement);
+	fb_checker_destroy(c);
 }
 
 int main(void)

@@ -140,10 +140,37 @@ static void test_each_record_carries_what_its_own_copy_did(void **state)
 	free(x);
 }
 
+/* A delayed write that landed (fb_feed_landed): its record says the network
+ * held it, carries no lease age and no resent copy, and knows only what
+ * the one store it reached did with it. */
+static void test_a_landed_delayed_write_is_recorded_as_one(void **state)
+{
+	(void)state;
+	const fb_delayed_write dw = {.fence = 41, .key = 5, .worker = 3, .mode = WF};
+	for (int stale = 0; stale <= 1; stale++) {
+		fb_store_result res = {.before = 7, .balance = 6, .version = 12, .stale = stale};
+		fb_check_rec r;
+		memset(&r, 0xa5, sizeof r);
+		fb_feed_landed(&r, &dw, 7, &res, 9000);
+		check(r.delayed == 1 && r.resent == 0 && r.held == 0, "stale %d: delayed %u", stale,
+		      r.delayed);
+		check(r.fence == 41 && r.key == 5 && r.writer == 3 && r.d == WF && r.read == 7 &&
+		              r.replaced == 7 && r.written == 6 && r.version == 12 &&
+		              r.wrote_at == 9000,
+		      "stale %d: the write as it landed", stale);
+		for (int d = 0; d < FB_DISCIPLINES; d++) {
+			uint8_t want = d != WF ? 0 : stale ? FB_OUT_STALE : FB_OUT_ACCEPTED;
+			check(r.outcome[d] == want, "stale %d: store %d's outcome %u, not %u",
+			      stale, d, r.outcome[d], want);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_each_record_carries_what_its_own_copy_did),
+	        cmocka_unit_test(test_a_landed_delayed_write_is_recorded_as_one),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
