@@ -176,6 +176,21 @@ static void test_a_version_recorded_twice_is_out_of_order(void **state)
 	check_eq(v.version_gaps, 0, "not a gap");
 	check_has(v.disagreement, "out of order or recorded twice", "the disagreement says so");
 	fb_history_destroy(h);
+	/* rows 2 and 3 again after 3: each is behind the highest version seen,
+	 * not behind the row before it (the walk's place never goes back) */
+	const fb_history_row again[] = {
+	        ROW(FB_FENCED, 0, 1, 1, 100, 99, false, 1),
+	        ROW(FB_FENCED, 0, 2, 2, 99, 98, false, 1),
+	        ROW(FB_FENCED, 0, 3, 3, 98, 97, false, 1),
+	        ROW(FB_FENCED, 0, 2, 2, 99, 98, false, 1),
+	        ROW(FB_FENCED, 0, 3, 3, 98, 97, false, 1),
+	        ROW(FB_FENCED, 0, 4, 4, 97, 96, false, 1),
+	};
+	h = history(BIT(FB_FENCED), 1, again, N(again));
+	fb_history_verdict_of(h, FB_FENCED, &v);
+	check_eq(v.out_of_order, 2, "versions 2 and 3 again after 3");
+	check_eq(v.version_gaps, 0, "not a gap");
+	fb_history_destroy(h);
 }
 
 static void test_a_chain_break_is_counted(void **state)
