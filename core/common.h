@@ -72,6 +72,18 @@ static inline uint64_t fb_counter_get(fb_counter *c)
 	return atomic_load_explicit(c, memory_order_relaxed);
 }
 
+/* Raise *p to v if it is below (a CAS, with order on success; nothing
+ * locked if it is not below). Returns what *p held before: below v when
+ * this call raised it, else the value (>= v) that stood. */
+static inline uint64_t fb_atomic_max(_Atomic uint64_t *p, uint64_t v, memory_order order)
+{
+	uint64_t cur = atomic_load_explicit(p, memory_order_relaxed);
+	while (cur < v &&
+	       !atomic_compare_exchange_weak_explicit(p, &cur, v, order, memory_order_relaxed))
+		;
+	return cur;
+}
+
 static inline void fb_cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)

@@ -329,20 +329,11 @@ fb_env_sending(fb_env *e, fb_discipline d, uint32_t key, uint64_t f, uint8_t *re
 {
 	if (d == FB_UNFENCED || !e->judging)
 		return;
-	_Atomic uint64_t *s = fb_env_sent(e, key, d);
-	uint64_t cur = atomic_load_explicit(s, memory_order_relaxed);
-	while (cur < f && !atomic_compare_exchange_weak_explicit(s, &cur, f, memory_order_seq_cst,
-	                                                         memory_order_relaxed))
-		;
-	if (__builtin_expect(cur == f && !(*reg >> d & 1), 0)) {
-		/* another lease sent f here first: a max, rare (a broken
-		 * lease service), before this call goes */
-		_Atomic uint64_t *t = &e->marks[key].twice[d];
-		uint64_t two = atomic_load_explicit(t, memory_order_relaxed);
-		while (two < f && !atomic_compare_exchange_weak_explicit(
-		                          t, &two, f, memory_order_seq_cst, memory_order_relaxed))
-			;
-	}
+	uint64_t was = fb_atomic_max(fb_env_sent(e, key, d), f, memory_order_seq_cst);
+	/* another lease sent f here first: rare (a broken lease service),
+	 * recorded before this call goes */
+	if (__builtin_expect(was == f && !(*reg >> d & 1), 0))
+		fb_atomic_max(&e->marks[key].twice[d], f, memory_order_seq_cst);
 	*reg |= (uint8_t)(1u << d);
 }
 

@@ -267,10 +267,6 @@ void fb_witness_renewed(fb_witness *w, uint32_t key, uint64_t fence, uint64_t ac
 
 void fb_witness_releasing(fb_witness *w, uint32_t key, uint64_t fence)
 {
-	_Atomic uint64_t *rel = &slot_of(w, key)->released;
-	uint64_t cur = atomic_load_explicit(rel, memory_order_relaxed);
 	/* release: ordered before the table's release of the slot */
-	while (cur < fence && !atomic_compare_exchange_weak_explicit(
-	                              rel, &cur, fence, memory_order_release, memory_order_relaxed))
-		;
+	fb_atomic_max(&slot_of(w, key)->released, fence, memory_order_release);
 }
