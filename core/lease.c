@@ -306,6 +306,7 @@ bool fb_lease_renew(fb_lease_table *t, uint32_t key, uint16_t owner, uint64_t fe
 		if (atomic_compare_exchange_weak_explicit(
 		            &s->word, &cur, next, memory_order_acq_rel, memory_order_acquire)) {
 			*out = word_lease(next);
+			out->replaced = word_fence(cur); /* the caller's own, unless planted */
 			out->judged_at = now;
 			return true;
 		}

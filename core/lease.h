@@ -48,7 +48,9 @@ typedef struct fb_lease {
 	 * lease's, or the one a release left behind), as the service itself
 	 * reports it: a correct service always mints above it, so the lease
 	 * witness judges `fence <= replaced` a regression with no timing in
-	 * the judgement. 0: none before, or the service cannot say. */
+	 * the judgement. 0: none before, or the service cannot say. For a
+	 * renewal by the in-process table (fb_lease_renew), the fence of the
+	 * word it replaced: always the caller's, in a correct table. */
 	uint64_t replaced;
 	/* The instant, on the service's own clock, at which it granted this
 	 * lease (acquire, renew) or found it live (FB_HELD): the service's
@@ -102,7 +104,8 @@ bool fb_lease_release_lease(fb_lease_table *t, uint32_t key, const fb_lease *l);
 bool fb_lease_is_held(fb_lease_table *t, uint32_t key, uint16_t owner);
 
 /* Heartbeat: push (owner, fence)'s expiry to now + ttl, only if that lease
- * is still the slot's and still live. On success *out is the renewed lease. */
+ * is still the slot's and still live. On success *out is the renewed lease,
+ * out->replaced the fence of the word its CAS replaced (fence itself). */
 bool fb_lease_renew(fb_lease_table *t, uint32_t key, uint16_t owner, uint64_t fence, fb_lease *out);
 
 /* The slot as it is now (a snapshot; async-signal-safe). */

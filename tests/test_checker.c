@@ -1057,6 +1057,33 @@ static void test_witness_judges_renewals_for_non_holders_and_after_expiry(void *
 	fb_witness_destroy(w);
 }
 
+/* Where the service says which word a renewal replaced (in process), a
+ * renewal over any word but its caller's took the key: at any instant,
+ * with nothing read of the witness and no timing. Late renewals are judged
+ * as before. */
+static void test_witness_judges_a_renewal_by_the_word_it_replaced(void **state)
+{
+	(void)state;
+	fb_witness *w;
+	const uint64_t ttl = 10 * MS, slack = 50000;
+	check_eq(fb_witness_create(1, ttl, slack, &w), FB_OK, "witness creation");
+	fb_witness_counts c = {0};
+	fb_witness_renewed_over(w, 0, 3, 3, 9 * MS, ttl, &c);
+	fb_witness_renewed_over(w, 0, 3, 3, 0, ttl, &c);
+	check(!c.renew_taken && !c.renew_expired, "its own word, live or not judged: fine");
+	fb_witness_renewed_over(w, 0, 3, 3, ttl + slack + 1, ttl, &c);
+	check(c.renew_expired == 1 && !c.renew_taken, "its own word, sent past expiry + slack");
+	/* no report of the newer holder reached the witness: it is not needed */
+	fb_witness_renewed_over(w, 0, 3, 4, 0, ttl, &c);
+	check_eq(c.renew_taken, 1, "fence 3 renewed over fence 4's word");
+	fb_witness_renewed_over(w, 0, 5, 4, 0, ttl, &c);
+	check_eq(c.renew_taken, 2, "or over an older one's: not its own either");
+	fb_witness_example e;
+	fb_witness_example_of(w, FB_WIT_RENEW_TAKEN, &e);
+	check(e.found && e.fence == 3 && e.other == 4, "the example names both fences");
+	fb_witness_destroy(w);
+}
+
 /*
  * Issue 27, the witness's slack: an overlap is judged against the engine's
  * own bound, exactly. In process (slack 50 us, expiry exact) any overlap at
@@ -1419,6 +1446,7 @@ int main(void)
 	        cmocka_unit_test(test_witness_overlap_is_judged_at_the_engines_own_bound),
 	        cmocka_unit_test(test_witness_judges_redlock_on_its_drift_allowance),
 	        cmocka_unit_test(test_witness_judges_renewals_for_non_holders_and_after_expiry),
+	        cmocka_unit_test(test_witness_judges_a_renewal_by_the_word_it_replaced),
 	};
 	return cmocka_run_group_tests_name("checker", tests, NULL, NULL);
 }

@@ -8,13 +8,23 @@
 
 enum { THREADS = 8 };
 
-static fb_lease_table *table(const fb_clock *c, uint32_t keys, fb_fence_source src)
+/* A table of `keys` with a TTL of 10 ms, fences from src, and bug planted. */
+static fb_lease_table *planted(const fb_clock *c, uint32_t keys, fb_fence_source src, fb_bug bug)
 {
 	fb_lease_table *t;
-	fb_lease_config cfg = {
-	        .keys = keys, .ttl_ns = 10 * MS, .source = src, .first_fence = 1, .clock = c};
+	fb_lease_config cfg = {.keys = keys,
+	                       .ttl_ns = 10 * MS,
+	                       .source = src,
+	                       .first_fence = 1,
+	                       .clock = c,
+	                       .bug = bug};
 	check_eq(fb_lease_table_create(&cfg, &t), FB_OK, "lease table creation");
 	return t;
+}
+
+static fb_lease_table *table(const fb_clock *c, uint32_t keys, fb_fence_source src)
+{
+	return planted(c, keys, src, FB_BUG_NONE);
 }
 
 static void test_first_fence_is_configurable_for_both_sources(void **state)
@@ -385,14 +395,7 @@ static void test_a_slot_held_past_its_stated_expiry_says_so(void **state)
 	(void)state;
 	fb_clock_manual m;
 	fb_clock_manual_init(&m, 0);
-	fb_lease_config cfg = {.keys = 1,
-	                       .ttl_ns = 10 * MS,
-	                       .source = FB_FENCE_GLOBAL,
-	                       .first_fence = 1,
-	                       .clock = &m.base,
-	                       .bug = FB_BUG_LONG_LEASE};
-	fb_lease_table *t;
-	check_eq(fb_lease_table_create(&cfg, &t), FB_OK, "table creation");
+	fb_lease_table *t = planted(&m.base, 1, FB_FENCE_GLOBAL, FB_BUG_LONG_LEASE);
 	fb_lease a, b;
 	fb_lease_stats st = {0};
 	check_eq(fb_lease_acquire(t, 0, 1, &a, &st), FB_ACQUIRED, "A acquires");
@@ -401,6 +404,49 @@ static void test_a_slot_held_past_its_stated_expiry_says_so(void **state)
 	check(b.judged_at > b.expires_at, "and its own answer shows it (%llu > %llu)",
 	      (unsigned long long)b.judged_at, (unsigned long long)b.expires_at);
 	fb_lease_table_destroy(t);
+}
+
+/* A renewal says which slot word it replaced: its caller's own in a
+ * correct table, at every age of the lease; the planted renew-any names
+ * the newer holder's word it took, held or released, so the witness
+ * judges it with no timing. */
+static void test_a_renewal_says_which_word_it_replaced(void **state)
+{
+	(void)state;
+	for (int bug = 0; bug <= 1; bug++) {
+		fb_clock_manual m;
+		fb_clock_manual_init(&m, 0);
+		fb_lease_table *t =
+		        planted(&m.base, 1, FB_FENCE_PER_KEY, bug ? FB_BUG_RENEW_ANY : FB_BUG_NONE);
+		fb_lease a, b, r;
+		fb_lease_stats st = {0};
+		check_eq(fb_lease_acquire(t, 0, 1, &a, &st), FB_ACQUIRED, "A acquires");
+		for (uint64_t at = 1 * MS; at <= 9 * MS; at += 4 * MS) {
+			fb_clock_manual_set(&m, at);
+			r.replaced = 0;
+			check(fb_lease_renew(t, 0, 1, a.fence, &r), "bug %d: A renews at %llu ns",
+			      bug, (unsigned long long)at);
+			check(r.replaced == a.fence, "its own word: %llu, not %llu",
+			      (unsigned long long)r.replaced, (unsigned long long)a.fence);
+		}
+		fb_clock_manual_set(&m, 30 * MS);
+		check_eq(fb_lease_acquire(t, 0, 2, &b, &st), FB_ACQUIRED, "B after A's expiry");
+		check(b.fence > a.fence, "B's fence is newer");
+		r.replaced = 0;
+		check(fb_lease_renew(t, 0, 1, a.fence, &r) == (bool)bug,
+		      "bug %d: A's renewal over B's live lease %s", bug,
+		      bug ? "succeeds" : "fails");
+		if (bug)
+			check_eq(r.replaced, b.fence, "and names B's word, which it took");
+		if (bug) { /* B's word released: the fence stays, the owner goes */
+			fb_clock_manual_set(&m, 60 * MS);
+			check_eq(fb_lease_acquire(t, 0, 2, &b, &st), FB_ACQUIRED, "B again");
+			check(fb_lease_release_lease(t, 0, &b), "B releases");
+			check(fb_lease_renew(t, 0, 1, a.fence, &r), "A renews over the freed word");
+			check_eq(r.replaced, b.fence, "and names the word B's release left");
+		}
+		fb_lease_table_destroy(t);
+	}
 }
 
 /* ---- wrong-owner releases racing a live holder ---- */
@@ -462,6 +508,7 @@ int main(void)
 	        cmocka_unit_test(test_every_answer_states_the_tables_instant),
 	        cmocka_unit_test(test_a_slot_held_past_its_stated_expiry_says_so),
 	        cmocka_unit_test(test_is_held_only_while_live_and_renew_only_while_live),
+	        cmocka_unit_test(test_a_renewal_says_which_word_it_replaced),
 	        cmocka_unit_test(test_concurrent_wrong_releases_never_free_the_holder),
 	};
 	return cmocka_run_group_tests_name("lease", tests, NULL, NULL);

@@ -51,14 +51,22 @@ static inline __attribute__((always_inline)) void fb_on_witness(fb_env *e, fb_he
 		/* What the witness needs to judge the renewal: the newest holder
 		 * it heard of, and when it went out on the in-process table's own
 		 * clock (a monotonic one: a wall clock stepped back between this
-		 * reading and the table's would make a rightful renewal look late) */
-		h->newest_at = 0;
-		h->newest = fb_witness_newest(e->witness, ev->key, &h->newest_at);
+		 * reading and the table's would make a rightful renewal look late).
+		 * In process the table says which word the renewal replaced: the
+		 * newest is not needed (nor its 16-byte load, a locked one). */
+		h->newest_at = h->newest = 0;
+		if (e->lops->remote)
+			h->newest = fb_witness_newest(e->witness, ev->key, &h->newest_at);
 		h->sent_at = !e->lops->remote && !e->stepping ? fb_clock_now(e->clock) : 0;
 		return;
 	case FB_EV_RENEWED:
-		fb_witness_renewed(e->witness, ev->key, l->fence, l->service_at, h->newest,
-		                   h->newest_at, h->sent_at, l->expires_at, &h->witness);
+		if (e->lops->remote) /* an engine's renewal copies the lease it renewed */
+			fb_witness_renewed(e->witness, ev->key, l->fence, l->service_at, h->newest,
+			                   h->newest_at, h->sent_at, l->expires_at, &h->witness);
+		else
+			fb_witness_renewed_over(e->witness, ev->key, l->fence,
+			                        ev->renewed->replaced, h->sent_at, l->expires_at,
+			                        &h->witness);
 		fb_witness_granted(e->witness, ev->key, l->fence, ev->renewed->expires_at,
 		                   ev->renewed->judged_at, &h->witness);
 		return;

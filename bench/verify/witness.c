@@ -251,6 +251,9 @@ uint64_t fb_witness_newest(fb_witness *w, uint32_t key, uint64_t *at)
 	return cur.lo;
 }
 
+static void renewed_late(fb_witness *w, uint32_t key, uint64_t fence, uint64_t sent_at,
+                         uint64_t expires_at, fb_witness_counts *c);
+
 void fb_witness_renewed(fb_witness *w, uint32_t key, uint64_t fence, uint64_t acquired_at,
                         uint64_t newest, uint64_t newest_at, uint64_t sent_at, uint64_t expires_at,
                         fb_witness_counts *c)
@@ -259,6 +262,22 @@ void fb_witness_renewed(fb_witness *w, uint32_t key, uint64_t fence, uint64_t ac
 		c->renew_taken++;
 		note(w, FB_WIT_RENEW_TAKEN, key, fence, newest);
 	}
+	renewed_late(w, key, fence, sent_at, expires_at, c);
+}
+
+void fb_witness_renewed_over(fb_witness *w, uint32_t key, uint64_t fence, uint64_t replaced,
+                             uint64_t sent_at, uint64_t expires_at, fb_witness_counts *c)
+{
+	if (replaced != fence) {
+		c->renew_taken++;
+		note(w, FB_WIT_RENEW_TAKEN, key, fence, replaced);
+	}
+	renewed_late(w, key, fence, sent_at, expires_at, c);
+}
+
+static void renewed_late(fb_witness *w, uint32_t key, uint64_t fence, uint64_t sent_at,
+                         uint64_t expires_at, fb_witness_counts *c)
+{
 	if (sent_at && sent_at > expires_at + w->slack) {
 		c->renew_expired++;
 		note(w, FB_WIT_RENEW_EXPIRED, key, fence, sent_at - expires_at);

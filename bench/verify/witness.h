@@ -19,10 +19,11 @@
  *     named, or a lease granted (acquired, renewed) for longer than the TTL,
  *     by the service's clock plus the slack; where the service gives no
  *     instant (a remote engine), not judged;
- *   - a renewal that succeeded for a lease a newer acquire had replaced
- *     (reported before the renewal was sent), or that was sent after the
- *     lease's expiry (plus the slack), on a clock the caller shares with
- *     the service (the in-process table's; else not judged).
+ *   - a renewal that succeeded over a slot word not its caller's (as the
+ *     in-process table says), or for a lease a newer acquire had replaced
+ *     (reported before the renewal was sent: a remote engine), or that was
+ *     sent after the lease's expiry (plus the slack), on a clock the caller
+ *     shares with the service (the in-process table's; else not judged).
  *
  * Reports can arrive late and out of order (a reporter may be preempted);
  * only contradictions count, never mere lateness.
@@ -170,6 +171,17 @@ uint64_t fb_witness_newest(fb_witness *w, uint32_t key, uint64_t *at);
 void fb_witness_renewed(fb_witness *w, uint32_t key, uint64_t fence, uint64_t acquired_at,
                         uint64_t newest, uint64_t newest_at, uint64_t sent_at, uint64_t expires_at,
                         fb_witness_counts *c);
+
+/*
+ * The same, for a service that says which slot word the renewal replaced
+ * (the in-process table: fb_lease_renew's out->replaced): a renewal whose
+ * CAS replaced a word other than its caller's (another fence: a newer
+ * holder's, held or released) took the key from whoever had it, at
+ * whatever instant. No timing, no race with the newer holder's report,
+ * and nothing read of the witness. Late renewals as fb_witness_renewed.
+ */
+void fb_witness_renewed_over(fb_witness *w, uint32_t key, uint64_t fence, uint64_t replaced,
+                             uint64_t sent_at, uint64_t expires_at, fb_witness_counts *c);
 
 /* Its holder is about to release (key, fence): call before the table's
  * release, so the next acquire can never see the slot free and the
