@@ -105,7 +105,8 @@ bool fb_lease_is_held(fb_lease_table *t, uint32_t key, uint16_t owner);
 
 /* Heartbeat: push (owner, fence)'s expiry to now + ttl, only if that lease
  * is still the slot's and still live. On success *out is the renewed lease,
- * out->replaced the fence of the word its CAS replaced (fence itself). */
+ * out->replaced the fence of the word its CAS replaced (fence itself, in a
+ * correct table). */
 bool fb_lease_renew(fb_lease_table *t, uint32_t key, uint16_t owner, uint64_t fence, fb_lease *out);
 
 /* The slot as it is now (a snapshot; async-signal-safe). */

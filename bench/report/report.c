@@ -552,8 +552,8 @@ static void print_lease_violations(FILE *out, const fb_results *res)
 	        [FB_WIT_OVERLAP] = "fence %llu acquired while %llu was live: two holders at once",
 	        [FB_WIT_HELD_PAST_TTL] = "lease %llu held past its TTL: the lease service kept "
 	                                 "it %llu ns beyond the expiry it stated",
-	        [FB_WIT_RENEW_TAKEN] = "lease %llu renewed for a non-holder: fence %llu had "
-	                               "acquired the key before the renewal was sent",
+	        [FB_WIT_RENEW_TAKEN] = "lease %llu renewed for a non-holder: the key was "
+	                               "fence %llu's when it was renewed",
 	        [FB_WIT_RENEW_EXPIRED] = "lease %llu renewed after expiry: the renewal was sent "
 	                                 "%llu ns after the lease expired",
 	};
