@@ -119,7 +119,7 @@ static fb_io lease_release(void *conn, uint32_t key, const fb_lease *l)
 	if (!fb_lease_release_lease(c->e->table, key, l))
 		return FB_IO_REFUSED;
 	/* the slot now reads (fence, no owner, no expiry) */
-	c->recent[key % RECENT] = (released_word){key + 1, {l->fence, 0, 0, 0, 0, 0, 0}};
+	c->recent[key % RECENT] = (released_word){key + 1, {.fence = l->fence}};
 	return FB_IO_OK;
 }
 

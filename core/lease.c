@@ -48,7 +48,7 @@ static inline fb_u128 word_make(uint64_t fence, uint16_t owner, uint64_t expires
 
 static inline fb_lease word_lease(fb_u128 w)
 {
-	return (fb_lease){word_fence(w), w.hi, word_owner(w), 0, 0, 0, 0};
+	return (fb_lease){.fence = word_fence(w), .expires_at = w.hi, .owner = word_owner(w)};
 }
 
 const char *fb_fence_source_name(fb_fence_source s)
@@ -306,7 +306,9 @@ bool fb_lease_renew(fb_lease_table *t, uint32_t key, uint16_t owner, uint64_t fe
 		if (atomic_compare_exchange_weak_explicit(
 		            &s->word, &cur, next, memory_order_acq_rel, memory_order_acquire)) {
 			*out = word_lease(next);
-			out->replaced = word_fence(cur); /* the caller's own, unless planted */
+			/* the caller's own, unless planted */
+			out->replaced = word_fence(cur);
+			out->replaced_owner = word_owner(cur);
 			out->judged_at = now;
 			return true;
 		}

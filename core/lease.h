@@ -40,6 +40,9 @@ typedef struct fb_lease {
 	uint64_t fence;
 	uint64_t expires_at;
 	uint16_t owner;
+	/* For a renewal by the in-process table, the owner of the word it
+	 * replaced (see replaced): the caller, in a correct table. */
+	uint16_t replaced_owner;
 	/* When it was acquired on the lease service's own clock: for a remote
 	 * service, its clock, not the caller's. Filled by remote engines only
 	 * (the in-process table's is expires_at - ttl). */
@@ -105,8 +108,8 @@ bool fb_lease_is_held(fb_lease_table *t, uint32_t key, uint16_t owner);
 
 /* Heartbeat: push (owner, fence)'s expiry to now + ttl, only if that lease
  * is still the slot's and still live. On success *out is the renewed lease,
- * out->replaced the fence of the word its CAS replaced (fence itself, in a
- * correct table). */
+ * out->replaced and out->replaced_owner the fence and owner of the word its
+ * CAS replaced (fence and owner themselves, in a correct table). */
 bool fb_lease_renew(fb_lease_table *t, uint32_t key, uint16_t owner, uint64_t fence, fb_lease *out);
 
 /* The slot as it is now (a snapshot; async-signal-safe). */

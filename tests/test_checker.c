@@ -1058,9 +1058,9 @@ static void test_witness_judges_renewals_for_non_holders_and_after_expiry(void *
 }
 
 /* Where the service says which word a renewal replaced (in process), a
- * renewal over any word but its caller's took the key: at any instant,
- * with nothing read of the witness and no timing. Late renewals are judged
- * as before. */
+ * renewal over any word but its caller's own (fence and owner) renewed a
+ * lease that was not its caller's: at any instant, with nothing read of
+ * the witness and no timing. Late renewals are judged as before. */
 static void test_witness_judges_a_renewal_by_the_word_it_replaced(void **state)
 {
 	(void)state;
@@ -1068,16 +1068,20 @@ static void test_witness_judges_a_renewal_by_the_word_it_replaced(void **state)
 	const uint64_t ttl = 10 * MS, slack = 50000;
 	check_eq(fb_witness_create(1, ttl, slack, &w), FB_OK, "witness creation");
 	fb_witness_counts c = {0};
-	fb_witness_renewed_over(w, 0, 3, 3, 9 * MS, ttl, &c);
-	fb_witness_renewed_over(w, 0, 3, 3, 0, ttl, &c);
+	fb_witness_renewed_over(w, 0, 3, 7, 3, 7, 9 * MS, ttl, &c);
+	fb_witness_renewed_over(w, 0, 3, 7, 3, 7, 0, ttl, &c);
 	check(!c.renew_taken && !c.renew_expired, "its own word, live or not judged: fine");
-	fb_witness_renewed_over(w, 0, 3, 3, ttl + slack + 1, ttl, &c);
+	fb_witness_renewed_over(w, 0, 3, 7, 3, 7, ttl + slack + 1, ttl, &c);
 	check(c.renew_expired == 1 && !c.renew_taken, "its own word, sent past expiry + slack");
 	/* no report of the newer holder reached the witness: it is not needed */
-	fb_witness_renewed_over(w, 0, 3, 4, 0, ttl, &c);
+	fb_witness_renewed_over(w, 0, 3, 7, 4, 8, 0, ttl, &c);
 	check_eq(c.renew_taken, 1, "fence 3 renewed over fence 4's word");
-	fb_witness_renewed_over(w, 0, 5, 4, 0, ttl, &c);
+	fb_witness_renewed_over(w, 0, 5, 7, 4, 7, 0, ttl, &c);
 	check_eq(c.renew_taken, 2, "or over an older one's: not its own either");
+	fb_witness_renewed_over(w, 0, 3, 7, 3, 8, 0, ttl, &c);
+	check_eq(c.renew_taken, 3, "or over its fence's twin, held by another owner");
+	fb_witness_renewed_over(w, 0, 3, 7, 3, 0, 0, ttl, &c);
+	check_eq(c.renew_taken, 4, "or over its own word once released");
 	fb_witness_example e;
 	fb_witness_example_of(w, FB_WIT_RENEW_TAKEN, &e);
 	check(e.found && e.fence == 3 && e.other == 4, "the example names both fences");

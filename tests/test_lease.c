@@ -100,7 +100,7 @@ static void test_acquire_from_a_wrong_guess_still_decides_on_the_slot(void **sta
 	         "a stale guess must not win a held slot");
 	check_eq(held.owner, 2, "the refusal names the real holder");
 	check(fb_lease_release_lease(t, 0, &b), "B releases");
-	guess = (fb_lease){a.fence, 0, 0, 0, 0, 0, 0};
+	guess = (fb_lease){.fence = a.fence};
 	check_eq(fb_lease_acquire_from(t, 0, 1, &guess, &a, &st), FB_ACQUIRED,
 	         "A acquires again from an out-of-date guess");
 	check_eq(a.fence, b.fence + 1, "and its fence is above B's, not above the guess's");
@@ -426,8 +426,10 @@ static void test_a_renewal_says_which_word_it_replaced(void **state)
 			r.replaced = 0;
 			check(fb_lease_renew(t, 0, 1, a.fence, &r), "bug %d: A renews at %llu ns",
 			      bug, (unsigned long long)at);
-			check(r.replaced == a.fence, "its own word: %llu, not %llu",
-			      (unsigned long long)r.replaced, (unsigned long long)a.fence);
+			check(r.replaced == a.fence && r.replaced_owner == 1,
+			      "its own word: %llu of %u, not %llu of 1",
+			      (unsigned long long)r.replaced, r.replaced_owner,
+			      (unsigned long long)a.fence);
 		}
 		fb_clock_manual_set(&m, 30 * MS);
 		check_eq(fb_lease_acquire(t, 0, 2, &b, &st), FB_ACQUIRED, "B after A's expiry");
@@ -437,13 +439,15 @@ static void test_a_renewal_says_which_word_it_replaced(void **state)
 		      "bug %d: A's renewal over B's live lease %s", bug,
 		      bug ? "succeeds" : "fails");
 		if (bug)
-			check_eq(r.replaced, b.fence, "and names B's word, which it took");
+			check(r.replaced == b.fence && r.replaced_owner == 2,
+			      "and names B's word, which it took");
 		if (bug) { /* B's word released: the fence stays, the owner goes */
 			fb_clock_manual_set(&m, 60 * MS);
 			check_eq(fb_lease_acquire(t, 0, 2, &b, &st), FB_ACQUIRED, "B again");
 			check(fb_lease_release_lease(t, 0, &b), "B releases");
 			check(fb_lease_renew(t, 0, 1, a.fence, &r), "A renews over the freed word");
-			check_eq(r.replaced, b.fence, "and names the word B's release left");
+			check(r.replaced == b.fence && r.replaced_owner == 0,
+			      "and names the word B's release left");
 		}
 		fb_lease_table_destroy(t);
 	}

@@ -64,9 +64,9 @@ static inline __attribute__((always_inline)) void fb_on_witness(fb_env *e, fb_he
 			fb_witness_renewed(e->witness, ev->key, l->fence, l->service_at, h->newest,
 			                   h->newest_at, h->sent_at, l->expires_at, &h->witness);
 		else
-			fb_witness_renewed_over(e->witness, ev->key, l->fence,
-			                        ev->renewed->replaced, h->sent_at, l->expires_at,
-			                        &h->witness);
+			fb_witness_renewed_over(e->witness, ev->key, l->fence, l->owner,
+			                        ev->renewed->replaced, ev->renewed->replaced_owner,
+			                        h->sent_at, l->expires_at, &h->witness);
 		fb_witness_granted(e->witness, ev->key, l->fence, ev->renewed->expires_at,
 		                   ev->renewed->judged_at, &h->witness);
 		return;

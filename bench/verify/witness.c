@@ -265,10 +265,11 @@ void fb_witness_renewed(fb_witness *w, uint32_t key, uint64_t fence, uint64_t ac
 	renewed_late(w, key, fence, sent_at, expires_at, c);
 }
 
-void fb_witness_renewed_over(fb_witness *w, uint32_t key, uint64_t fence, uint64_t replaced,
-                             uint64_t sent_at, uint64_t expires_at, fb_witness_counts *c)
+void fb_witness_renewed_over(fb_witness *w, uint32_t key, uint64_t fence, uint16_t owner,
+                             uint64_t replaced, uint16_t replaced_owner, uint64_t sent_at,
+                             uint64_t expires_at, fb_witness_counts *c)
 {
-	if (replaced != fence) {
+	if (replaced != fence || replaced_owner != owner) {
 		c->renew_taken++;
 		note(w, FB_WIT_RENEW_TAKEN, key, fence, replaced);
 	}

@@ -174,14 +174,17 @@ void fb_witness_renewed(fb_witness *w, uint32_t key, uint64_t fence, uint64_t ac
 
 /*
  * The same, for a service that says which slot word the renewal replaced
- * (the in-process table: fb_lease_renew's out->replaced): a renewal whose
- * CAS replaced a word other than its caller's (another fence: a newer
- * holder's, held or released) took the key from whoever had it, at
- * whatever instant. No timing, no race with the newer holder's report,
- * and nothing read of the witness. Late renewals as fb_witness_renewed.
+ * (the in-process table: fb_lease_renew's out->replaced, replaced_owner):
+ * a renewal by (fence, owner) whose CAS replaced any other word (another
+ * fence: a newer holder's, held or released; or the same fence under
+ * another owner, the twin of a fence handed out twice, or none: released)
+ * renewed a lease that was not its caller's, at whatever instant. No
+ * timing, no race with the newer holder's report, and nothing read of the
+ * witness. Late renewals as fb_witness_renewed.
  */
-void fb_witness_renewed_over(fb_witness *w, uint32_t key, uint64_t fence, uint64_t replaced,
-                             uint64_t sent_at, uint64_t expires_at, fb_witness_counts *c);
+void fb_witness_renewed_over(fb_witness *w, uint32_t key, uint64_t fence, uint16_t owner,
+                             uint64_t replaced, uint16_t replaced_owner, uint64_t sent_at,
+                             uint64_t expires_at, fb_witness_counts *c);
 
 /* Its holder is about to release (key, fence): call before the table's
  * release, so the next acquire can never see the slot free and the
