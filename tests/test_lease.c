@@ -438,10 +438,10 @@ static void test_a_renewal_says_which_word_it_replaced(void **state)
 		check(fb_lease_renew(t, 0, 1, a.fence, &r) == (bool)bug,
 		      "bug %d: A's renewal over B's live lease %s", bug,
 		      bug ? "succeeds" : "fails");
-		if (bug)
+		if (bug) {
 			check(r.replaced == b.fence && r.replaced_owner == 2,
 			      "and names B's word, which it took");
-		if (bug) { /* B's word released: the fence stays, the owner goes */
+			/* B's word released: the fence stays, the owner goes */
 			fb_clock_manual_set(&m, 60 * MS);
 			check_eq(fb_lease_acquire(t, 0, 2, &b, &st), FB_ACQUIRED, "B again");
 			check(fb_lease_release_lease(t, 0, &b), "B releases");

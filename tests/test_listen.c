@@ -166,11 +166,72 @@ static void test_a_landed_delayed_write_is_recorded_as_one(void **state)
 	}
 }
 
+/* The witness's listener on a renewal: in process it judges by the word
+ * the table says the renewal replaced, its fence and its owner (a fence
+ * handed out twice has two holders); a remote engine's renewal copies the
+ * lease it renewed, so there the word is never read. */
+static void test_a_renewal_is_judged_by_the_word_it_replaced_in_process_only(void **state)
+{
+	(void)state;
+	static const struct {
+		uint64_t replaced;
+		uint16_t owner;
+		uint64_t taken; /* renewed for a non-holder, in process */
+	} cases[] = {
+	        {5, 2, 0}, /* its own word */
+	        {5, 3, 1}, /* its fence's twin, another holder's */
+	        {5, 0, 1}, /* its own word, released */
+	        {6, 4, 1}, /* a newer holder's */
+	};
+	const fb_lease_ops local = {.remote = false}, remote = {.remote = true};
+	for (int far = 0; far <= 1; far++)
+		for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+			fixture *x = calloc(1, sizeof *x);
+			check(x != NULL, "calloc");
+			x->cfg.ttl_ns = 10000000;
+			x->e.cfg = &x->cfg;
+			x->e.witnessing = true;
+			x->e.stepping = true; /* no clock read: renewals are not judged late */
+			x->e.lops = far ? &remote : &local;
+			check_eq(fb_witness_create(4, x->cfg.ttl_ns, 50000, &x->e.witness), FB_OK,
+			         "witness creation");
+			x->l = (fb_lease){.fence = 5,
+			                  .owner = 2,
+			                  .service_at = 1000000,
+			                  .expires_at = 11000000};
+			fb_lease r = x->l;
+			r.replaced = cases[i].replaced;
+			r.replaced_owner = cases[i].owner;
+			r.expires_at = 15000000;
+			fb_on_witness(&x->e, &x->h,
+			              &(fb_event){.kind = FB_EV_RENEWING,
+			                          .key = 3,
+			                          .fence = 5,
+			                          .lease = &x->l});
+			fb_on_witness(&x->e, &x->h,
+			              &(fb_event){.kind = FB_EV_RENEWED,
+			                          .key = 3,
+			                          .fence = 5,
+			                          .lease = &x->l,
+			                          .renewed = &r});
+			uint64_t want = far ? 0 : cases[i].taken;
+			check(x->h.witness.renew_taken == want,
+			      "%s, over fence %llu of owner %u: %llu renewed for a non-holder, not "
+			      "%llu",
+			      far ? "remote" : "in process", (unsigned long long)cases[i].replaced,
+			      cases[i].owner, (unsigned long long)x->h.witness.renew_taken,
+			      (unsigned long long)want);
+			fb_witness_destroy(x->e.witness);
+			free(x);
+		}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_each_record_carries_what_its_own_copy_did),
 	        cmocka_unit_test(test_a_landed_delayed_write_is_recorded_as_one),
+	        cmocka_unit_test(test_a_renewal_is_judged_by_the_word_it_replaced_in_process_only),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

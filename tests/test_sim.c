@@ -652,7 +652,8 @@ static void test_a_delayed_twin_write_blames_the_lease_not_the_stores(void **sta
 		         "fencebench --deterministic --bug two-step --fence per-key --faults "
 		         "pause,delay --pause-rate 500 --delay-rate 2000 --steps 100000 -q %s",
 		         cases[i].args);
-		for (char *a = strtok_r(line, " ", &save); a; a = strtok_r(NULL, " ", &save))
+		for (char *a = strtok_r(line, " ", &save); a && argc < 31;
+		     a = strtok_r(NULL, " ", &save))
 			argv[argc++] = a;
 		fb_config cfg;
 		fb_config_defaults(&cfg);

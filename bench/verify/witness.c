@@ -251,8 +251,15 @@ uint64_t fb_witness_newest(fb_witness *w, uint32_t key, uint64_t *at)
 	return cur.lo;
 }
 
+/* Sent after the lease's expiry plus the slack (sent_at 0: not judged). */
 static void renewed_late(fb_witness *w, uint32_t key, uint64_t fence, uint64_t sent_at,
-                         uint64_t expires_at, fb_witness_counts *c);
+                         uint64_t expires_at, fb_witness_counts *c)
+{
+	if (sent_at && sent_at > expires_at + w->slack) {
+		c->renew_expired++;
+		note(w, FB_WIT_RENEW_EXPIRED, key, fence, sent_at - expires_at);
+	}
+}
 
 void fb_witness_renewed(fb_witness *w, uint32_t key, uint64_t fence, uint64_t acquired_at,
                         uint64_t newest, uint64_t newest_at, uint64_t sent_at, uint64_t expires_at,
@@ -274,15 +281,6 @@ void fb_witness_renewed_over(fb_witness *w, uint32_t key, uint64_t fence, uint16
 		note(w, FB_WIT_RENEW_TAKEN, key, fence, replaced);
 	}
 	renewed_late(w, key, fence, sent_at, expires_at, c);
-}
-
-static void renewed_late(fb_witness *w, uint32_t key, uint64_t fence, uint64_t sent_at,
-                         uint64_t expires_at, fb_witness_counts *c)
-{
-	if (sent_at && sent_at > expires_at + w->slack) {
-		c->renew_expired++;
-		note(w, FB_WIT_RENEW_EXPIRED, key, fence, sent_at - expires_at);
-	}
 }
 
 void fb_witness_releasing(fb_witness *w, uint32_t key, uint64_t fence)
