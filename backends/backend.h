@@ -105,7 +105,7 @@ extern const char *const fb_engine_op_names[FB_EOPS];
  * let the cycle call through a NULL (registry.h). Bump a version when a
  * required op is added or an op's meaning changes.
  */
-#define FB_LEASE_OPS_VERSION 1
+#define FB_LEASE_OPS_VERSION 2
 #define FB_STORE_OPS_VERSION 1
 #define FB_LEASE_OPS_HEAD .version_of_ops = FB_LEASE_OPS_VERSION, .size = sizeof(fb_lease_ops)
 #define FB_STORE_OPS_HEAD .version_of_ops = FB_STORE_OPS_VERSION, .size = sizeof(fb_store_ops)
@@ -142,8 +142,12 @@ typedef struct fb_lease_ops {
 	/* Take key for this worker if free or expired, minting its fence.
 	 * FB_ACQ_ERROR: no answer. */
 	fb_acquire (*acquire)(void *conn, uint32_t key, fb_lease *out, fb_lease_stats *st);
-	/* Compare-and-delete by (owner, fence): OK released, REFUSED taken over. */
-	fb_io (*release)(void *conn, uint32_t key, const fb_lease *l);
+	/* Compare-and-delete by (owner, fence): OK released, REFUSED taken over.
+	 * Released, where the engine can say which word it freed (the
+	 * in-process table: version 2), that word's fence and owner go to
+	 * *freed (NULL: not asked); an engine that cannot say leaves it as
+	 * the caller set it. */
+	fb_io (*release)(void *conn, uint32_t key, const fb_lease *l, fb_lease *freed);
 	/* OK while the lease is this worker's and live. */
 	fb_io (*is_held)(void *conn, uint32_t key, const fb_lease *l);
 	/* Extend a lease still held by (owner, fence) by a TTL from now. */

@@ -721,8 +721,9 @@ static fb_acquire lease_acquire(void *conn, uint32_t key, fb_lease *out, fb_leas
 
 /* Revoke our lease: it deletes the entry only if the entry is still on
  * it. A lease already gone (expired) is refused. */
-static fb_io lease_release(void *conn, uint32_t key, const fb_lease *l)
+static fb_io lease_release(void *conn, uint32_t key, const fb_lease *l, fb_lease *freed)
 {
+	(void)freed; /* it cannot say which word it freed */
 	econn *c = conn;
 	fb_held *h = fb_held_find(&c->held, key, l->fence);
 	if (!h)

@@ -224,8 +224,9 @@ static fb_acquire l_acquire(void *conn, uint32_t key, fb_lease *out, fb_lease_st
 	return res;
 }
 
-static fb_io l_release(void *conn, uint32_t key, const fb_lease *l)
+static fb_io l_release(void *conn, uint32_t key, const fb_lease *l, fb_lease *freed)
 {
+	(void)freed; /* it cannot say which word it freed */
 	return owned(conn, FB_XOP_RELEASE, key, l->fence);
 }
 

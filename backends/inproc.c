@@ -113,10 +113,10 @@ static fb_acquire lease_acquire(void *conn, uint32_t key, fb_lease *out, fb_leas
 	return a;
 }
 
-static fb_io lease_release(void *conn, uint32_t key, const fb_lease *l)
+static fb_io lease_release(void *conn, uint32_t key, const fb_lease *l, fb_lease *freed)
 {
 	lease_conn *c = conn;
-	if (!fb_lease_release_lease(c->e->table, key, l))
+	if (!fb_lease_release_lease(c->e->table, key, l, freed))
 		return FB_IO_REFUSED;
 	/* the slot now reads (fence, no owner, no expiry) */
 	c->recent[key % RECENT] = (released_word){key + 1, {.fence = l->fence}};

@@ -986,8 +986,9 @@ static fb_io release_value(rconn *c, uint32_t key, const char *val)
 	return res;
 }
 
-static fb_io lease_release(void *conn, uint32_t key, const fb_lease *l)
+static fb_io lease_release(void *conn, uint32_t key, const fb_lease *l, fb_lease *freed)
 {
+	(void)freed; /* it cannot say which word it freed */
 	rconn *c = conn;
 	char val[VALLEN];
 	if (!value_of(c, key, l, val, sizeof val))

@@ -593,8 +593,9 @@ static fb_acquire lease_acquire(void *conn, uint32_t key, fb_lease *out, fb_leas
 	return FB_ACQUIRED;
 }
 
-static fb_io lease_release(void *conn, uint32_t key, const fb_lease *l)
+static fb_io lease_release(void *conn, uint32_t key, const fb_lease *l, fb_lease *freed)
 {
+	(void)freed; /* it cannot say which word it freed */
 	lconn *c = conn;
 	fb_held *h = fb_held_find(&c->held, key, l->fence);
 	if (!h)

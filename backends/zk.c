@@ -1022,8 +1022,9 @@ static fb_acquire lease_acquire(void *conn, uint32_t key, fb_lease *out, fb_leas
 
 /* Delete our lock node: OK, or REFUSED when the session (and so the
  * node) is gone or the node was deleted by someone else. */
-static fb_io lease_release(void *conn, uint32_t key, const fb_lease *l)
+static fb_io lease_release(void *conn, uint32_t key, const fb_lease *l, fb_lease *freed)
 {
+	(void)freed; /* it cannot say which word it freed */
 	zconn *c = conn;
 	fb_held *h = fb_held_find(&c->held, key, l->fence);
 	if (!h)

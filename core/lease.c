@@ -162,6 +162,7 @@ static fb_acquire bug_acquire(fb_lease_table *t, uint32_t key, uint16_t owner, f
 			        &s->word, &mine, next, memory_order_acq_rel, memory_order_acquire);
 			*out = word_lease(next);
 			out->replaced = prev;
+			out->replaced_owner = word_owner(cur);
 			out->judged_at = now;
 			return FB_ACQUIRED;
 		}
@@ -173,6 +174,7 @@ static fb_acquire bug_acquire(fb_lease_table *t, uint32_t key, uint16_t owner, f
 		            &s->word, &cur, next, memory_order_acq_rel, memory_order_acquire)) {
 			*out = word_lease(next);
 			out->replaced = prev;
+			out->replaced_owner = word_owner(cur);
 			out->judged_at = now;
 			return FB_ACQUIRED;
 		}
@@ -232,7 +234,9 @@ fb_acquire fb_lease_acquire_from(fb_lease_table *t, uint32_t key, uint16_t owner
 		if (atomic_compare_exchange_strong_explicit(
 		            &s->word, &cur, next, memory_order_acq_rel, memory_order_acquire)) {
 			*out = word_lease(next);
-			out->replaced = prev; /* what the CAS swapped out: the witness's */
+			/* what the CAS swapped out: the witness's */
+			out->replaced = prev;
+			out->replaced_owner = word_owner(cur);
 			out->judged_at = now;
 			return FB_ACQUIRED;
 		}
@@ -243,35 +247,43 @@ fb_acquire fb_lease_acquire_from(fb_lease_table *t, uint32_t key, uint16_t owner
 }
 
 static bool release_from(fb_lease_table *t, fb_lease_slot *s, fb_u128 cur, uint16_t owner,
-                         uint64_t fence);
+                         uint64_t fence, fb_lease *freed);
 
 bool fb_lease_release(fb_lease_table *t, uint32_t key, uint16_t owner, uint64_t fence)
 {
 	fb_lease_slot *s = &t->slots[key];
 	fb_u128 cur = atomic_load_explicit(&s->word, memory_order_relaxed);
-	return release_from(t, s, cur, owner, fence);
+	return release_from(t, s, cur, owner, fence, NULL);
 }
 
 /* Release by a holder that knows its whole lease: try the CAS from that word
  * straight away. A 16-byte load costs a locked cmpxchg16b here (libatomic on
  * this CPU), as much as the CAS itself; the guess is right unless the lease
  * was renewed or taken. */
-bool fb_lease_release_lease(fb_lease_table *t, uint32_t key, const fb_lease *l)
+bool fb_lease_release_lease(fb_lease_table *t, uint32_t key, const fb_lease *l, fb_lease *freed)
 {
 	fb_lease_slot *s = &t->slots[key];
 	fb_u128 cur = word_make(l->fence, l->owner, l->expires_at);
-	return release_from(t, s, cur, l->owner, l->fence);
+	return release_from(t, s, cur, l->owner, l->fence, freed);
+}
+
+/* The word a release's CAS freed (cur), to *freed where asked. */
+static bool freed_word(fb_u128 cur, fb_lease *freed)
+{
+	if (freed)
+		*freed = word_lease(cur);
+	return true;
 }
 
 static bool release_from(fb_lease_table *t, fb_lease_slot *s, fb_u128 cur, uint16_t owner,
-                         uint64_t fence)
+                         uint64_t fence, fb_lease *freed)
 {
 	if (t->bug == FB_BUG_BLIND_RELEASE) { /* PLANTED: frees whoever holds it */
 		while (word_owner(cur) != 0)
 			if (atomic_compare_exchange_weak_explicit(
 			            &s->word, &cur, word_make(word_fence(cur), 0, 0),
 			            memory_order_release, memory_order_relaxed))
-				return true;
+				return freed_word(cur, freed);
 		return false;
 	}
 	while (word_owner(cur) == owner && word_fence(cur) == fence) {
@@ -280,7 +292,7 @@ static bool release_from(fb_lease_table *t, fb_lease_slot *s, fb_u128 cur, uint1
 		if (atomic_compare_exchange_weak_explicit(&s->word, &cur, word_make(fence, 0, 0),
 		                                          memory_order_release,
 		                                          memory_order_relaxed))
-			return true;
+			return freed_word(cur, freed);
 	}
 	return false;
 }

@@ -40,8 +40,10 @@ typedef struct fb_lease {
 	uint64_t fence;
 	uint64_t expires_at;
 	uint16_t owner;
-	/* For a renewal by the in-process table, the owner of the word it
-	 * replaced (see replaced): the caller, in a correct table. */
+	/* For an acquire or a renewal by the in-process table, the owner of
+	 * the word its CAS replaced (see replaced): for an acquire, the
+	 * previous holder's, or 0 where it had released; for a renewal, the
+	 * caller, in a correct table. */
 	uint16_t replaced_owner;
 	/* When it was acquired on the lease service's own clock: for a remote
 	 * service, its clock, not the caller's. Filled by remote engines only
@@ -100,8 +102,10 @@ fb_acquire fb_lease_acquire_from(fb_lease_table *t, uint32_t key, uint16_t owner
 bool fb_lease_release(fb_lease_table *t, uint32_t key, uint16_t owner, uint64_t fence);
 
 /* The same, by a holder passing the lease its acquire returned: the CAS is
- * tried from that word first, without a load. */
-bool fb_lease_release_lease(fb_lease_table *t, uint32_t key, const fb_lease *l);
+ * tried from that word first, without a load. Released, *freed (NULL: not
+ * asked) is the word the CAS freed: fence, owner and expiry, the caller's
+ * own lease in a correct table. */
+bool fb_lease_release_lease(fb_lease_table *t, uint32_t key, const fb_lease *l, fb_lease *freed);
 
 /* True only while the slot carries owner's lease and it has not expired. */
 bool fb_lease_is_held(fb_lease_table *t, uint32_t key, uint16_t owner);

@@ -76,8 +76,8 @@ void fb_test_lease_contract(const fb_lease_ops *L, void *eng, bool reports_repla
 	check(p.owner == 1 && (!p.fence || p.fence == la.fence),
 	      "peek sees A's lease (owner %u, fence %llu)", p.owner, (unsigned long long)p.fence);
 	check_eq(L->is_held(a, 0, &la), FB_IO_OK, "A holds");
-	check_eq(L->release(a, 0, &la), FB_IO_OK, "A releases");
-	check_eq(L->release(a, 0, &la), FB_IO_REFUSED, "a second release is refused");
+	check_eq(L->release(a, 0, &la, NULL), FB_IO_OK, "A releases");
+	check_eq(L->release(a, 0, &la, NULL), FB_IO_REFUSED, "a second release is refused");
 	check_eq(fb_test_acquire(L, b, 0, &lb), FB_ACQUIRED, "B takes it after the release");
 	check(lb.fence > la.fence, "B's fence %llu > A's %llu", (unsigned long long)lb.fence,
 	      (unsigned long long)la.fence);
@@ -92,8 +92,8 @@ void fb_test_lease_contract(const fb_lease_ops *L, void *eng, bool reports_repla
 	check_eq(fb_test_acquire(L, a, 1, &lc), FB_ACQUIRED, "A takes key 1");
 	check(lc.fence > lb.fence, "one counter for every key: %llu > %llu",
 	      (unsigned long long)lc.fence, (unsigned long long)lb.fence);
-	check_eq(L->release(b, 0, &lb), FB_IO_OK, "B releases");
-	check_eq(L->release(a, 1, &lc), FB_IO_OK, "A releases key 1");
+	check_eq(L->release(b, 0, &lb, NULL), FB_IO_OK, "B releases");
+	check_eq(L->release(a, 1, &lc, NULL), FB_IO_OK, "A releases key 1");
 	L->disconnect(a);
 	L->disconnect(b);
 }

@@ -138,11 +138,11 @@ static void test_an_unrenewed_lease_expires_and_a_renewed_one_does_not(void **st
 	      "replacing A's fence %llu or a withdrawn try's after it: %llu (B's %llu)",
 	      (unsigned long long)la.fence, (unsigned long long)lb.replaced,
 	      (unsigned long long)lb.fence);
-	check_eq(L->release(a, 0, &la), FB_IO_REFUSED, "A's lease is gone");
+	check_eq(L->release(a, 0, &la, NULL), FB_IO_REFUSED, "A's lease is gone");
 	fb_lease lk2;
 	check_eq(acq(b, 1, &lk2), FB_HELD, "key 1, renewed all along, is still A's");
-	check_eq(L->release(a, 1, &lk), FB_IO_OK, "A releases key 1");
-	check_eq(L->release(b, 0, &lb), FB_IO_OK, "B releases key 0");
+	check_eq(L->release(a, 1, &lk, NULL), FB_IO_OK, "A releases key 1");
+	check_eq(L->release(b, 0, &lb, NULL), FB_IO_OK, "B releases key 0");
 	L->disconnect(a);
 	L->disconnect(b);
 	L->close(e);
@@ -160,7 +160,7 @@ static void test_fresh_prepare_forgets_the_entries_and_a_shared_one_does_not(voi
 	check_eq(acq(b, 3, &lb), FB_HELD, "a shared prepare left it");
 	void *e3 = engine(&cfg, true);
 	check_eq(acq(b, 3, &lb), FB_ACQUIRED, "a fresh one deleted it");
-	check_eq(L->release(b, 3, &lb), FB_IO_OK, "B releases");
+	check_eq(L->release(b, 3, &lb, NULL), FB_IO_OK, "B releases");
 	L->disconnect(a);
 	L->disconnect(b);
 	L->close(e3);

@@ -77,7 +77,7 @@ static void test_the_mint_crosses_2_to_the_32_exactly(void **state)
 			check_eq(l.fence, want, fb_fence_source_name(src[i]));
 			if (want > two32 - 1)
 				check_eq(l.replaced, want - 1, "the fence it replaced, exactly");
-			check(fb_lease_release_lease(t, 0, &l), "release");
+			check(fb_lease_release_lease(t, 0, &l, NULL), "release");
 		}
 		fb_lease_table_destroy(t);
 	}
@@ -92,14 +92,14 @@ static void test_acquire_from_a_wrong_guess_still_decides_on_the_slot(void **sta
 	fb_lease a, b, held;
 	fb_lease_stats st = {0};
 	check_eq(fb_lease_acquire(t, 0, 1, &a, &st), FB_ACQUIRED, "A acquires");
-	check(fb_lease_release_lease(t, 0, &a), "A releases with its lease word");
+	check(fb_lease_release_lease(t, 0, &a, NULL), "A releases with its lease word");
 	fb_lease guess = {.fence = a.fence};
 	check_eq(fb_lease_acquire(t, 0, 2, &b, &st), FB_ACQUIRED, "B acquires in between");
 	/* A's guess (what its release left) is out of date: B holds the key */
 	check_eq(fb_lease_acquire_from(t, 0, 1, &guess, &held, &st), FB_HELD,
 	         "a stale guess must not win a held slot");
 	check_eq(held.owner, 2, "the refusal names the real holder");
-	check(fb_lease_release_lease(t, 0, &b), "B releases");
+	check(fb_lease_release_lease(t, 0, &b, NULL), "B releases");
 	guess = (fb_lease){.fence = a.fence};
 	check_eq(fb_lease_acquire_from(t, 0, 1, &guess, &a, &st), FB_ACQUIRED,
 	         "A acquires again from an out-of-date guess");
@@ -444,13 +444,67 @@ static void test_a_renewal_says_which_word_it_replaced(void **state)
 			/* B's word released: the fence stays, the owner goes */
 			fb_clock_manual_set(&m, 60 * MS);
 			check_eq(fb_lease_acquire(t, 0, 2, &b, &st), FB_ACQUIRED, "B again");
-			check(fb_lease_release_lease(t, 0, &b), "B releases");
+			check(fb_lease_release_lease(t, 0, &b, NULL), "B releases");
 			check(fb_lease_renew(t, 0, 1, a.fence, &r), "A renews over the freed word");
 			check(r.replaced == b.fence && r.replaced_owner == 0,
 			      "and names the word B's release left");
 		}
 		fb_lease_table_destroy(t);
 	}
+}
+
+/*
+ * An acquire names the owner of the word it replaced (0: released), and a
+ * release the word its CAS freed: the caller's own in a correct table; under
+ * blind-release, a newer holder's live word. The lease chain (issue 26) links
+ * each lease to the word it replaced by these, and judges a release by them.
+ */
+static void test_an_acquire_and_a_release_say_which_word_they_replaced(void **state)
+{
+	(void)state;
+	for (int src = 0; src <= 1; src++)
+		for (int bug = 0; bug <= 1; bug++) {
+			fb_clock_manual m;
+			fb_clock_manual_init(&m, 0);
+			fb_fence_source fs = src ? FB_FENCE_PER_KEY : FB_FENCE_GLOBAL;
+			fb_lease_table *t =
+			        planted(&m.base, 1, fs, bug ? FB_BUG_BLIND_RELEASE : FB_BUG_NONE);
+			fb_lease a, b, c, freed;
+			fb_lease_stats st = {0};
+			check_eq(fb_lease_acquire(t, 0, 1, &a, &st), FB_ACQUIRED, "A acquires");
+			check(a.replaced_owner == 0, "the first word had no owner: %u",
+			      a.replaced_owner);
+			fb_clock_manual_set(&m, 20 * MS); /* A's lease expires, unreleased */
+			check_eq(fb_lease_acquire(t, 0, 2, &b, &st), FB_ACQUIRED, "B after expiry");
+			check(b.replaced == a.fence && b.replaced_owner == 1,
+			      "B replaced A's word: %llu of %u, not %llu of 1",
+			      (unsigned long long)b.replaced, b.replaced_owner,
+			      (unsigned long long)a.fence);
+			freed = (fb_lease){0};
+			bool late = fb_lease_release_lease(t, 0, &a, &freed);
+			check(late == (bool)bug, "src %d bug %d: A's late release %s", src, bug,
+			      bug ? "frees B's word" : "is refused");
+			if (bug) {
+				check(freed.fence == b.fence && freed.owner == 2 &&
+				              freed.expires_at == b.expires_at,
+				      "and names it: %llu of %u", (unsigned long long)freed.fence,
+				      freed.owner);
+			} else {
+				check(freed.fence == 0 && freed.owner == 0,
+				      "a refused release frees nothing");
+				freed = (fb_lease){0};
+				check(fb_lease_release_lease(t, 0, &b, &freed), "B releases");
+				check(freed.fence == b.fence && freed.owner == 2 &&
+				              freed.expires_at == b.expires_at,
+				      "its own word: %llu of %u", (unsigned long long)freed.fence,
+				      freed.owner);
+			}
+			check_eq(fb_lease_acquire(t, 0, 3, &c, &st), FB_ACQUIRED, "C acquires");
+			check(c.replaced == b.fence && c.replaced_owner == 0,
+			      "C replaced the released word: %llu of %u",
+			      (unsigned long long)c.replaced, c.replaced_owner);
+			fb_lease_table_destroy(t);
+		}
 }
 
 /* ---- wrong-owner releases racing a live holder ---- */
@@ -513,6 +567,7 @@ int main(void)
 	        cmocka_unit_test(test_a_slot_held_past_its_stated_expiry_says_so),
 	        cmocka_unit_test(test_is_held_only_while_live_and_renew_only_while_live),
 	        cmocka_unit_test(test_a_renewal_says_which_word_it_replaced),
+	        cmocka_unit_test(test_an_acquire_and_a_release_say_which_word_they_replaced),
 	        cmocka_unit_test(test_concurrent_wrong_releases_never_free_the_holder),
 	};
 	return cmocka_run_group_tests_name("lease", tests, NULL, NULL);

@@ -210,7 +210,7 @@ static void test_the_reference_keeps_its_promises_across_processes(void **state)
 	      (unsigned long long)a.fence);
 	fb_lease as2 = a;
 	as2.owner = 2;
-	check_eq(L->release(e.conn[2], 0, &as2), FB_IO_REFUSED, "another owner's release");
+	check_eq(L->release(e.conn[2], 0, &as2, NULL), FB_IO_REFUSED, "another owner's release");
 	check_eq(L->is_held(e.conn[2], 0, &as2), FB_IO_REFUSED, "another owner's is_held");
 	check_eq(L->renew(e.conn[2], 0, &as2, NULL), FB_IO_REFUSED, "another owner's renew");
 	check_eq(L->is_held(e.conn[1], 0, &a), FB_IO_OK, "still owner 1's");
@@ -219,14 +219,14 @@ static void test_the_reference_keeps_its_promises_across_processes(void **state)
 	check(renewed.fence == a.fence && renewed.expires_at >= a.expires_at, "renewed in place");
 	check_eq(L->peek(e.conn[0], 0, &held), FB_IO_OK, "peek");
 	check(held.owner == 1 && held.fence == a.fence && held.expires_at, "peek names owner 1");
-	check_eq(L->release(e.conn[1], 0, &a), FB_IO_OK, "owner 1's release");
+	check_eq(L->release(e.conn[1], 0, &a, NULL), FB_IO_OK, "owner 1's release");
 	check_eq(L->is_held(e.conn[1], 0, &a), FB_IO_REFUSED, "released");
 	check_eq(L->acquire(e.conn[2], 0, &b, NULL), FB_ACQUIRED, "owner 2's acquire");
 	check(b.fence > a.fence && b.replaced == a.fence,
 	      "a higher fence (%llu over %llu), replacing the released one's",
 	      (unsigned long long)b.fence, (unsigned long long)a.fence);
 	check_eq(L->acquire(e.conn[3], 1, &a, NULL), FB_ACQUIRED, "another key is free");
-	check_eq(L->release(e.conn[1], 9, &a), FB_IO_ERROR, "a key out of range is an error");
+	check_eq(L->release(e.conn[1], 9, &a, NULL), FB_IO_ERROR, "a key out of range is an error");
 	check(strstr(L->error(e.conn[1]), "key out of range"), "%s", L->error(e.conn[1]));
 	char why[400];
 	L->unjudged(e.eng, why, sizeof why);
@@ -293,7 +293,7 @@ static void test_each_hostile_reply_is_an_error_naming_the_call(void **state)
 	fb_lease l;
 	for (int i = 0; i < 2; i++) {
 		check_eq(L->acquire(e.conn[1], 0, &l, NULL), FB_ACQUIRED, "an acquire");
-		check_eq(L->release(e.conn[1], 0, &l), FB_IO_OK, "its release");
+		check_eq(L->release(e.conn[1], 0, &l, NULL), FB_IO_OK, "its release");
 	}
 	check_eq(L->acquire(e.conn[1], 0, &l, NULL), FB_ACQ_ERROR, "fence 1 after fence 2");
 	check(strstr(L->error(e.conn[1]), "its fences went backwards"), "%s", L->error(e.conn[1]));

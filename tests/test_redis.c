@@ -253,8 +253,8 @@ static void test_acquire_contend_release_is_held_peek(void **state)
 		check_eq(p.fence, 33, "peek: fence");
 		check(p.expires_at > t1, "peek: expiry");
 
-		check_eq(L->release(a, 3, &la), FB_IO_OK, "A releases");
-		check_eq(L->release(a, 3, &la), FB_IO_REFUSED, "a second release finds nothing");
+		check_eq(L->release(a, 3, &la, NULL), FB_IO_OK, "A releases");
+		check_eq(L->release(a, 3, &la, NULL), FB_IO_REFUSED, "a second release finds nothing");
 		check_eq(L->is_held(a, 3, &la), FB_IO_REFUSED, "not held after release");
 		check_eq(L->peek(b, 3, &p), FB_IO_OK, "peek");
 		check_eq(p.owner, 0, "peek after release: no owner");
@@ -281,14 +281,14 @@ static void test_taken_over_lease_cannot_be_released_or_renewed_by_its_old_owner
 		check_eq(acq(b, 0, &lb), FB_ACQUIRED, "B takes over");
 		check(lb.fence > la.fence, "%s: B's fence %llu > A's %llu", way_name[w],
 		      (unsigned long long)lb.fence, (unsigned long long)la.fence);
-		check_eq(L->release(a, 0, &la), FB_IO_REFUSED, "A's late release is refused");
+		check_eq(L->release(a, 0, &la, NULL), FB_IO_REFUSED, "A's late release is refused");
 		check_eq(L->renew(a, 0, &la, &r), FB_IO_REFUSED, "A's late renew is refused");
 		check_eq(L->is_held(b, 0, &lb), FB_IO_OK, "B still holds it");
 		check_eq(L->is_held(a, 0, &la), FB_IO_REFUSED, "A does not");
 		/* A forged lease with B's owner but A's fence proves nothing */
 		fb_lease forged = {.fence = la.fence, .owner = 2};
-		check_eq(L->release(b, 0, &forged), FB_IO_REFUSED, "a wrong fence is refused");
-		check_eq(L->release(b, 0, &lb), FB_IO_OK, "B releases");
+		check_eq(L->release(b, 0, &forged, NULL), FB_IO_REFUSED, "a wrong fence is refused");
+		check_eq(L->release(b, 0, &lb, NULL), FB_IO_OK, "B releases");
 		L->disconnect(a);
 		L->disconnect(b);
 		L->close(e);
@@ -348,7 +348,7 @@ static void test_fences_strictly_increase_per_key_and_globally(void **state)
 				 * the key's previous fence (none: 0) */
 				check_eq(l.replaced, last[k], "the fence it replaced");
 				last[k] = all = l.fence;
-				check_eq(L->release(a, k, &l), FB_IO_OK, "release");
+				check_eq(L->release(a, k, &l, NULL), FB_IO_OK, "release");
 			}
 			check_eq(last[0], src ? 10 + 5 : 10 + 20, "key 0's sixth fence");
 			long long n = adm_int("EXISTS %s", src ? "fb:fence:0" : "fb:fence");
@@ -377,9 +377,9 @@ static void test_non_fresh_prepare_keeps_counters_fresh_resets_them(void **state
 	check_eq(acq(b, 0, &lb), FB_HELD, "a shared run's second process sees the lease");
 	check_eq(acq(b, 1, &lb), FB_ACQUIRED, "and shares the counter");
 	check_eq(lb.fence, 2, "the next fence, not first_fence again");
-	check_eq(L->release(a, 1, &lb), FB_IO_REFUSED,
+	check_eq(L->release(a, 1, &lb, NULL), FB_IO_REFUSED,
 	         "client 0's worker 1 is not client 2's worker 1");
-	check_eq(L->release(b, 1, &lb), FB_IO_OK, "client 2 releases its own");
+	check_eq(L->release(b, 1, &lb, NULL), FB_IO_OK, "client 2 releases its own");
 	char err[256];
 	check_eq(L->prepare(e, true, err, sizeof err), FB_OK, err);
 	check_eq(L->peek(a, 0, &l), FB_IO_OK, "peek");
@@ -482,7 +482,7 @@ static void test_fence_space_exhausted(void **state)
 		check_eq(L->peek(a, 0, &p), FB_IO_OK, "peek");
 		check_eq(p.fence, FB_FENCE_MAX,
 		         "a 15-digit fence survives the scripts' formatting");
-		check_eq(L->release(a, 0, &l), FB_IO_OK, "release");
+		check_eq(L->release(a, 0, &l, NULL), FB_IO_OK, "release");
 		check_eq(acq(a, 0, &l), FB_EXHAUSTED, way_name[w]);
 		check_eq(L->peek(a, 0, &p), FB_IO_OK, "peek");
 		check_eq(p.owner, 0, "no lease is left behind without a fence");
@@ -571,7 +571,7 @@ static void test_noscript_falls_back_to_eval(void **state)
 	fb_lease l;
 	fb_store_result r;
 	check_eq(acq(a, 0, &l), FB_ACQUIRED, "acquire after SCRIPT FLUSH");
-	check_eq(L->release(a, 0, &l), FB_IO_OK, "release after SCRIPT FLUSH");
+	check_eq(L->release(a, 0, &l, NULL), FB_IO_OK, "release after SCRIPT FLUSH");
 	check_eq(S->debit(sa, FB_FENCED, 0, 1, l.fence, &r), FB_IO_OK, "debit after SCRIPT FLUSH");
 	check_eq(acq(a, 0, &l), FB_ACQUIRED, "and again, by SHA");
 	L->disconnect(a);
@@ -597,7 +597,7 @@ static void *race(void *p)
 		fb_acquire a;
 		while ((a = L->acquire(r->conn, 0, &r->got[i], &st)) == FB_HELD)
 			r->held++;
-		if (a != FB_ACQUIRED || L->release(r->conn, 0, &r->got[i]) != FB_IO_OK) {
+		if (a != FB_ACQUIRED || L->release(r->conn, 0, &r->got[i], NULL) != FB_IO_OK) {
 			r->got[i].fence = 0;
 			return NULL;
 		}
@@ -1021,7 +1021,7 @@ static void test_fences_above_2_32_are_whole_in_the_store_and_the_lease(void **s
 		check_eq(acq(a, 0, &l1), FB_ACQUIRED, way_name[w]);
 		check(l1.fence == G - 1, "%s: the first fence is 2^32 - 1 (%llu)", way_name[w],
 		      (unsigned long long)l1.fence);
-		check_eq(L->release(a, 0, &l1), FB_IO_OK, "release");
+		check_eq(L->release(a, 0, &l1, NULL), FB_IO_OK, "release");
 		check_eq(acq(a, 0, &l2), FB_ACQUIRED, way_name[w]);
 		check(l2.fence == G, "%s: the next is 2^32, whole (%llu)", way_name[w],
 		      (unsigned long long)l2.fence);
@@ -1454,7 +1454,7 @@ static void test_server_killed_mid_run_gives_io_errors_not_crashes(void **state)
 			check(acq(a, 0, &m) == FB_HELD && !m.fence && !m.expires_at,
 			      "an acquire whose reply was lost is not known acquired: %s",
 			      L->error(a));
-			check_eq(L->release(a, 0, &l), FB_IO_OK, "connected again: release");
+			check_eq(L->release(a, 0, &l, NULL), FB_IO_OK, "connected again: release");
 			check_eq(acq(a, 0, &m), FB_ACQUIRED, "and acquire");
 			/* the debit sent on the dropped connection never ran: the
 			 * history shows no copy of it, so it is sent again, once */
@@ -1478,7 +1478,7 @@ static void test_server_killed_mid_run_gives_io_errors_not_crashes(void **state)
 		check_eq(acq(a, 0, &l), FB_ACQ_ERROR, "acquire after the crash");
 		check(strncmp(L->error(a), "redis://127.0.0.1:", 18) == 0,
 		      "the error names the URL: %s", L->error(a));
-		check_eq(L->release(a, 0, &l), FB_IO_ERROR, "release");
+		check_eq(L->release(a, 0, &l, NULL), FB_IO_ERROR, "release");
 		check_eq(L->is_held(a, 0, &l), FB_IO_ERROR, "is_held");
 		check_eq(L->renew(a, 0, &l, &l), FB_IO_ERROR, "renew");
 		check_eq(L->peek(a, 0, &l), FB_IO_ERROR, "peek");
@@ -1539,7 +1539,7 @@ static void test_stopped_server_is_io_error_by_the_timeout_then_fails_fast(void 
 	took[0] = seconds_since(&t0);
 	snprintf(err[0], sizeof err[0], "%s", L->error(a));
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	io[1] = L->release(a, 0, &l);
+	io[1] = L->release(a, 0, &l, NULL);
 	took[1] = seconds_since(&t0);
 	snprintf(err[1], sizeof err[1], "%s", L->error(a));
 	clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -145,7 +145,7 @@ static void test_incr_fences_cross_2_to_the_32(void **state)
 		fb_lease l;
 		check_eq(acq_winning(a, 0, &l), FB_ACQUIRED, "acquired");
 		check_eq(l.fence, want, "the INCR's fence, past 32 bits");
-		check_eq(L->release(a, 0, &l), FB_IO_OK, "released");
+		check_eq(L->release(a, 0, &l, NULL), FB_IO_OK, "released");
 	}
 	redisContext *c = redisConnect("127.0.0.1", node[0].port);
 	redisReply *r = c ? redisCommand(c, "GET fb:redlock:fence") : NULL;
@@ -170,7 +170,7 @@ static void test_a_majority_holds_and_a_minority_is_undone(void **state)
 	on_node(0, "SET fb:redlock:lock:0 stranger PX 10000");
 	check_eq(acq_winning(a, 0, &la), FB_ACQUIRED, "nodes 2 and 3 are a majority");
 	check_eq(L->is_held(a, 0, &la), FB_IO_OK, "held on a majority");
-	check_eq(L->release(a, 0, &la), FB_IO_OK, "released from the majority");
+	check_eq(L->release(a, 0, &la, NULL), FB_IO_OK, "released from the majority");
 	on_node(1, "SET fb:redlock:lock:0 stranger PX 10000");
 	check_eq(acq(a, 0, &la), FB_HELD, "nodes 1 and 2 taken: no majority");
 	redisContext *c = redisConnect("127.0.0.1", node[2].port);
@@ -203,7 +203,7 @@ static void test_a_dead_minority_is_survived_and_a_dead_majority_is_an_error(voi
 	fb_lease la;
 	fb_server_kill(&own[2]);
 	check_eq(acq_winning(a, 0, &la), FB_ACQUIRED, "two of three nodes are a majority");
-	check_eq(L->release(a, 0, &la), FB_IO_OK, "released from both");
+	check_eq(L->release(a, 0, &la, NULL), FB_IO_OK, "released from both");
 	fb_server_kill(&own[1]);
 	check_eq(acq(a, 0, &la), FB_ACQ_ERROR, "one node is not");
 	check(strstr(L->error(a), "1 of 3 nodes answered, 2 needed") &&
@@ -284,8 +284,8 @@ static void test_a_node_clock_jump_gives_a_second_client_a_majority(void **state
 	check(fb_clock_now(fb_clock_monotonic()) < la.expires_at,
 	      "while A still believes its lock valid");
 	check_eq(L->is_held(b, 0, &lb), FB_IO_OK, "B holds a majority");
-	check_eq(L->release(b, 0, &lb), FB_IO_OK, "B releases");
-	check_eq(L->release(a, 0, &la), FB_IO_REFUSED, "A holds only node 2");
+	check_eq(L->release(b, 0, &lb, NULL), FB_IO_OK, "B releases");
+	check_eq(L->release(a, 0, &la, NULL), FB_IO_REFUSED, "A holds only node 2");
 	L->disconnect(inj);
 	L->disconnect(a);
 	L->disconnect(b);

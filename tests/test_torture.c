@@ -365,7 +365,7 @@ static void *lease_racer(void *p)
 			atomic_fetch_add(&r->not_held, 1);
 		if (atomic_exchange(&r->holder, 0) != me)
 			atomic_fetch_add(&r->violations, 1);
-		bool ok = xorshift(&x) & 1 ? fb_lease_release_lease(r->t, 0, &mine)
+		bool ok = xorshift(&x) & 1 ? fb_lease_release_lease(r->t, 0, &mine, NULL)
 		                           : fb_lease_release(r->t, 0, (uint16_t)me, mine.fence);
 		if (!ok)
 			atomic_fetch_add(&r->bad_releases, 1);
@@ -508,7 +508,7 @@ static void *expiry_racer(void *p)
 			fb_clock_manual_advance(&r->clk, EXPIRY_TTL);
 		atomic_compare_exchange_strong(&r->holder, &in, 0); /* leave, unless taken over */
 		if (xorshift(&x) & 1)
-			fb_lease_release_lease(r->t, 0, &mine);
+			fb_lease_release_lease(r->t, 0, &mine, NULL);
 		else
 			fb_lease_release(r->t, 0, (uint16_t)me, mine.fence);
 		if (have_old && fb_lease_release(r->t, 0, (uint16_t)me, old.fence))

@@ -148,7 +148,7 @@ static void test_lowest_request_holds_and_fences_are_growing_zxids(void **state)
 	      "and the lease runs a TTL from it",
 	      (unsigned long long)la.service_at, (unsigned long long)t0, (unsigned long long)t1);
 	check_eq(L->witness_slack_ns, 10 * MS, "dated to within the slack it enforces");
-	check_eq(L->release(a, 2, &la), FB_IO_OK, "A releases");
+	check_eq(L->release(a, 2, &la, NULL), FB_IO_OK, "A releases");
 	L->disconnect(a);
 	L->close(e);
 }
@@ -180,14 +180,14 @@ static void test_a_silent_session_expires_and_its_lock_goes_to_the_next_client(v
 	check_eq(got, FB_ACQUIRED, "B takes the key once A's session expired");
 	check(lb.fence > la.fence, "with a higher fence");
 	check_eq(L->is_held(a, 0, &la), FB_IO_REFUSED, "A, waking, does not hold it");
-	check_eq(L->release(a, 0, &la), FB_IO_REFUSED, "and cannot release B's lock");
+	check_eq(L->release(a, 0, &la, NULL), FB_IO_REFUSED, "and cannot release B's lock");
 	/* B next, while its session is fresh: A's new session below can take
 	 * longer than B's timeout on a loaded machine (seen in a soak) */
 	check_eq(L->is_held(b, 0, &lb), FB_IO_OK, "B holds it");
-	check_eq(L->release(b, 0, &lb), FB_IO_OK, "B releases key 0");
+	check_eq(L->release(b, 0, &lb, NULL), FB_IO_OK, "B releases key 0");
 	fb_lease la2;
 	check_eq(acq(a, 1, &la2), FB_ACQUIRED, "A works again on a new session");
-	check_eq(L->release(a, 1, &la2), FB_IO_OK, "A releases key 1");
+	check_eq(L->release(a, 1, &la2, NULL), FB_IO_OK, "A releases key 1");
 	L->disconnect(a);
 	L->disconnect(b);
 	L->close(e);
@@ -214,7 +214,7 @@ static void test_renew_keeps_the_session_and_the_lock(void **state)
 		      "a TTL from the renewal");
 	}
 	check_eq(acq(b, 0, &lb), FB_HELD, "after 2 timeouts B is still refused");
-	check_eq(L->release(a, 0, &la), FB_IO_OK, "A releases");
+	check_eq(L->release(a, 0, &la, NULL), FB_IO_OK, "A releases");
 	L->disconnect(a);
 	L->disconnect(b);
 	L->close(e);
@@ -238,7 +238,7 @@ static void test_a_create_slower_than_the_slack_is_withdrawn(void **state)
 	slow.on = false;
 	check(la.fence == 0 && la.owner == 0, "no fence, and no holder named");
 	check_eq(acq(b, 3, &lb), FB_ACQUIRED, "the withdrawn requests left the key free");
-	check_eq(L->release(b, 3, &lb), FB_IO_OK, "B releases");
+	check_eq(L->release(b, 3, &lb, NULL), FB_IO_OK, "B releases");
 	L->disconnect(a);
 	L->disconnect(b);
 	L->close(e2);
@@ -262,7 +262,7 @@ static void test_a_request_the_worker_left_behind_is_cleared(void **state)
 	check_eq(acq(now, 3, &ln), FB_ACQUIRED, "worker 1's new session clears it and takes key 3");
 	check(ln.fence > lo.fence, "with a higher fence");
 	check_eq(L->is_held(old, 3, &lo), FB_IO_REFUSED, "the old request is gone");
-	check_eq(L->release(now, 3, &ln), FB_IO_OK, "released");
+	check_eq(L->release(now, 3, &ln, NULL), FB_IO_OK, "released");
 	L->disconnect(old);
 	L->disconnect(now);
 	L->disconnect(other);
@@ -399,7 +399,7 @@ static void test_a_reply_out_of_order_is_a_lost_link_ridden_out(void **state)
 	check(got != FB_ACQ_ERROR, "A's acquire through the relay, before it is armed: %s",
 	      L->error(a));
 	if (got == FB_ACQUIRED)
-		check_eq(L->release(a, 3, &la), FB_IO_OK, "A gives key 3 back");
+		check_eq(L->release(a, 3, &la, NULL), FB_IO_OK, "A gives key 3 back");
 	atomic_store(&sp.armed, 1);
 	got = acq(a, 3, &la);
 	check_eq(atomic_load(&sp.spoiled), 1, "one reply of the acquire was spoiled");
@@ -409,11 +409,11 @@ static void test_a_reply_out_of_order_is_a_lost_link_ridden_out(void **state)
 		check(la.fence > 0 && la.owner == 1, "A holds it, with a fence");
 		check_eq(acq(b, 3, &lb), FB_HELD, "B finds A holding it");
 		check_eq(lb.owner, 1, "A, named");
-		check_eq(L->release(a, 3, &la), FB_IO_OK, "A releases");
+		check_eq(L->release(a, 3, &la, NULL), FB_IO_OK, "A releases");
 	}
 	check_eq(acq(b, 3, &lb), FB_ACQUIRED, "nothing was left behind: B takes key 3");
 	check(got != FB_ACQUIRED || lb.fence > la.fence, "with a higher fence");
-	check_eq(L->release(b, 3, &lb), FB_IO_OK, "B releases");
+	check_eq(L->release(b, 3, &lb, NULL), FB_IO_OK, "B releases");
 	L->disconnect(a);
 	L->disconnect(b);
 	L->close(e2);

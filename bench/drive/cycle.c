@@ -947,7 +947,7 @@ static HOT fb_step op_release(fb_worker *w)
 	FB_EMIT(e, &w->heard, FB_EV_RELEASING, .worker = w->id, .key = w->key, .fence = w->l.fence,
 	        .lease = &w->l);
 	uint64_t e0 = eop_start(e, e->remote);
-	fb_io rel = e->lops->release(w->lconn, w->key, &w->l);
+	fb_io rel = e->lops->release(w->lconn, w->key, &w->l, NULL);
 	eop_end(e, w, FB_EOP_RELEASE, e0);
 	if (rel == FB_IO_ERROR)
 		fb_env_failed(e, "lease", e->lops->error(w->lconn));

@@ -117,6 +117,11 @@ static fb_io renew(void *conn, uint32_t key, const fb_lease *l)
 	return L->renew(conn, key, l, NULL);
 }
 
+static fb_io release(void *conn, uint32_t key, const fb_lease *l)
+{
+	return L->release(conn, key, l, NULL);
+}
+
 /* Owner w's release, renew or is_held of (key, fence): *io its answer. */
 static bool own(at *t, uint16_t w, owned_op op, uint32_t key, uint64_t fence, fb_io *io)
 {
@@ -155,7 +160,7 @@ static void c_shape(at *t)
 		return;
 	if (at_has(t, FB_XOP_PEEK) && !at_after(t, t->owners[0], L->peek(t->owners[0], 0, &held)))
 		return;
-	own(t, 1, L->release, 0, l.fence, &io);
+	own(t, 1, release, 0, l.fence, &io);
 }
 
 /* A live lease is another owner's to wait for: never granted twice. */
@@ -187,7 +192,7 @@ static void c_owner(at *t)
 	fb_io io;
 	if (!first_lease(t, &l, &s, &b))
 		return;
-	if (!own(t, 2, L->release, 0, l.fence, &io))
+	if (!own(t, 2, release, 0, l.fence, &io))
 		return;
 	if (io == FB_IO_OK)
 		return at_fail(t,
@@ -195,7 +200,7 @@ static void c_owner(at *t)
 		               "accepted: a late holder's release frees its successor's lease "
 		               "(a release without an owner check)",
 		               (unsigned long long)l.fence);
-	if (!own(t, 1, L->release, 0, l.fence + 1000, &io))
+	if (!own(t, 1, release, 0, l.fence + 1000, &io))
 		return;
 	if (io == FB_IO_OK)
 		return at_fail(t,
@@ -248,7 +253,7 @@ static void c_release(at *t)
 	uint64_t s, b;
 	fb_io io;
 	bool granted;
-	if (!first_lease(t, &l, &s, &b) || !own(t, 1, L->release, 0, l.fence, &io))
+	if (!first_lease(t, &l, &s, &b) || !own(t, 1, release, 0, l.fence, &io))
 		return;
 	if (io != FB_IO_OK)
 		return at_fail(t,
@@ -316,7 +321,7 @@ static void c_expiry(at *t)
 		               "lease's %llu",
 		               (unsigned long long)next.fence, (unsigned long long)l.fence);
 	replaced_is(t, &next, l.fence);
-	if (t->v != V_PASS || !own(t, 1, L->release, 0, l.fence, &io))
+	if (t->v != V_PASS || !own(t, 1, release, 0, l.fence, &io))
 		return;
 	if (io == FB_IO_OK)
 		return at_fail(t,
@@ -400,7 +405,7 @@ static void *lracer_main(void *p)
 		if (a != FB_ACQUIRED)
 			g->fence = 0;
 		pthread_barrier_wait(&ra->bar);
-		if (a == FB_ACQUIRED && L->release(conn, ra->key, g) == FB_IO_ERROR)
+		if (a == FB_ACQUIRED && L->release(conn, ra->key, g, NULL) == FB_IO_ERROR)
 			a = FB_ACQ_ERROR;
 		if (a == FB_ACQ_ERROR && !atomic_flag_test_and_set(&ra->claimed)) {
 			fb_exec_exchange x;
