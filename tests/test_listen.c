@@ -226,12 +226,109 @@ static void test_a_renewal_is_judged_by_the_word_it_replaced_in_process_only(voi
 		}
 }
 
+/*
+ * The lease chain's listener (listen_chain.h): a lease of fence 5, owner 2,
+ * acquired at 1 ms over (4, owner 1) and valid to 11 ms, renewed and ended
+ * as each case says; then a successor that replaced its word at `next`. The
+ * chain judges the link by what the listener recorded: its own renewals
+ * only, and a release only of its own word (fence and owner).
+ */
+static void test_the_chain_hears_a_lease_from_its_acquire_to_its_end(void **state)
+{
+	(void)state;
+	enum { MSEC = 1000000 };
+	static const struct {
+		const char *what;
+		uint64_t renew_over; /* 0: no renewal; else the word it replaced: */
+		uint16_t renew_owner;
+		int end;              /* 0 released, 1 refused (taken over), 2 died */
+		uint64_t freed;       /* released: the word its release freed */
+		uint16_t freed_owner;
+		uint64_t next_ms;    /* the successor's acquire */
+		uint64_t overlaps;
+	} cases[] = {
+	        {"released, renewed to 15 ms", 5, 2, 0, 5, 2, 13, 0},
+	        {"taken over, renewed to 15 ms", 5, 2, 1, 0, 0, 13, 1},
+	        {"taken over, renewed over another's word", 6, 4, 1, 0, 0, 13, 0},
+	        {"taken over, renewed over its fence's twin", 5, 3, 1, 0, 0, 13, 0},
+	        {"its release freed another's word", 0, 0, 0, 6, 4, 9, 1},
+	        {"its release freed its fence's twin", 0, 0, 0, 5, 3, 9, 1},
+	        {"died, taken before its expiry", 0, 0, 2, 0, 0, 9, 1},
+	        {"died, taken after its expiry", 0, 0, 2, 0, 0, 12, 0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		fixture *x = calloc(1, sizeof *x);
+		check(x != NULL, "calloc");
+		x->cfg.ttl_ns = 10 * MSEC;
+		x->e.cfg = &x->cfg;
+		check_eq(fb_chain_create(8, 0, 0, &x->e.chain), FB_OK, "chain creation");
+		/* the predecessor: fence 4 of owner 1, held to 5 ms and never released */
+		fb_chain_rec prev = {.fence = 4, .at = 0, .expires_at = 5 * MSEC, .key = 3,
+		                     .owner = 1, .end = FB_CHAIN_HELD};
+		check_eq(fb_chain_take(x->e.chain, &prev), FB_OK, "the predecessor");
+		x->l = (fb_lease){.fence = 5,
+		                  .owner = 2,
+		                  .replaced = 4,
+		                  .replaced_owner = 1,
+		                  .expires_at = 11 * MSEC};
+		fb_on_chain(&x->e, &x->h,
+		            &(fb_event){.kind = FB_EV_ACQUIRED, .key = 3, .fence = 5, .lease = &x->l});
+		check(x->h.chain.at == 1 * MSEC && x->h.chain.replaced_owner == 1,
+		      "acquired at %llu ns over owner %u's word",
+		      (unsigned long long)x->h.chain.at, x->h.chain.replaced_owner);
+		if (cases[i].renew_over) {
+			fb_lease r = {.fence = 5,
+			              .owner = 2,
+			              .replaced = cases[i].renew_over,
+			              .replaced_owner = cases[i].renew_owner,
+			              .expires_at = 15 * MSEC};
+			fb_on_chain(&x->e, &x->h,
+			            &(fb_event){.kind = FB_EV_RENEWED,
+			                        .key = 3,
+			                        .fence = 5,
+			                        .lease = &x->l,
+			                        .renewed = &r});
+		}
+		fb_lease freed = {.fence = cases[i].freed, .owner = cases[i].freed_owner};
+		if (cases[i].end == 2)
+			fb_on_chain(&x->e, &x->h, &(fb_event){.kind = FB_EV_DIED, .key = 3, .fence = 5});
+		else
+			fb_on_chain(&x->e, &x->h,
+			            &(fb_event){.kind = FB_EV_RELEASED,
+			                        .key = 3,
+			                        .fence = 5,
+			                        .flag = cases[i].end == 1,
+			                        .freed = &freed});
+		fb_chain_flush(&x->e, &x->h); /* handed over already: nothing more */
+		fb_chain_rec next = {.fence = 8,
+		                     .replaced = 5,
+		                     .at = cases[i].next_ms * MSEC,
+		                     .expires_at = (cases[i].next_ms + 10) * MSEC,
+		                     .key = 3,
+		                     .owner = 3,
+		                     .end = FB_CHAIN_RELEASED};
+		check_eq(fb_chain_take(x->e.chain, &next), FB_OK, "the successor");
+		check(fb_chain_finish(x->e.chain, true), "judged");
+		const fb_chain_counts *k = fb_chain_counts_of(x->e.chain);
+		check(k->records == 3 && k->links == 3 && k->overlaps == 1 + cases[i].overlaps &&
+		              !k->forks,
+		      "%s: %llu records, %llu links, %llu overlaps (want %llu: the lease's own "
+		      "over fence 4, then %llu), %llu forks",
+		      cases[i].what, (unsigned long long)k->records, (unsigned long long)k->links,
+		      (unsigned long long)k->overlaps, (unsigned long long)(1 + cases[i].overlaps),
+		      (unsigned long long)cases[i].overlaps, (unsigned long long)k->forks);
+		fb_chain_destroy(x->e.chain);
+		free(x);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_each_record_carries_what_its_own_copy_did),
 	        cmocka_unit_test(test_a_landed_delayed_write_is_recorded_as_one),
 	        cmocka_unit_test(test_a_renewal_is_judged_by_the_word_it_replaced_in_process_only),
+	        cmocka_unit_test(test_the_chain_hears_a_lease_from_its_acquire_to_its_end),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

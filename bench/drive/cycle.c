@@ -917,14 +917,15 @@ static HOT fb_step op_write(fb_worker *w)
  * proof's). Set only on this worker (its faults, its signal handler): a
  * plain load spares the locked exchange in the cycles nothing hit, and a
  * fault that lands after it is this worker's next cycle's. */
-static HOT void released(fb_worker *w)
+static HOT void released(fb_worker *w, const fb_lease *freed)
 {
 	fb_fault_port *p = &w->port;
 	uint32_t faulted = atomic_load_explicit(&p->faulted, memory_order_relaxed);
 	if (faulted)
 		faulted = atomic_exchange_explicit(&p->faulted, 0, memory_order_relaxed);
 	FB_EMIT(w->env, &w->heard, FB_EV_RELEASED, .worker = w->id, .key = w->key,
-	        .fence = w->l.fence, .faulted = faulted, .flag = w->taken_over, .stale = w->stale);
+	        .fence = w->l.fence, .faulted = faulted, .flag = w->taken_over, .stale = w->stale,
+	        .freed = freed);
 }
 
 static HOT fb_step op_release(fb_worker *w)
@@ -947,7 +948,8 @@ static HOT fb_step op_release(fb_worker *w)
 	FB_EMIT(e, &w->heard, FB_EV_RELEASING, .worker = w->id, .key = w->key, .fence = w->l.fence,
 	        .lease = &w->l);
 	uint64_t e0 = eop_start(e, e->remote);
-	fb_io rel = e->lops->release(w->lconn, w->key, &w->l, NULL);
+	fb_lease freed = {0}; /* the word it freed, for the chain */
+	fb_io rel = e->lops->release(w->lconn, w->key, &w->l, e->chain ? &freed : NULL);
 	eop_end(e, w, FB_EOP_RELEASE, e0);
 	if (rel == FB_IO_ERROR)
 		fb_env_failed(e, "lease", e->lops->error(w->lconn));
@@ -970,7 +972,7 @@ static HOT fb_step op_release(fb_worker *w)
 			atomic_fetch_or_explicit(&p->faulted, 1u << (FB_FAULT_PARTITION + i),
 			                         memory_order_relaxed);
 	fb_port_phase(p, FB_PHASE_IDLE);
-	released(w);
+	released(w, &freed);
 	w->i = 0;
 	/* History goes to the checker after the release: if the checker's ring
 	 * is full (a paused writer holds back a key's walk) the wait must not

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "chain.h"
 #include "checker.h"
 #include "delay.h"
 #include "event.h"
@@ -266,6 +267,11 @@ struct fb_env {
 	fb_feed *feed;        /* the workers' logs to the checkers, one more for the deliveries */
 	fb_feed_log *net_log; /* ... the deliveries' */
 	fb_witness *witness;
+	/* The lease chain (chain.h, listen_chain.h): the simulator's, judged
+	 * beside the witness until it takes the witness's place in process
+	 * (issue 26); NULL elsewhere. chain_lost: a record it could not keep. */
+	fb_chain *chain;
+	bool chain_lost;
 	fb_pause_trap *traps;
 	fb_crash_slot *crashes_at;
 	fb_send_fn send;

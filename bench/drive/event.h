@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "chain.h"
 #include "checker.h"
 #include "inject.h"
 #include "witness.h"
@@ -76,6 +77,8 @@ typedef struct fb_event {
 	const fb_store_result *res;
 	const fb_lease *lease;   /* ACQUIRED, HELD, RENEWING, RENEWED, WRITTEN, STALE, RELEASING */
 	const fb_lease *renewed; /* RENEWED */
+	const fb_lease *freed;   /* RELEASED, not taken over: the word its release freed
+	                          * (the in-process table's; else zero) */
 	void *conn; /* STALE, LANDED: the lease connection to ask (fb_lease_ops.peek) */
 } fb_event;
 
@@ -124,6 +127,8 @@ typedef struct fb_feed_heard {
 typedef struct fb_heard {
 	fb_witness_counts witness;
 	fb_witness_memo wmemo;
+	fb_chain_rec chain; /* the lease it holds, for the chain (listen_chain.h) */
+	bool chain_open;    /* ... not handed over yet */
 	uint64_t newest, newest_at, sent_at; /* a renewal's, from RENEWING to RENEWED */
 	fb_narration narr;
 	fb_counter takeovers[FB_FAULTS];      /* cycles under the fault whose lease was taken */

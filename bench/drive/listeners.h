@@ -23,6 +23,7 @@
 
 #include "cycle.h"
 #include "event.h"
+#include "listen_chain.h"
 #include "listen_faults.h"
 #include "listen_feed.h"
 #include "listen_narrate.h"
@@ -33,6 +34,7 @@
 
 #define FB_LISTENERS(X)                                                                            \
 	X(witness)                                                                                 \
+	X(chain)                                                                                   \
 	X(plan)                                                                                    \
 	X(narrate)                                                                                 \
 	X(faults)                                                                                  \

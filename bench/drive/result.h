@@ -13,6 +13,7 @@
 #include "backend.h"
 #include "hist.h"
 #include "inject.h"
+#include "chain.h"
 #include "options.h"
 #include "witness.h"
 
@@ -196,6 +197,12 @@ typedef struct fb_results {
 	fb_witness_counts clock_blamed;
 	fb_witness_example lease_example[FB_WIT_KINDS]; /* the first of each */
 	char lease_unjudged[400]; /* what the witness could not judge of this engine, or "" */
+	/* The lease chain's (chain.h): in process, the simulator's only, judged
+	 * beside the witness and not reported yet (issue 26). chain_judged:
+	 * every lease's record was in, and kept. */
+	bool chain_judged;
+	fb_chain_counts chain;
+	fb_chain_example chain_example[FB_CHAIN_KINDS];
 	fb_false_rejection false_rejection; /* the first */
 	fb_stale_read stale_read;           /* the first */
 	char other_reason[160]; /* the first refusal for a reason the store gave: its words */

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "cycle.h"
+#include "listen_chain.h"
 #include "outfile.h"
 #include "stop.h"
 
@@ -606,6 +607,13 @@ static fb_err setup(sim *s, const fb_config *cfg, fb_results *res)
 	if (e)
 		return e;
 	s->env.narrating = true; /* the history line hears the cycle's events */
+	/* the lease chain, beside the witness, where the table names the words
+	 * it replaced: it draws nothing, moves no clock, writes no line */
+	if (s->env.witnessing && !s->env.lops->remote &&
+	    fb_chain_create(cfg->keys,
+	                    cfg->fence == FB_FENCE_PER_KEY ? cfg->first_fence - 1 : 0, 0,
+	                    &s->env.chain))
+		return FB_ENOMEM;
 	s->state = calloc(s->n, sizeof *s->state);
 	s->signalled = calloc(s->n, sizeof *s->signalled);
 	s->run = calloc(s->n, sizeof *s->run);
@@ -631,8 +639,24 @@ static fb_err setup(sim *s, const fb_config *cfg, fb_results *res)
 	return FB_OK;
 }
 
+/* The lease chain's verdict: every lease still held goes in as held (the
+ * run is over), then the links whose other end never came are judged. */
+static void chain_results(sim *s, fb_results *res)
+{
+	fb_env *e = &s->env;
+	if (!e->chain)
+		return;
+	for (uint32_t i = 0; i < s->n; i++)
+		fb_chain_flush(e, &e->workers[i].heard);
+	res->chain_judged = fb_chain_finish(e->chain, !e->chain_lost);
+	res->chain = *fb_chain_counts_of(e->chain);
+	for (int k = 0; k < FB_CHAIN_KINDS; k++)
+		fb_chain_example_of(e->chain, (fb_chain_kind)k, &res->chain_example[k]);
+}
+
 static void teardown(sim *s)
 {
+	fb_chain_destroy(s->env.chain);
 	if (s->env.cfg)
 		fb_env_close(&s->env);
 	free(s->state);
@@ -693,6 +717,7 @@ fb_err fb_sim_run(const fb_config *user, uint64_t seed, fb_tick_fn tick, void *c
 		res->elapsed_s = (double)(s->now - SIM_T0) / 1e9;
 		fb_results_injected(res, &s->gen.st);
 		fb_env_results(&s->env, res);
+		chain_results(s, res);
 		fb_env_write_plan(&s->env, res);
 		res->cfg = user; /* the caller's, which outlives this */
 		if (res->exhausted) {
