@@ -97,9 +97,9 @@ static void step(hist *s)
 		fb_lease freed = {0};
 		bool ok = fb_lease_release_lease(s->t, h->key, &h->l, &freed);
 		logged(s, h,
-		       !ok ? FB_CHAIN_HELD
-		           : freed.fence == h->l.fence && freed.owner == o ? FB_CHAIN_RELEASED
-		                                                           : FB_CHAIN_FREED_ANY);
+		       !ok                                             ? FB_CHAIN_HELD
+		       : freed.fence == h->l.fence && freed.owner == o ? FB_CHAIN_RELEASED
+		                                                       : FB_CHAIN_FREED_ANY);
 	} else if (dice < 60) {
 		fb_lease out;
 		if (fb_lease_renew(s->t, h->key, o, h->l.fence, &out) &&
@@ -144,8 +144,7 @@ static void history(hist *s, fb_bug bug, fb_fence_source src, uint64_t seed, int
 #define START 0
 
 /* The chain's counts for s's records in the order ord. */
-static fb_chain_counts judged(const hist *s, const uint32_t *ord,
-                              bool *finished)
+static fb_chain_counts judged(const hist *s, const uint32_t *ord, bool *finished)
 {
 	fb_chain *c;
 	check_eq(fb_chain_create(KEYS, START, 0, &c), FB_OK, "chain");
@@ -186,8 +185,8 @@ static void test_a_correct_table_is_never_blamed_in_any_order(void **state)
 				released += s.rec[q].end == FB_CHAIN_RELEASED;
 			}
 			check(s.n > 300 && expired > s.n / 8 && released > s.n / 8,
-			      "a history of %u leases, %u taken over once expired, %u released", s.n,
-			      expired, released);
+			      "a history of %u leases, %u taken over once expired, %u released",
+			      s.n, expired, released);
 			fb_prng p;
 			fb_prng_init(&p, seed, 2);
 			for (int i = 0; i < ORDER; i++) {
@@ -266,8 +265,8 @@ static fb_chain_rec lease(uint32_t key, uint64_t fence, uint16_t owner, uint64_t
 
 /* Each of n records (n <= 4) in every order: the counts and the example of
  * kind are the same in all of them. */
-static void every_order(const fb_chain_rec *r, int n, bool complete, fb_chain_counts want,
-                        int kind, uint64_t fence, uint64_t other)
+static void every_order(const fb_chain_rec *r, int n, bool complete, fb_chain_counts want, int kind,
+                        uint64_t fence, uint64_t other)
 {
 	int idx[4] = {0, 1, 2, 3}, perms = 0;
 	for (;;) {
@@ -278,10 +277,9 @@ static void every_order(const fb_chain_rec *r, int n, bool complete, fb_chain_co
 		check(fb_chain_finish(c, complete) == complete, "judged only if complete");
 		const fb_chain_counts *k = fb_chain_counts_of(c);
 		check(k->overlaps == want.overlaps && k->forks == want.forks,
-		      "order %d%d%d%d: %llu overlaps, %llu forks; want %llu, %llu", idx[0],
-		      idx[1], idx[2], idx[3], (unsigned long long)k->overlaps,
-		      (unsigned long long)k->forks, (unsigned long long)want.overlaps,
-		      (unsigned long long)want.forks);
+		      "order %d%d%d%d: %llu overlaps, %llu forks; want %llu, %llu", idx[0], idx[1],
+		      idx[2], idx[3], (unsigned long long)k->overlaps, (unsigned long long)k->forks,
+		      (unsigned long long)want.overlaps, (unsigned long long)want.forks);
 		if (kind >= 0) {
 			fb_chain_example x;
 			fb_chain_example_of(c, (fb_chain_kind)kind, &x);

@@ -241,10 +241,10 @@ static void test_the_chain_hears_a_lease_from_its_acquire_to_its_end(void **stat
 		const char *what;
 		uint64_t renew_over; /* 0: no renewal; else the word it replaced: */
 		uint16_t renew_owner;
-		int end;              /* 0 released, 1 refused (taken over), 2 died */
-		uint64_t freed;       /* released: the word its release freed */
+		int end;        /* 0 released, 1 refused (taken over), 2 died */
+		uint64_t freed; /* released: the word its release freed */
 		uint16_t freed_owner;
-		uint64_t next_ms;    /* the successor's acquire */
+		uint64_t next_ms; /* the successor's acquire */
 		uint64_t overlaps;
 	} cases[] = {
 	        {"released, renewed to 15 ms", 5, 2, 0, 5, 2, 13, 0},
@@ -263,19 +263,24 @@ static void test_the_chain_hears_a_lease_from_its_acquire_to_its_end(void **stat
 		x->e.cfg = &x->cfg;
 		check_eq(fb_chain_create(8, 0, 0, &x->e.chain), FB_OK, "chain creation");
 		/* the predecessor: fence 4 of owner 1, held to 5 ms and never released */
-		fb_chain_rec prev = {.fence = 4, .at = 0, .expires_at = 5 * MSEC, .key = 3,
-		                     .owner = 1, .end = FB_CHAIN_HELD};
+		fb_chain_rec prev = {.fence = 4,
+		                     .at = 0,
+		                     .expires_at = 5 * MSEC,
+		                     .key = 3,
+		                     .owner = 1,
+		                     .end = FB_CHAIN_HELD};
 		check_eq(fb_chain_take(x->e.chain, &prev), FB_OK, "the predecessor");
 		x->l = (fb_lease){.fence = 5,
 		                  .owner = 2,
 		                  .replaced = 4,
 		                  .replaced_owner = 1,
 		                  .expires_at = 11 * MSEC};
-		fb_on_chain(&x->e, &x->h,
-		            &(fb_event){.kind = FB_EV_ACQUIRED, .key = 3, .fence = 5, .lease = &x->l});
+		fb_on_chain(
+		        &x->e, &x->h,
+		        &(fb_event){.kind = FB_EV_ACQUIRED, .key = 3, .fence = 5, .lease = &x->l});
 		check(x->h.chain.at == 1 * MSEC && x->h.chain.replaced_owner == 1,
-		      "acquired at %llu ns over owner %u's word",
-		      (unsigned long long)x->h.chain.at, x->h.chain.replaced_owner);
+		      "acquired at %llu ns over owner %u's word", (unsigned long long)x->h.chain.at,
+		      x->h.chain.replaced_owner);
 		if (cases[i].renew_over) {
 			fb_lease r = {.fence = 5,
 			              .owner = 2,
@@ -291,7 +296,8 @@ static void test_the_chain_hears_a_lease_from_its_acquire_to_its_end(void **stat
 		}
 		fb_lease freed = {.fence = cases[i].freed, .owner = cases[i].freed_owner};
 		if (cases[i].end == 2)
-			fb_on_chain(&x->e, &x->h, &(fb_event){.kind = FB_EV_DIED, .key = 3, .fence = 5});
+			fb_on_chain(&x->e, &x->h,
+			            &(fb_event){.kind = FB_EV_DIED, .key = 3, .fence = 5});
 		else
 			fb_on_chain(&x->e, &x->h,
 			            &(fb_event){.kind = FB_EV_RELEASED,

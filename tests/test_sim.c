@@ -606,7 +606,8 @@ static void test_the_lease_chain_judges_beside_the_witness(void **state)
 			const fb_chain_counts *k = &r.chain;
 			check(r.chain_judged && k->records > 1000 && k->links == k->records &&
 			              !k->overlaps && !k->forks && k->waiting <= cfg.keys,
-			      "a correct table, %s fences, seed %llu: judged %d, %llu of %llu leases "
+			      "a correct table, %s fences, seed %llu: judged %d, %llu of %llu "
+			      "leases "
 			      "linked, %llu overlaps, %llu forks, %llu waiting",
 			      fb_fence_source_name(cfg.fence), (unsigned long long)seed,
 			      r.chain_judged, (unsigned long long)k->links,
@@ -614,8 +615,9 @@ static void test_the_lease_chain_judges_beside_the_witness(void **state)
 			      (unsigned long long)k->forks, (unsigned long long)k->waiting);
 			fb_results_free(&r);
 		}
-	static const fb_bug bugs[] = {FB_BUG_IGNORE_EXPIRY, FB_BUG_BLIND_RELEASE, FB_BUG_TWO_STEP,
-	                              FB_BUG_RENEW_ANY,     FB_BUG_BATCH_FENCES,  FB_BUG_LONG_LEASE};
+	static const fb_bug bugs[] = {FB_BUG_IGNORE_EXPIRY, FB_BUG_BLIND_RELEASE,
+	                              FB_BUG_TWO_STEP,      FB_BUG_RENEW_ANY,
+	                              FB_BUG_BATCH_FENCES,  FB_BUG_LONG_LEASE};
 	for (size_t b = 0; b < sizeof bugs / sizeof *bugs; b++)
 		for (int src = 0; src <= 1; src++)
 			for (uint64_t seed = 1; seed <= 2; seed++) {
@@ -648,7 +650,8 @@ static void test_the_lease_chain_judges_beside_the_witness(void **state)
 				}
 				check(r.chain_judged && ok,
 				      "%s, %s fences, seed %llu: the chain counted %llu overlaps, "
-				      "%llu forks; the witness %llu overlaps, %llu duplicates, %llu "
+				      "%llu forks; the witness %llu overlaps, %llu duplicates, "
+				      "%llu "
 				      "inversions, %llu renewals for a non-holder",
 				      fb_bug_names[bugs[b]], fb_fence_source_name(cfg.fence),
 				      (unsigned long long)seed, (unsigned long long)k->overlaps,

@@ -610,8 +610,7 @@ static fb_err setup(sim *s, const fb_config *cfg, fb_results *res)
 	/* the lease chain, beside the witness, where the table names the words
 	 * it replaced: it draws nothing, moves no clock, writes no line */
 	if (s->env.witnessing && !s->env.lops->remote &&
-	    fb_chain_create(cfg->keys,
-	                    cfg->fence == FB_FENCE_PER_KEY ? cfg->first_fence - 1 : 0, 0,
+	    fb_chain_create(cfg->keys, cfg->fence == FB_FENCE_PER_KEY ? cfg->first_fence - 1 : 0, 0,
 	                    &s->env.chain))
 		return FB_ENOMEM;
 	s->state = calloc(s->n, sizeof *s->state);

@@ -17,20 +17,14 @@
 typedef struct ent {
 	uint64_t fence;
 	uint32_t key;
-	uint32_t next; /* bucket chain, or the free list: index + 1, 0 none */
-	bool used;     /* not on the free list */
-	bool have;     /* rec is the lease's own record; else an acquire that
-	                * replaced its word waits for it (by_*) */
+	uint32_t next;                    /* bucket chain, or the free list: index + 1, 0 none */
+	bool used;                        /* not on the free list */
+	bool have;                        /* rec is the lease's own record; else an acquire that
+	                                   * replaced its word waits for it (by_*) */
 	uint16_t by_owner, by_word_owner; /* the acquire's owner; the word's as it said */
 	uint64_t by_fence, by_at;
 	fb_chain_rec rec;
 } ent;
-
-typedef struct example {
-	bool found;
-	uint32_t key;
-	uint64_t fence, other;
-} example;
 
 struct fb_chain {
 	ent *e;
@@ -42,7 +36,7 @@ struct fb_chain {
 	uint64_t start, slack;
 	bool broken; /* a record not kept: nothing more is judged */
 	fb_chain_counts c;
-	example first[FB_CHAIN_KINDS];
+	fb_chain_example first[FB_CHAIN_KINDS];
 };
 
 fb_err fb_chain_create(uint32_t keys, uint64_t start, uint64_t slack, fb_chain **out)
@@ -76,10 +70,9 @@ void fb_chain_destroy(fb_chain *c)
 
 static void note(fb_chain *c, fb_chain_kind k, uint32_t key, uint64_t fence, uint64_t other)
 {
-	example *x = &c->first[k];
-	if (x->found)
-		return;
-	*x = (example){true, key, fence, other};
+	fb_chain_example *x = &c->first[k];
+	if (!x->found)
+		*x = (fb_chain_example){true, key, fence, other};
 }
 
 static uint32_t hash(uint32_t key, uint64_t fence, uint32_t nbucket)
@@ -298,6 +291,5 @@ const fb_chain_counts *fb_chain_counts_of(const fb_chain *c)
 
 void fb_chain_example_of(const fb_chain *c, fb_chain_kind k, fb_chain_example *out)
 {
-	const example *x = &c->first[k];
-	*out = (fb_chain_example){x->found, x->key, x->fence, x->other};
+	*out = c->first[k];
 }

@@ -58,11 +58,7 @@ typedef struct fb_chain_rec {
 	uint8_t end;             /* fb_chain_end */
 } fb_chain_rec;
 
-typedef enum fb_chain_kind {
-	FB_CHAIN_OVERLAP,
-	FB_CHAIN_FORK,
-	FB_CHAIN_KINDS
-} fb_chain_kind;
+typedef enum fb_chain_kind { FB_CHAIN_OVERLAP, FB_CHAIN_FORK, FB_CHAIN_KINDS } fb_chain_kind;
 
 typedef struct fb_chain_counts {
 	uint64_t records, links;
