@@ -265,13 +265,13 @@ static fb_chain_rec lease(uint32_t key, uint64_t fence, uint16_t owner, uint64_t
 
 /* Each of n records (n <= 4) in every order: the counts and the example of
  * kind are the same in all of them. */
-static void every_order(const fb_chain_rec *r, int n, bool complete, fb_chain_counts want, int kind,
-                        uint64_t fence, uint64_t other)
+static void every_order_of(uint32_t keys, const fb_chain_rec *r, int n, bool complete,
+                           fb_chain_counts want, int kind, uint64_t fence, uint64_t other)
 {
 	int idx[4] = {0, 1, 2, 3}, perms = 0;
 	for (;;) {
 		fb_chain *c;
-		check_eq(fb_chain_create(4, 0, 0, &c), FB_OK, "chain");
+		check_eq(fb_chain_create(keys, 0, 0, &c), FB_OK, "chain");
 		for (int i = 0; i < n; i++)
 			check_eq(fb_chain_take(c, &r[idx[i]]), FB_OK, "taken");
 		check(fb_chain_finish(c, complete) == complete, "judged only if complete");
@@ -311,6 +311,12 @@ static void every_order(const fb_chain_rec *r, int n, bool complete, fb_chain_co
 	check(perms >= 1, "orders tried");
 }
 
+static void every_order(const fb_chain_rec *r, int n, bool complete, fb_chain_counts want, int kind,
+                        uint64_t fence, uint64_t other)
+{
+	every_order_of(4, r, n, complete, want, kind, fence, other);
+}
+
 static void test_each_kind_is_named_in_every_order(void **state)
 {
 	(void)state;
@@ -323,6 +329,24 @@ static void test_each_kind_is_named_in_every_order(void **state)
 	        lease(0, 12, 1, 9, 0, 15, 25, FB_CHAIN_HELD),
 	};
 	every_order(ok, 4, true, (fb_chain_counts){0}, -1, 0, 0);
+	/* taken one nanosecond before its expiry: an overlap */
+	fb_chain_rec just[] = {
+	        lease(0, 5, 1, 0, 0, 0, 20, FB_CHAIN_HELD),
+	        lease(0, 8, 2, 5, 1, 20, 30, FB_CHAIN_RELEASED),
+	};
+	just[1].at -= 1;
+	every_order(just, 2, true, (fb_chain_counts){.overlaps = 1}, FB_CHAIN_OVERLAP, 8, 5);
+	/* Two keys with one fence (per-key fences), in one bucket of the
+	 * chain's 1024 ((0, 1) and (1496, 1)): each links within its own key */
+	fb_chain_rec keyed[] = {
+	        lease(0, 1, 1, 0, 0, 0, 10, FB_CHAIN_HELD),
+	        lease(1496, 1, 2, 0, 0, 0, 10, FB_CHAIN_RELEASED),
+	        lease(1496, 2, 3, 1, 0, 5, 15, FB_CHAIN_HELD),
+	};
+	every_order_of(2000, keyed, 3, true, (fb_chain_counts){0}, -1, 0, 0);
+	/* the start word under an owner, who never acquired it: a fork */
+	fb_chain_rec owned_start[] = {lease(0, 1, 1, 0, 7, 0, 10, FB_CHAIN_HELD)};
+	every_order(owned_start, 1, true, (fb_chain_counts){.forks = 1}, FB_CHAIN_FORK, 1, 0);
 	/* 8 acquired at 12 ms, while 5 was live to 20 and never given back */
 	fb_chain_rec over[] = {
 	        lease(0, 5, 1, 0, 0, 10, 20, FB_CHAIN_HELD),

@@ -241,7 +241,7 @@ static void test_the_chain_hears_a_lease_from_its_acquire_to_its_end(void **stat
 		const char *what;
 		uint64_t renew_over; /* 0: no renewal; else the word it replaced: */
 		uint16_t renew_owner;
-		int end;        /* 0 released, 1 refused (taken over), 2 died */
+		int end;        /* 0 released, 1 refused (taken over), 2 died, 3 held at the end */
 		uint64_t freed; /* released: the word its release freed */
 		uint16_t freed_owner;
 		uint64_t next_ms; /* the successor's acquire */
@@ -255,6 +255,11 @@ static void test_the_chain_hears_a_lease_from_its_acquire_to_its_end(void **stat
 	        {"its release freed its fence's twin", 0, 0, 0, 5, 3, 9, 1},
 	        {"died, taken before its expiry", 0, 0, 2, 0, 0, 9, 1},
 	        {"died, taken after its expiry", 0, 0, 2, 0, 0, 12, 0},
+	        {"still held at the end, taken before its expiry", 0, 0, 3, 0, 0, 9, 1},
+	        {"taken over, renewed over its owner's other fence", 6, 2, 1, 0, 0, 13, 0},
+	        {"its release freed its owner's other fence", 0, 0, 0, 6, 2, 9, 1},
+	        {"taken over, renewed to 15 ms, then (the clock stepped back) to 12 ms", 5, 2, 1, 0,
+	         0, 13, 0},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		fixture *x = calloc(1, sizeof *x);
@@ -293,9 +298,20 @@ static void test_the_chain_hears_a_lease_from_its_acquire_to_its_end(void **stat
 			                        .fence = 5,
 			                        .lease = &x->l,
 			                        .renewed = &r});
+			if (strstr(cases[i].what, "stepped back")) { /* the last counts */
+				r.expires_at = 12 * MSEC;
+				fb_on_chain(&x->e, &x->h,
+				            &(fb_event){.kind = FB_EV_RENEWED,
+				                        .key = 3,
+				                        .fence = 5,
+				                        .lease = &x->l,
+				                        .renewed = &r});
+			}
 		}
 		fb_lease freed = {.fence = cases[i].freed, .owner = cases[i].freed_owner};
-		if (cases[i].end == 2)
+		if (cases[i].end == 3)
+			; /* still held when the run ends: the flush hands it over */
+		else if (cases[i].end == 2)
 			fb_on_chain(&x->e, &x->h,
 			            &(fb_event){.kind = FB_EV_DIED, .key = 3, .fence = 5});
 		else

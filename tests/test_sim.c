@@ -615,6 +615,40 @@ static void test_the_lease_chain_judges_beside_the_witness(void **state)
 			      (unsigned long long)k->forks, (unsigned long long)k->waiting);
 			fb_results_free(&r);
 		}
+	/* more shapes of a correct table: one key; thousands of keys, whose
+	 * per-key fences share the chain's buckets; many threads; waiting or
+	 * skipping a held key; a first fence near the top of the space */
+	static const struct {
+		uint32_t keys, threads;
+		uint64_t first;
+		bool skip;
+	} shapes[] = {
+	        {1, 8, 1, false},     {2000, 64, 33, true},
+	        {3, 64, 5, true},     {64, 16, FB_FENCE_MAX - 10000000, false},
+	        {1500, 200, 1, true},
+	};
+	for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+		for (int src = 0; src <= 1; src++) {
+			fb_config cfg = every_fault();
+			cfg.fence = src ? FB_FENCE_PER_KEY : FB_FENCE_GLOBAL;
+			cfg.first_fence = shapes[i].first;
+			cfg.keys = shapes[i].keys;
+			cfg.threads = shapes[i].threads;
+			if (shapes[i].skip)
+				cfg.on_held = FB_ON_HELD_SKIP;
+			cfg.steps = 150000;
+			fb_results r = run(&cfg, 1);
+			const fb_chain_counts *k = &r.chain;
+			check(r.chain_judged && k->records > 100 && k->links == k->records &&
+			              !k->overlaps && !k->forks,
+			      "a correct table, %u keys, %u threads, first fence %llu, %s fences: "
+			      "judged %d, %llu of %llu leases linked, %llu overlaps, %llu forks",
+			      cfg.keys, cfg.threads, (unsigned long long)cfg.first_fence,
+			      fb_fence_source_name(cfg.fence), r.chain_judged,
+			      (unsigned long long)k->links, (unsigned long long)k->records,
+			      (unsigned long long)k->overlaps, (unsigned long long)k->forks);
+			fb_results_free(&r);
+		}
 	static const fb_bug bugs[] = {FB_BUG_IGNORE_EXPIRY, FB_BUG_BLIND_RELEASE,
 	                              FB_BUG_TWO_STEP,      FB_BUG_RENEW_ANY,
 	                              FB_BUG_BATCH_FENCES,  FB_BUG_LONG_LEASE};

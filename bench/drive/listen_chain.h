@@ -49,9 +49,12 @@ static inline void fb_on_chain(fb_env *e, fb_heard *h, const fb_event *ev)
 		                          .replaced_owner = l->replaced_owner};
 		h->chain_open = true;
 		return;
-	case FB_EV_RENEWED: /* its own word's new expiry; another's is not its own */
-		if (ev->renewed->replaced == l->fence && ev->renewed->replaced_owner == l->owner &&
-		    ev->renewed->expires_at > h->chain.expires_at)
+	case FB_EV_RENEWED:
+		/* its own word's new expiry, the last the table gave (not the
+		 * largest: a clock stepped back gives an earlier one, and the
+		 * table then lets the next holder in by it); a renewal over
+		 * another's word gives its own word nothing */
+		if (ev->renewed->replaced == l->fence && ev->renewed->replaced_owner == l->owner)
 			h->chain.expires_at = ev->renewed->expires_at;
 		return;
 	case FB_EV_DIED:

@@ -168,8 +168,11 @@ static ent *lease_of(fb_chain *c, uint32_t key, uint64_t fence, uint16_t word_ow
 
 /* An acquire that replaced the word of r's lease, waiting for r: one whose
  * word r could have held, not r's own (a lease with the fence of the word
- * it replaced waits for itself otherwise). The first acquired, if several
- * (the others replaced it again). NULL: none. */
+ * it replaced waits for itself otherwise). If several wait (the word was
+ * replaced twice: a fork, whichever links), the first acquired. A replacer
+ * that came while r's record was in has linked already, so which one links,
+ * and so whether an overlap of a forked word is counted, can depend on the
+ * order the records came in; a fork is counted in every order. NULL: none. */
 static ent *replacer_of(fb_chain *c, const fb_chain_rec *r)
 {
 	ent *best = NULL;
