@@ -84,10 +84,7 @@ fb_err fb_lease_table_create(const fb_lease_config *cfg, fb_lease_table **out)
 	t->between = cfg->between;
 	t->between_ctx = cfg->between_ctx;
 	atomic_init(&t->next_fence, cfg->first_fence);
-	/* A per-key slot starts one below the first fence so its first acquire
-	 * mints exactly first_fence; a global one starts at 0, below anything
-	 * the counter can hand out. */
-	uint64_t start = cfg->source == FB_FENCE_PER_KEY ? cfg->first_fence - 1 : 0;
+	uint64_t start = fb_lease_start_fence(cfg->source, cfg->first_fence);
 	for (uint32_t k = 0; k < cfg->keys; k++)
 		atomic_init(&t->slots[k].word, word_make(start, 0, 0));
 	*out = t;

@@ -84,6 +84,14 @@ typedef struct fb_lease_stats {
 typedef struct fb_lease_table fb_lease_table;
 
 fb_err fb_lease_table_create(const fb_lease_config *cfg, fb_lease_table **out);
+
+/* The fence every slot starts with: one below the first fence per key (its
+ * first acquire mints exactly first_fence), 0 for the global source (below
+ * anything the counter hands out). */
+static inline uint64_t fb_lease_start_fence(fb_fence_source s, uint64_t first_fence)
+{
+	return s == FB_FENCE_PER_KEY ? first_fence - 1 : 0;
+}
 void fb_lease_table_destroy(fb_lease_table *t);
 
 /* Take `key` for `owner` if it is free or expired (expires_at <= now),

@@ -34,6 +34,7 @@ typedef struct hist {
 	holder h[OWN + 1]; /* by owner, from 1 */
 	fb_chain_rec rec[RECS];
 	uint32_t n;
+	uint64_t start;   /* every key's first word's fence */
 	uint16_t current; /* two-step: the owner between its steps */
 	bool nested;
 } hist;
@@ -131,6 +132,7 @@ static void history(hist *s, fb_bug bug, fb_fence_source src, uint64_t seed, int
 	                       .between = between,
 	                       .between_ctx = s};
 	check_eq(fb_lease_table_create(&cfg, &s->t), FB_OK, "lease table");
+	s->start = fb_lease_start_fence(src, cfg.first_fence);
 	for (int i = 0; i < steps && s->n < RECS - OWN; i++)
 		step(s);
 	for (uint16_t o = 1; o <= OWN; o++) /* the run ends: still held */
@@ -139,15 +141,11 @@ static void history(hist *s, fb_bug bug, fb_fence_source src, uint64_t seed, int
 	fb_lease_table_destroy(s->t);
 }
 
-/* Every key's first word: fence 0 for the global source, first_fence - 1
- * (first_fence 1 here) per key. */
-#define START 0
-
 /* The chain's counts for s's records in the order ord. */
 static fb_chain_counts judged(const hist *s, const uint32_t *ord, bool *finished)
 {
 	fb_chain *c;
-	check_eq(fb_chain_create(KEYS, START, 0, &c), FB_OK, "chain");
+	check_eq(fb_chain_create(KEYS, s->start, 0, &c), FB_OK, "chain");
 	for (uint32_t i = 0; i < s->n; i++)
 		check_eq(fb_chain_take(c, &s->rec[ord[i]]), FB_OK, "a record taken");
 	*finished = fb_chain_finish(c, true);

@@ -948,8 +948,12 @@ static HOT fb_step op_release(fb_worker *w)
 	FB_EMIT(e, &w->heard, FB_EV_RELEASING, .worker = w->id, .key = w->key, .fence = w->l.fence,
 	        .lease = &w->l);
 	uint64_t e0 = eop_start(e, e->remote);
-	fb_lease freed = {0}; /* the word it freed, for the chain */
-	fb_io rel = e->lops->release(w->lconn, w->key, &w->l, e->chain ? &freed : NULL);
+	fb_lease freed, *asked = NULL; /* the word it freed: asked where the chain listens */
+	if (e->chain) {
+		freed = (fb_lease){0};
+		asked = &freed;
+	}
+	fb_io rel = e->lops->release(w->lconn, w->key, &w->l, asked);
 	eop_end(e, w, FB_EOP_RELEASE, e0);
 	if (rel == FB_IO_ERROR)
 		fb_env_failed(e, "lease", e->lops->error(w->lconn));
@@ -972,7 +976,7 @@ static HOT fb_step op_release(fb_worker *w)
 			atomic_fetch_or_explicit(&p->faulted, 1u << (FB_FAULT_PARTITION + i),
 			                         memory_order_relaxed);
 	fb_port_phase(p, FB_PHASE_IDLE);
-	released(w, &freed);
+	released(w, asked);
 	w->i = 0;
 	/* History goes to the checker after the release: if the checker's ring
 	 * is full (a paused writer holds back a key's walk) the wait must not

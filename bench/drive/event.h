@@ -77,8 +77,8 @@ typedef struct fb_event {
 	const fb_store_result *res;
 	const fb_lease *lease;   /* ACQUIRED, HELD, RENEWING, RENEWED, WRITTEN, STALE, RELEASING */
 	const fb_lease *renewed; /* RENEWED */
-	const fb_lease *freed;   /* RELEASED, not taken over: the word its release freed
-	                          * (the in-process table's; else zero) */
+	const fb_lease *freed;   /* RELEASED: the word its release freed (zero: none, or the
+	                          * engine cannot say); NULL where no chain listens */
 	void *conn; /* STALE, LANDED: the lease connection to ask (fb_lease_ops.peek) */
 } fb_event;
 

@@ -202,7 +202,6 @@ typedef struct fb_results {
 	 * every lease's record was in, and kept. */
 	bool chain_judged;
 	fb_chain_counts chain;
-	fb_chain_example chain_example[FB_CHAIN_KINDS];
 	fb_false_rejection false_rejection; /* the first */
 	fb_stale_read stale_read;           /* the first */
 	char other_reason[160]; /* the first refusal for a reason the store gave: its words */

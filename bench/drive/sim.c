@@ -610,7 +610,7 @@ static fb_err setup(sim *s, const fb_config *cfg, fb_results *res)
 	/* the lease chain, beside the witness, where the table names the words
 	 * it replaced: it draws nothing, moves no clock, writes no line */
 	if (s->env.witnessing && !s->env.lops->remote &&
-	    fb_chain_create(cfg->keys, cfg->fence == FB_FENCE_PER_KEY ? cfg->first_fence - 1 : 0, 0,
+	    fb_chain_create(cfg->keys, fb_lease_start_fence(cfg->fence, cfg->first_fence), 0,
 	                    &s->env.chain))
 		return FB_ENOMEM;
 	s->state = calloc(s->n, sizeof *s->state);
@@ -649,8 +649,6 @@ static void chain_results(sim *s, fb_results *res)
 		fb_chain_flush(e, &e->workers[i].heard);
 	res->chain_judged = fb_chain_finish(e->chain, !e->chain_lost);
 	res->chain = *fb_chain_counts_of(e->chain);
-	for (int k = 0; k < FB_CHAIN_KINDS; k++)
-		fb_chain_example_of(e->chain, (fb_chain_kind)k, &res->chain_example[k]);
 }
 
 static void teardown(sim *s)

@@ -30,9 +30,8 @@ struct fb_chain {
 	ent *e;
 	uint32_t n, cap, free; /* entries made, room, the free list's head (+1) */
 	uint32_t *bucket;      /* index + 1 of a chain's first */
-	uint32_t nbucket, live;
+	uint32_t nbucket;
 	uint8_t *started; /* a bit a key: its start word was replaced */
-	uint32_t keys;
 	uint64_t start, slack;
 	bool broken; /* a record not kept: nothing more is judged */
 	fb_chain_counts c;
@@ -44,7 +43,6 @@ fb_err fb_chain_create(uint32_t keys, uint64_t start, uint64_t slack, fb_chain *
 	fb_chain *c = calloc(1, sizeof *c);
 	if (!c)
 		return FB_ENOMEM;
-	c->keys = keys;
 	c->start = start;
 	c->slack = slack;
 	c->nbucket = 1024;
@@ -84,7 +82,7 @@ static uint32_t hash(uint32_t key, uint64_t fence, uint32_t nbucket)
 /* Double the buckets once they hold twice as many entries. */
 static bool grow(fb_chain *c)
 {
-	if (c->live < 2 * c->nbucket)
+	if (c->c.waiting < 2 * (uint64_t)c->nbucket)
 		return true;
 	uint32_t nb = 2 * c->nbucket;
 	uint32_t *b = calloc(nb, sizeof *b);
@@ -128,7 +126,7 @@ static ent *make(fb_chain *c, uint32_t key, uint64_t fence)
 	uint32_t h = hash(key, fence, c->nbucket);
 	*x = (ent){.fence = fence, .key = key, .next = c->bucket[h], .used = true};
 	c->bucket[h] = i + 1;
-	c->c.waiting = ++c->live;
+	c->c.waiting++;
 	return x;
 }
 
@@ -144,7 +142,7 @@ static void drop(fb_chain *c, ent *x)
 	x->used = false;
 	x->next = c->free;
 	c->free = i;
-	c->c.waiting = --c->live;
+	c->c.waiting--;
 }
 
 /* A word of (fence, word_owner) is the lease x's: the word carried its
@@ -188,7 +186,7 @@ static ent *replacer_of(fb_chain *c, const fb_chain_rec *r)
 	return best;
 }
 
-static void fork(fb_chain *c, uint32_t key, uint64_t fence, uint64_t replaced)
+static void forked(fb_chain *c, uint32_t key, uint64_t fence, uint64_t replaced)
 {
 	c->c.forks++;
 	note(c, FB_CHAIN_FORK, key, fence, replaced);
@@ -223,25 +221,14 @@ static bool link_back(fb_chain *c, const fb_chain_rec *r)
 			return true;
 		}
 	}
-	if (!p) {
-		ent *x = make(c, key, R);
-		if (!x)
-			return false;
-		*x = (ent){.fence = x->fence,
-		           .key = x->key,
-		           .next = x->next,
-		           .used = true,
-		           .by_word_owner = r->replaced_owner,
-		           .by_owner = r->owner,
-		           .by_fence = r->fence,
-		           .by_at = r->at};
-		return true;
-	}
+	if (!p && !(p = make(c, key, R)))
+		return false; /* its lease is not in yet: r waits for it */
 	p->by_word_owner = r->replaced_owner;
 	p->by_owner = r->owner;
 	p->by_fence = r->fence;
 	p->by_at = r->at;
-	link_judged(c, p);
+	if (p->have)
+		link_judged(c, p);
 	return true;
 }
 
@@ -282,7 +269,7 @@ bool fb_chain_finish(fb_chain *c, bool complete)
 			continue;
 		/* replaced, and its lease never logged: a word no acquire made,
 		 * or one another acquire had replaced already */
-		fork(c, x->key, x->by_fence, x->fence);
+		forked(c, x->key, x->by_fence, x->fence);
 	}
 	return true;
 }
