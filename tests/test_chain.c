@@ -192,11 +192,13 @@ static void test_a_correct_table_is_never_blamed_in_any_order(void **state)
 				bool done;
 				fb_chain_counts k = judged(&s, ord, &done);
 				check(done, "judged to the end");
-				check(k.overlaps == 0 && k.forks == 0,
+				check(k.overlaps == 0 && k.forks == 0 && k.twice == 0 &&
+				              k.inverted == 0,
 				      "src %d seed %llu order %d: a correct table blamed: %llu "
-				      "overlaps, %llu forks",
+				      "overlaps, %llu forks, %llu twice, %llu inverted",
 				      src, (unsigned long long)seed, i,
-				      (unsigned long long)k.overlaps, (unsigned long long)k.forks);
+				      (unsigned long long)k.overlaps, (unsigned long long)k.forks,
+				      (unsigned long long)k.twice, (unsigned long long)k.inverted);
 				/* every lease linked back: to its predecessor or a start word */
 				check(k.links == k.records, "%llu of %llu records linked",
 				      (unsigned long long)k.links, (unsigned long long)k.records);
@@ -212,7 +214,18 @@ typedef struct planted {
 
 static uint64_t count_of(const fb_chain_counts *k, int kind)
 {
-	return kind == FB_CHAIN_OVERLAP ? k->overlaps : k->forks;
+	switch (kind) {
+	case FB_CHAIN_OVERLAP:
+		return k->overlaps;
+	case FB_CHAIN_TWICE:
+		return k->twice;
+	case FB_CHAIN_INVERTED:
+		return k->inverted;
+	case FB_CHAIN_UNNAMED:
+		return fb_chain_unnamed_forks(k);
+	default:
+		return k->forks;
+	}
 }
 
 static void test_each_broken_table_is_caught_in_every_order(void **state)
@@ -223,10 +236,14 @@ static void test_each_broken_table_is_caught_in_every_order(void **state)
 	        {FB_BUG_IGNORE_EXPIRY, FB_FENCE_PER_KEY, FB_CHAIN_OVERLAP},
 	        {FB_BUG_BLIND_RELEASE, FB_FENCE_GLOBAL, FB_CHAIN_OVERLAP},
 	        {FB_BUG_BLIND_RELEASE, FB_FENCE_PER_KEY, FB_CHAIN_OVERLAP},
-	        {FB_BUG_TWO_STEP, FB_FENCE_GLOBAL, FB_CHAIN_FORK},
-	        {FB_BUG_TWO_STEP, FB_FENCE_PER_KEY, FB_CHAIN_FORK},
-	        {FB_BUG_RENEW_ANY, FB_FENCE_GLOBAL, FB_CHAIN_FORK},
-	        {FB_BUG_RENEW_ANY, FB_FENCE_PER_KEY, FB_CHAIN_FORK},
+	        /* the fork named by the lease that took the slot under the old
+	         * fence: it minted after (global), or the same generation */
+	        {FB_BUG_TWO_STEP, FB_FENCE_GLOBAL, FB_CHAIN_INVERTED},
+	        {FB_BUG_TWO_STEP, FB_FENCE_PER_KEY, FB_CHAIN_TWICE},
+	        {FB_BUG_RENEW_ANY, FB_FENCE_GLOBAL, FB_CHAIN_UNNAMED},
+	        {FB_BUG_RENEW_ANY, FB_FENCE_PER_KEY, FB_CHAIN_UNNAMED},
+	        /* a lower fence over a higher one, in slot order */
+	        {FB_BUG_BATCH_FENCES, FB_FENCE_GLOBAL, FB_CHAIN_INVERTED},
 	};
 	static hist s;
 	static uint32_t ord[RECS];
@@ -240,9 +257,11 @@ static void test_each_broken_table_is_caught_in_every_order(void **state)
 			fb_chain_counts k = judged(&s, ord, &done);
 			check(done, "judged to the end");
 			check(count_of(&k, bugs[b].kind) > 0,
-			      "%s (%s) order %d: not caught: %llu overlaps, %llu forks",
+			      "%s (%s) order %d: not caught: %llu overlaps, %llu forks, %llu "
+			      "twice, %llu inverted",
 			      fb_bug_names[bugs[b].bug], fb_fence_source_name(bugs[b].src), i,
-			      (unsigned long long)k.overlaps, (unsigned long long)k.forks);
+			      (unsigned long long)k.overlaps, (unsigned long long)k.forks,
+			      (unsigned long long)k.twice, (unsigned long long)k.inverted);
 		}
 	}
 }
@@ -274,10 +293,19 @@ static void every_order_of(uint32_t keys, const fb_chain_rec *r, int n, bool com
 			check_eq(fb_chain_take(c, &r[idx[i]]), FB_OK, "taken");
 		check(fb_chain_finish(c, complete) == complete, "judged only if complete");
 		const fb_chain_counts *k = fb_chain_counts_of(c);
-		check(k->overlaps == want.overlaps && k->forks == want.forks,
-		      "order %d%d%d%d: %llu overlaps, %llu forks; want %llu, %llu", idx[0], idx[1],
-		      idx[2], idx[3], (unsigned long long)k->overlaps, (unsigned long long)k->forks,
-		      (unsigned long long)want.overlaps, (unsigned long long)want.forks);
+		check(k->overlaps == want.overlaps && k->forks == want.forks &&
+		              k->twice == want.twice && k->inverted == want.inverted &&
+		              k->forks_twice == want.forks_twice &&
+		              k->forks_inverted == want.forks_inverted,
+		      "order %d%d%d%d: %llu overlaps, %llu forks (%llu, %llu named), %llu twice, "
+		      "%llu inverted; want %llu, %llu (%llu, %llu), %llu, %llu",
+		      idx[0], idx[1], idx[2], idx[3], (unsigned long long)k->overlaps,
+		      (unsigned long long)k->forks, (unsigned long long)k->forks_twice,
+		      (unsigned long long)k->forks_inverted, (unsigned long long)k->twice,
+		      (unsigned long long)k->inverted, (unsigned long long)want.overlaps,
+		      (unsigned long long)want.forks, (unsigned long long)want.forks_twice,
+		      (unsigned long long)want.forks_inverted, (unsigned long long)want.twice,
+		      (unsigned long long)want.inverted);
 		if (kind >= 0) {
 			fb_chain_example x;
 			fb_chain_example_of(c, (fb_chain_kind)kind, &x);
@@ -363,6 +391,7 @@ static void test_each_kind_is_named_in_every_order(void **state)
 	        lease(0, 8, 2, 5, 0, 11, 21, FB_CHAIN_RELEASED),
 	        lease(0, 9, 3, 5, 0, 22, 32, FB_CHAIN_RELEASED),
 	};
+	/* (a released word names no owner: the fork stays unnamed) */
 	every_order(forked, 3, true, (fb_chain_counts){.forks = 1}, -1, 0, 0);
 	/* the two-step's word: 5's fence under owner 3, who never acquired 5 */
 	fb_chain_rec trap[] = {
@@ -370,21 +399,40 @@ static void test_each_kind_is_named_in_every_order(void **state)
 	        lease(0, 9, 3, 5, 0, 11, 21, FB_CHAIN_HELD),
 	        lease(0, 8, 2, 5, 3, 22, 32, FB_CHAIN_RELEASED),
 	};
-	every_order(trap, 3, true, (fb_chain_counts){.forks = 1}, FB_CHAIN_FORK, 8, 5);
+	every_order(trap, 3, true,
+	            (fb_chain_counts){.forks = 1, .forks_inverted = 1, .inverted = 1},
+	            FB_CHAIN_FORK, 8, 5);
+	/* ... named by owner 3's lease, which took 5's word and minted 9 after:
+	 * the older acquisition carries the newer fence */
+	every_order(trap, 3, true,
+	            (fb_chain_counts){.forks = 1, .forks_inverted = 1, .inverted = 1},
+	            FB_CHAIN_INVERTED, 8, 9);
+	/* ... unless it was acquired later: then no order is broken, and the
+	 * fork stays a fork */
+	trap[1].at = 30 * MS;
+	every_order(trap, 3, true, (fb_chain_counts){.forks = 1}, FB_CHAIN_UNNAMED, 8, 5);
 	/* one fence, two leases of a key */
 	fb_chain_rec twins[] = {
 	        lease(1, 5, 1, 0, 0, 0, 10, FB_CHAIN_RELEASED),
 	        lease(1, 6, 2, 5, 0, 11, 21, FB_CHAIN_HELD),
 	        lease(1, 6, 3, 5, 2, 22, 32, FB_CHAIN_HELD),
 	};
-	every_order(twins, 3, true, (fb_chain_counts){.forks = 1}, FB_CHAIN_FORK, 6, 5);
-	/* a fence at the one it replaced (a regression, its holder's count):
+	every_order(twins, 3, true, (fb_chain_counts){.forks = 1, .forks_twice = 1, .twice = 1},
+	            FB_CHAIN_TWICE, 6, 6);
+	/* a fence at the one it replaced (a regression, its holder's count too):
 	 * two leases with fence 5, each linked to its own, not to itself */
 	fb_chain_rec again[] = {
 	        lease(3, 5, 1, 0, 0, 0, 10, FB_CHAIN_RELEASED),
 	        lease(3, 5, 2, 5, 0, 11, 21, FB_CHAIN_HELD),
 	};
-	every_order(again, 2, true, (fb_chain_counts){0}, -1, 0, 0);
+	every_order(again, 2, true, (fb_chain_counts){.twice = 1}, FB_CHAIN_TWICE, 5, 5);
+	/* ... and below it: out of acquisition order, in slot order, no clock
+	 * (6 granted by a clock reading earlier than 7's: still after it) */
+	fb_chain_rec below[] = {
+	        lease(3, 7, 1, 0, 0, 5, 15, FB_CHAIN_RELEASED),
+	        lease(3, 6, 2, 7, 0, 4, 14, FB_CHAIN_HELD),
+	};
+	every_order(below, 2, true, (fb_chain_counts){.inverted = 1}, FB_CHAIN_INVERTED, 6, 7);
 	/* the key's first word replaced twice */
 	fb_chain_rec first[] = {
 	        lease(2, 5, 1, 0, 0, 0, 10, FB_CHAIN_RELEASED),

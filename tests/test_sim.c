@@ -589,9 +589,12 @@ static void test_every_planted_bug_is_caught_by_the_simulator(void **state)
  * least as often as the witness names it: the witness judges by the order
  * of reports and by the acquire's expiry, the chain by the table's own
  * links and each holder's own renewals, so it finds what report order hides
- * (blind-release, the per-key two-step's fence handed out twice). Bugs that
- * break other promises (fence order, the TTL kept) are the holders' own to
- * judge, and the chain blames nothing of them.
+ * (blind-release, the per-key two-step's fence handed out twice). It names
+ * each in the witness's kind: a fork of the two-step is a fence handed out
+ * twice (per key) or out of acquisition order (global), by the lease that
+ * put the forked word in the slot; batch-fences' fences fall in slot order,
+ * with no clock. Bugs that break other promises (the TTL kept) are the
+ * holders' own to judge, and the chain blames nothing of them.
  */
 static void test_the_lease_chain_judges_beside_the_witness(void **state)
 {
@@ -605,7 +608,8 @@ static void test_the_lease_chain_judges_beside_the_witness(void **state)
 			fb_results r = run(&cfg, seed);
 			const fb_chain_counts *k = &r.chain;
 			check(r.chain_judged && k->records > 1000 && k->links == k->records &&
-			              !k->overlaps && !k->forks && k->waiting <= cfg.keys,
+			              !k->overlaps && !k->forks && k->waiting <= cfg.keys &&
+			              !k->twice && !k->inverted,
 			      "a correct table, %s fences, seed %llu: judged %d, %llu of %llu "
 			      "leases "
 			      "linked, %llu overlaps, %llu forks, %llu waiting",
@@ -640,7 +644,7 @@ static void test_the_lease_chain_judges_beside_the_witness(void **state)
 			fb_results r = run(&cfg, 1);
 			const fb_chain_counts *k = &r.chain;
 			check(r.chain_judged && k->records > 100 && k->links == k->records &&
-			              !k->overlaps && !k->forks,
+			              !k->overlaps && !k->forks && !k->twice && !k->inverted,
 			      "a correct table, %u keys, %u threads, first fence %llu, %s fences: "
 			      "judged %d, %llu of %llu leases linked, %llu overlaps, %llu forks",
 			      cfg.keys, cfg.threads, (unsigned long long)cfg.first_fence,
@@ -673,14 +677,23 @@ static void test_the_lease_chain_judges_beside_the_witness(void **state)
 					ok = w->overlaps && k->overlaps >= w->overlaps;
 					break;
 				case FB_BUG_TWO_STEP:
-					ok = src ? w->duplicates && k->forks >= w->duplicates
-					         : w->inversions && k->forks >= w->inversions;
+					ok = src ? w->duplicates && k->forks >= w->duplicates &&
+					                     k->forks_twice &&
+					                     k->twice >= k->forks_twice
+					         : w->inversions && k->forks >= w->inversions &&
+					                     k->forks_inverted &&
+					                     k->inverted >= k->forks_inverted;
+					ok = ok && !k->overlaps;
 					break;
 				case FB_BUG_RENEW_ANY:
-					ok = w->renew_taken && k->forks;
+					ok = w->renew_taken && fb_chain_unnamed_forks(k);
+					break;
+				case FB_BUG_BATCH_FENCES:
+					ok = w->regressions && k->inverted && !k->forks &&
+					     !k->overlaps && !k->twice;
 					break;
 				default:
-					ok = !k->overlaps && !k->forks;
+					ok = !k->overlaps && !k->forks && !k->twice && !k->inverted;
 				}
 				check(r.chain_judged && ok,
 				      "%s, %s fences, seed %llu: the chain counted %llu overlaps, "

@@ -32,7 +32,17 @@ struct fb_chain {
 	uint32_t *bucket;      /* index + 1 of a chain's first */
 	uint32_t nbucket;
 	uint8_t *started; /* a bit a key: its start word was replaced */
+	/* A key's lease whose replacer has not come, kept in line: records
+	 * come mostly in a key's slot order (each holder logs as its lease
+	 * ends, before the next holder's can), so a record links to the one
+	 * before it here and waits here in turn, with no entry made. The
+	 * entries hold the rest: a lease whose key's place was taken, and the
+	 * replacers that came before their lease (nby of them). */
+	fb_chain_rec *last;
+	uint8_t *inl; /* last[key] holds one */
+	uint64_t nby;
 	uint64_t start, slack;
+	uint32_t keys;
 	bool broken; /* a record not kept: nothing more is judged */
 	fb_chain_counts c;
 	fb_chain_example first[FB_CHAIN_KINDS];
@@ -48,7 +58,10 @@ fb_err fb_chain_create(uint32_t keys, uint64_t start, uint64_t slack, fb_chain *
 	c->nbucket = 1024;
 	c->bucket = calloc(c->nbucket, sizeof *c->bucket);
 	c->started = calloc((size_t)keys / 8 + 1, 1);
-	if (!c->bucket || !c->started) {
+	c->last = malloc((size_t)keys * sizeof *c->last + 1);
+	c->inl = calloc((size_t)keys + 1, 1);
+	c->keys = keys;
+	if (!c->bucket || !c->started || !c->last || !c->inl) {
 		fb_chain_destroy(c);
 		return FB_ENOMEM;
 	}
@@ -63,6 +76,8 @@ void fb_chain_destroy(fb_chain *c)
 	free(c->e);
 	free(c->bucket);
 	free(c->started);
+	free(c->last);
+	free(c->inl);
 	free(c);
 }
 
@@ -145,11 +160,16 @@ static void drop(fb_chain *c, ent *x)
 	c->c.waiting--;
 }
 
-/* A word of (fence, word_owner) is the lease x's: the word carried its
+/* A word of (fence, word_owner) is the lease r's: the word carried its
  * holder (expired) or no one (released), in a correct table. */
+static bool owns_rec(const fb_chain_rec *r, uint16_t word_owner)
+{
+	return !word_owner || r->owner == word_owner;
+}
+
 static bool owns(const ent *x, uint16_t word_owner)
 {
-	return !word_owner || x->rec.owner == word_owner;
+	return owns_rec(&x->rec, word_owner);
 }
 
 /* The lease of (key, fence) whose word (word_owner's) no acquire has
@@ -192,17 +212,29 @@ static void forked(fb_chain *c, uint32_t key, uint64_t fence, uint64_t replaced)
 	note(c, FB_CHAIN_FORK, key, fence, replaced);
 }
 
-/* Both ends of a link are in: the lease x->rec, and the acquire that
- * replaced its word (x->by_*). Judged, and x freed. */
+/* Both ends of a link are in: the lease p, and the acquire that replaced
+ * its word (fence, at). */
+static void judge_link(fb_chain *c, const fb_chain_rec *p, uint64_t fence, uint64_t at)
+{
+	c->c.links++;
+	if (fb_judge_fence_twice(fence, p->fence)) {
+		c->c.twice++;
+		note(c, FB_CHAIN_TWICE, p->key, fence, p->fence);
+	} else if (fb_judge_regression(fence, p->fence)) { /* in slot order: no clock */
+		c->c.inverted++;
+		note(c, FB_CHAIN_INVERTED, p->key, fence, p->fence);
+	}
+	if (fb_judge_overlap(p->end == FB_CHAIN_RELEASED, p->expires_at, at, c->slack, false, 0,
+	                     0)) {
+		c->c.overlaps++;
+		note(c, FB_CHAIN_OVERLAP, p->key, fence, p->fence);
+	}
+}
+
+/* The same, of an entry: the lease x->rec and its replacer x->by_*; x freed. */
 static void link_judged(fb_chain *c, ent *x)
 {
-	const fb_chain_rec *p = &x->rec;
-	c->c.links++;
-	if (fb_judge_overlap(p->end == FB_CHAIN_RELEASED, p->expires_at, x->by_at, c->slack, false,
-	                     0, 0)) {
-		c->c.overlaps++;
-		note(c, FB_CHAIN_OVERLAP, p->key, x->by_fence, p->fence);
-	}
+	judge_link(c, &x->rec, x->by_fence, x->by_at);
 	drop(c, x);
 }
 
@@ -212,6 +244,13 @@ static bool link_back(fb_chain *c, const fb_chain_rec *r)
 {
 	uint32_t key = r->key;
 	uint64_t R = r->replaced;
+	const fb_chain_rec *in = &c->last[key];
+	if (c->inl[key] && in->fence == R && owns_rec(in, r->replaced_owner)) {
+		judge_link(c, in, r->fence, r->at); /* the common case: in slot order */
+		c->inl[key] = 0;
+		c->c.waiting--;
+		return true;
+	}
 	ent *p = lease_of(c, key, R, r->replaced_owner);
 	if (!p && R == c->start && !r->replaced_owner) {
 		uint8_t bit = (uint8_t)(1u << (key & 7));
@@ -221,8 +260,11 @@ static bool link_back(fb_chain *c, const fb_chain_rec *r)
 			return true;
 		}
 	}
-	if (!p && !(p = make(c, key, R)))
-		return false; /* its lease is not in yet: r waits for it */
+	if (!p) { /* its lease is not in yet: r waits for it */
+		if (!(p = make(c, key, R)))
+			return false;
+		c->nby++;
+	}
 	p->by_word_owner = r->replaced_owner;
 	p->by_owner = r->owner;
 	p->by_fence = r->fence;
@@ -236,14 +278,24 @@ static bool link_back(fb_chain *c, const fb_chain_rec *r)
  * kept until it comes. */
 static bool link_forward(fb_chain *c, const fb_chain_rec *r)
 {
-	ent *x = replacer_of(c, r);
-	bool waited = x;
-	if (!x && !(x = make(c, r->key, r->fence)))
+	ent *x = c->nby ? replacer_of(c, r) : NULL;
+	if (x) {
+		c->nby--;
+		x->have = true;
+		x->rec = *r;
+		link_judged(c, x);
+		return true;
+	}
+	if (!c->inl[r->key]) {
+		c->last[r->key] = *r;
+		c->inl[r->key] = 1;
+		c->c.waiting++;
+		return true;
+	}
+	if (!(x = make(c, r->key, r->fence)))
 		return false;
 	x->have = true;
 	x->rec = *r;
-	if (waited)
-		link_judged(c, x);
 	return true;
 }
 
@@ -259,18 +311,91 @@ fb_err fb_chain_take(fb_chain *c, const fb_chain_rec *r)
 	return FB_OK;
 }
 
+/* The lease that put a forked word in the slot: its owner's, which
+ * replaced the same word (key, fence) and never linked (its own word was
+ * never the slot's). Found through a table of the leases left, by (key,
+ * the word it replaced, owner), built once at the end. */
+typedef struct left_index {
+	const fb_chain_rec **at; /* NULL: empty */
+	uint32_t mask;
+} left_index;
+
+static uint32_t left_hash(uint32_t key, uint64_t replaced, uint16_t owner, uint32_t mask)
+{
+	return hash(key ^ (uint32_t)owner << 20, replaced, mask + 1);
+}
+
+static void left_put(left_index *ix, const fb_chain_rec *y)
+{
+	uint32_t h = left_hash(y->key, y->replaced, y->owner, ix->mask);
+	while (ix->at[h])
+		h = (h + 1) & ix->mask;
+	ix->at[h] = y;
+}
+
+static bool left_build(const fb_chain *c, left_index *ix)
+{
+	uint64_t n = c->c.waiting;
+	uint32_t size = 16;
+	while (size < 2 * n + 2)
+		size *= 2;
+	if (!(ix->at = calloc(size, sizeof *ix->at)))
+		return false;
+	ix->mask = size - 1;
+	for (uint32_t i = 0; i < c->n; i++)
+		if (c->e[i].used && c->e[i].have)
+			left_put(ix, &c->e[i].rec);
+	for (uint32_t k = 0; k < c->keys; k++)
+		if (c->inl[k])
+			left_put(ix, &c->last[k]);
+	return true;
+}
+
+/* The fork x (an acquire that replaced the word (x->fence, by_word_owner)
+ * no lease's record claims), named by the lease that put that word there. */
+static void fork_named(fb_chain *c, const left_index *ix, const ent *x)
+{
+	forked(c, x->key, x->by_fence, x->fence);
+	if (!x->by_word_owner || !ix->at) { /* a released word names no one */
+		note(c, FB_CHAIN_UNNAMED, x->key, x->by_fence, x->fence);
+		return;
+	}
+	uint32_t h = left_hash(x->key, x->fence, x->by_word_owner, ix->mask);
+	for (; ix->at[h]; h = (h + 1) & ix->mask) {
+		const fb_chain_rec *y = ix->at[h];
+		if (y->key != x->key || y->replaced != x->fence || y->owner != x->by_word_owner)
+			continue;
+		if (fb_judge_fence_twice(x->by_fence, y->fence)) {
+			c->c.forks_twice++;
+			c->c.twice++;
+			note(c, FB_CHAIN_TWICE, x->key, x->by_fence, y->fence);
+			return;
+		}
+		if (y->fence > x->by_fence && fb_judge_inversion(x->by_at, y->at, c->slack)) {
+			c->c.forks_inverted++;
+			c->c.inverted++;
+			note(c, FB_CHAIN_INVERTED, x->key, x->by_fence, y->fence);
+			return;
+		}
+	}
+	note(c, FB_CHAIN_UNNAMED, x->key, x->by_fence, x->fence);
+}
+
 bool fb_chain_finish(fb_chain *c, bool complete)
 {
 	if (c->broken || !complete)
 		return false;
+	left_index ix = {0};
+	bool named = left_build(c, &ix); /* no memory: every fork is counted, unnamed */
 	for (uint32_t i = 0; i < c->n; i++) {
 		const ent *x = &c->e[i];
 		if (!x->used || x->have)
 			continue;
 		/* replaced, and its lease never logged: a word no acquire made,
 		 * or one another acquire had replaced already */
-		forked(c, x->key, x->by_fence, x->fence);
+		fork_named(c, named ? &ix : &(left_index){0}, x);
 	}
+	free(ix.at);
 	return true;
 }
 

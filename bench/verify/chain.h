@@ -58,13 +58,40 @@ typedef struct fb_chain_rec {
 	uint8_t end;             /* fb_chain_end */
 } fb_chain_rec;
 
-typedef enum fb_chain_kind { FB_CHAIN_OVERLAP, FB_CHAIN_FORK, FB_CHAIN_KINDS } fb_chain_kind;
+typedef enum fb_chain_kind {
+	FB_CHAIN_OVERLAP,
+	FB_CHAIN_FORK,     /* any fork */
+	FB_CHAIN_TWICE,    /* a fence handed out twice: a link, or a fork, of equal fences */
+	FB_CHAIN_INVERTED, /* an older acquisition with the newer fence */
+	FB_CHAIN_UNNAMED,  /* a fork neither names */
+	FB_CHAIN_KINDS
+} fb_chain_kind;
 
+/*
+ * What the links say of the fences, in slot order (no clock): a lease whose
+ * fence equals the one it replaced is a fence handed out twice; below it,
+ * the older acquisition carries the newer fence. A fork is named by the
+ * lease that put the forked word in the slot, where its record is in: the
+ * word's owner's lease that replaced the same word before it (the two-step
+ * trap: the slot taken under the old fence, minted after). Its fence equal
+ * to the fork's: handed out twice; above it, acquired no later: out of
+ * acquisition order. The rest stay forks: a word replaced twice (a renewal
+ * or a store over a newer holder's word, a compare-and-swap split in two),
+ * or one its owner never minted under a fence that orders them.
+ */
 typedef struct fb_chain_counts {
 	uint64_t records, links;
 	uint64_t overlaps, forks;
+	uint64_t twice, inverted;             /* links (below) and forks so named */
+	uint64_t forks_twice, forks_inverted; /* ... of which forks */
 	uint64_t waiting; /* ends of links waiting for the other: the chain's memory */
 } fb_chain_counts;
+
+/* The forks no fence order names. */
+static inline uint64_t fb_chain_unnamed_forks(const fb_chain_counts *k)
+{
+	return k->forks - k->forks_twice - k->forks_inverted;
+}
 
 /* The first violation of a kind: key, the lease's fence, the other's. */
 typedef struct fb_chain_example {
