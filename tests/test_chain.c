@@ -407,6 +407,11 @@ static void test_each_kind_is_named_in_every_order(void **state)
 	every_order(trap, 3, true,
 	            (fb_chain_counts){.forks = 1, .forks_inverted = 1, .inverted = 1},
 	            FB_CHAIN_INVERTED, 8, 9);
+	/* ... by the word's owner's lease only: owner 4 has none, and 9's
+	 * lease (owner 3, which replaced 5's word too) names nothing of it */
+	trap[2].replaced_owner = 4;
+	every_order(trap, 3, true, (fb_chain_counts){.forks = 1}, FB_CHAIN_UNNAMED, 8, 5);
+	trap[2].replaced_owner = 3;
 	/* ... unless it was acquired later: then no order is broken, and the
 	 * fork stays a fork */
 	trap[1].at = 30 * MS;
@@ -443,6 +448,31 @@ static void test_each_kind_is_named_in_every_order(void **state)
 	fb_chain_rec alone[] = {lease(3, 9, 1, 7, 0, 0, 10, FB_CHAIN_RELEASED)};
 	every_order(alone, 1, false, (fb_chain_counts){0}, -1, 0, 0);
 	every_order(alone, 1, true, (fb_chain_counts){.forks = 1}, FB_CHAIN_FORK, 9, 7);
+}
+
+/* A fork is named only by a lease that replaced that very word: the word's
+ * owner's other leases, however many, however they hash, name nothing. */
+static void test_a_fork_is_named_by_its_own_word_only(void **state)
+{
+	(void)state;
+	enum { N = 100 };
+	fb_chain *c;
+	check_eq(fb_chain_create(1, 0, 0, &c), FB_OK, "chain");
+	for (uint64_t i = 0; i < N; i++) {
+		/* owner 7's leases, held to the end: each replaced a word of
+		 * its own, none of the forked ones */
+		fb_chain_rec y = lease(0, 1000 + i, 7, 2000 + i, 0, 0, 10, FB_CHAIN_HELD);
+		/* an acquire over a word of owner 7's that no lease holds */
+		fb_chain_rec x = lease(0, 10 + i, 8, 3000 + i, 7, 50, 60, FB_CHAIN_RELEASED);
+		check_eq(fb_chain_take(c, &y), FB_OK, "taken");
+		check_eq(fb_chain_take(c, &x), FB_OK, "taken");
+	}
+	check(fb_chain_finish(c, true), "finished");
+	const fb_chain_counts *k = fb_chain_counts_of(c);
+	check(k->forks >= N && !k->forks_twice && !k->forks_inverted && !k->twice && !k->inverted,
+	      "%llu forks, %llu named twice, %llu named out of order", (unsigned long long)k->forks,
+	      (unsigned long long)k->forks_twice, (unsigned long long)k->forks_inverted);
+	fb_chain_destroy(c);
 }
 
 /* Many keys and leases, each link's later end first: the chain's memory
@@ -482,6 +512,7 @@ int main(void)
 	        cmocka_unit_test(test_a_correct_table_is_never_blamed_in_any_order),
 	        cmocka_unit_test(test_each_broken_table_is_caught_in_every_order),
 	        cmocka_unit_test(test_each_kind_is_named_in_every_order),
+	        cmocka_unit_test(test_a_fork_is_named_by_its_own_word_only),
 	        cmocka_unit_test(test_memory_is_what_waits),
 	};
 	return cmocka_run_group_tests_name("chain", tests, NULL, NULL);
