@@ -444,6 +444,27 @@ static void test_each_kind_is_named_in_every_order(void **state)
 	        lease(2, 6, 2, 0, 0, 1, 11, FB_CHAIN_RELEASED),
 	};
 	every_order(first, 2, true, (fb_chain_counts){.forks = 1}, -1, 0, 0);
+	/* Both replacers of a word in before its lease: the first acquired
+	 * links (its CAS came first; the other is the fork), whichever came
+	 * first, so the overlap it made is counted. */
+	fb_chain_rec two_first[] = {
+	        lease(4, 9, 3, 5, 1, 20, 30, FB_CHAIN_RELEASED), /* the later */
+	        lease(4, 8, 2, 5, 1, 5, 15, FB_CHAIN_RELEASED),  /* in the lease's time */
+	        lease(4, 5, 1, 0, 0, 0, 10, FB_CHAIN_HELD),
+	};
+	for (int later_first = 0; later_first <= 1; later_first++) {
+		fb_chain *c;
+		check_eq(fb_chain_create(8, 0, 0, &c), FB_OK, "chain");
+		check_eq(fb_chain_take(c, &two_first[later_first ? 0 : 1]), FB_OK, "taken");
+		check_eq(fb_chain_take(c, &two_first[later_first ? 1 : 0]), FB_OK, "taken");
+		check_eq(fb_chain_take(c, &two_first[2]), FB_OK, "taken");
+		check(fb_chain_finish(c, true), "judged");
+		const fb_chain_counts *k = fb_chain_counts_of(c);
+		check(k->overlaps == 1 && k->forks == 1,
+		      "the later replacer in first (%d): %llu overlaps, %llu forks", later_first,
+		      (unsigned long long)k->overlaps, (unsigned long long)k->forks);
+		fb_chain_destroy(c);
+	}
 	/* a predecessor not in: nothing judged unless every record is */
 	fb_chain_rec alone[] = {lease(3, 9, 1, 7, 0, 0, 10, FB_CHAIN_RELEASED)};
 	every_order(alone, 1, false, (fb_chain_counts){0}, -1, 0, 0);
