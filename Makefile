@@ -212,7 +212,8 @@ swarm: all
 verify-cost: all
 	./scripts/verify-cost.sh $(BIN)
 
-# Single-thread cost of the core cycle beside the raw atomic floor.
+# Single-thread cost of the core cycle beside the raw atomic floor, and of
+# the lease chain's take of a record (in slot order, and out of it).
 bench: all
 	$(COREBENCH)
 

@@ -9,7 +9,12 @@
  * two words that an acquire, a fenced write and a release cannot do without.
  * The clock rows price the reads the core adds. The core rows are the real
  * calls: acquire, read + write (a client's read-modify-write) or debit,
- * release, on one key with a 10 ms TTL on the fast clock. Everything is
+ * release, on one key with a 10 ms TTL on the fast clock. The chain rows
+ * are what the lease chain (bench/verify/chain.h) takes a lease's record
+ * for, a correct table's on 16 keys: in the keys' slot order, and as a
+ * feed's passes bring two workers' records, each's batch of 4 leases a key
+ * in turn (every record then comes before the one it replaced, or after
+ * the one that replaced it). Everything is
  * timed with the monotonic clock; each row is the median and the minimum of
  * CB_REPS repetitions after one untimed warm-up.
  *
@@ -19,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "chain.h"
 #include "clock.h"
 #include "common.h"
 #include "lease.h"
@@ -144,6 +150,52 @@ static uint64_t cb_core(cb_ctx *c, int arg, uint64_t n)
 	return acc;
 }
 
+/* The chain's case: n leases of a correct table, made as they come. */
+#define CB_CHAIN_KEYS  16
+#define CB_CHAIN_BATCH 4
+#define CB_BATCHED     1
+
+static uint64_t cb_chain(cb_ctx *c, int arg, uint64_t n)
+{
+	enum { K = CB_CHAIN_KEYS, R = CB_CHAIN_BATCH };
+	fb_chain *ch;
+	if (fb_chain_create(K, 0, 0, &ch) != FB_OK) {
+		c->failures++;
+		return 0;
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t key, idx; /* the key, and the lease's place in the key's slot order */
+		if (arg == CB_BATCHED) {
+			/* a round: worker 1's leases of every key, then worker 2's */
+			uint64_t round = i / (2 * K * R), j = i % (2 * K * R);
+			uint64_t half = j / (K * R), m = j % (K * R);
+			key = m % K;
+			idx = round * 2 * R + 2 * (m / K) + half;
+		} else {
+			key = i % K;
+			idx = i / K;
+		}
+		fb_chain_rec r = {.fence = idx * K + key + 1,
+		                  .replaced = idx ? (idx - 1) * K + key + 1 : 0,
+		                  .at = idx * 100,
+		                  .expires_at = idx * 100 + 50,
+		                  .key = (uint32_t)key,
+		                  .owner = (uint16_t)(idx % 2 + 1),
+		                  .end = FB_CHAIN_RELEASED};
+		if (fb_chain_take(ch, &r) != FB_OK)
+			c->failures++;
+	}
+	bool whole = n % (2 * K * R) == 0; /* a round cut short leaves leases waiting */
+	bool judged = fb_chain_finish(ch, true);
+	const fb_chain_counts *k = fb_chain_counts_of(ch);
+	if (!judged || k->overlaps || k->twice || k->inverted ||
+	    (whole && (k->forks || k->links != k->records)))
+		c->failures++;
+	uint64_t links = k->links;
+	fb_chain_destroy(ch);
+	return links;
+}
+
 static void cb_measure(cb_ctx *c, cb_case *k, uint64_t n)
 {
 	const fb_clock *mono = fb_clock_monotonic();
@@ -199,6 +251,8 @@ int main(int argc, char **argv)
 	        {"core global:  read + write", cb_core, FB_FENCE_GLOBAL, 0, 0},
 	        {"core per-key: debit", cb_core, FB_FENCE_PER_KEY | CB_DEBIT, 0, 0},
 	        {"core global:  debit", cb_core, FB_FENCE_GLOBAL | CB_DEBIT, 0, 0},
+	        {"lease chain: slot order", cb_chain, 0, 0, 0},
+	        {"lease chain: 2 workers' batches", cb_chain, CB_BATCHED, 0, 0},
 	};
 	enum { CB_CASES = sizeof cases / sizeof cases[0] };
 	double pipe_ns = 0;
