@@ -333,14 +333,14 @@ static void left_put(left_index *ix, const fb_chain_rec *y)
 	ix->at[h] = y;
 }
 
-static bool left_build(const fb_chain *c, left_index *ix)
+static void left_build(const fb_chain *c, left_index *ix)
 {
 	uint64_t n = c->c.waiting;
 	uint32_t size = 16;
 	while (size < 2 * n + 2)
 		size *= 2;
 	if (!(ix->at = calloc(size, sizeof *ix->at)))
-		return false;
+		return;
 	ix->mask = size - 1;
 	for (uint32_t i = 0; i < c->n; i++)
 		if (c->e[i].used && c->e[i].have)
@@ -348,7 +348,6 @@ static bool left_build(const fb_chain *c, left_index *ix)
 	for (uint32_t k = 0; k < c->keys; k++)
 		if (c->inl[k])
 			left_put(ix, &c->last[k]);
-	return true;
 }
 
 /* The fork x (an acquire that replaced the word (x->fence, by_word_owner)
@@ -386,14 +385,14 @@ bool fb_chain_finish(fb_chain *c, bool complete)
 	if (c->broken || !complete)
 		return false;
 	left_index ix = {0};
-	bool named = left_build(c, &ix); /* no memory: every fork is counted, unnamed */
+	left_build(c, &ix); /* no memory (ix.at NULL): every fork counted, unnamed */
 	for (uint32_t i = 0; i < c->n; i++) {
 		const ent *x = &c->e[i];
 		if (!x->used || x->have)
 			continue;
 		/* replaced, and its lease never logged: a word no acquire made,
 		 * or one another acquire had replaced already */
-		fork_named(c, named ? &ix : &(left_index){0}, x);
+		fork_named(c, &ix, x);
 	}
 	free(ix.at);
 	return true;
