@@ -376,6 +376,53 @@ static void test_logs_merged_out_of_order_walk_each_record_once(void **state)
 	check(stalls > 0, "small logs made producers wait for room in one of 3 laps");
 }
 
+/* Four producers' logs hold one key's writes in turn (version v in log
+ * v mod 4), as workers that shared the cores would. Taken a log at a time,
+ * each runs ahead of the others' versions by every record it holds, past
+ * a ring of 8, and waits for the next pass; merged in the order they were
+ * written, one pass walks them all and none waits in the ring. Written on
+ * clocks an hour apart (the merge's order is only a guess), a log held
+ * back is tried again as the others move, and one pass still walks them
+ * all. */
+static void test_a_pass_merges_logs_in_the_order_they_were_written(void **state)
+{
+	(void)state;
+	for (int skewed = 0; skewed <= 1; skewed++) {
+		fb_checker *c; /* a ring of 8: 8 + ahead + FB_CHECKER_BEHIND = 2^16 */
+		check_eq(fb_checker_create(1, (1u << 16) - FB_CHECKER_BEHIND - 8, 0, &c), FB_OK,
+		         "checker");
+		fb_checker *cs[FB_DISCIPLINES] = {[FB_FENCED] = c};
+		fb_feed *f;
+		check_eq(fb_feed_create(4, 64, cs, false, &f), FB_OK, "a feed of four logs");
+		for (uint32_t v = 1; v <= 128; v++) {
+			fb_feed_log *l = fb_feed_log_of(f, v % 4);
+			fb_check_rec *r = fb_feed_slot(l);
+			check(r != NULL, "room for version %u", v);
+			*r = rec(0, (uint16_t)v, v, 1 - (int64_t)v, 1 - (int64_t)v, -(int64_t)v);
+			r->wrote_at = 1000 * (uint64_t)v +
+			              (skewed && v % 2 ? UINT64_C(3600000000000) : 0);
+			fb_feed_put(l);
+		}
+		for (uint32_t i = 0; i < 4; i++)
+			fb_feed_publish(fb_feed_log_of(f, i));
+		uint64_t n;
+		check(fb_feed_pass(f, &n), "a pass");
+		check(n == 128, "one pass walks the logs whole (%s clocks): %llu of 128",
+		      skewed ? "skewed" : "agreeing", (unsigned long long)n);
+		fb_check_key k;
+		fb_checker_key(c, 0, &k);
+		check_eq(k.checked, 128, "every version walked");
+		check_eq(k.duplicates + k.chain_breaks + k.stale_accepted, 0, "and nothing blamed");
+		if (!skewed)
+			check(k.waited == 0,
+			      "in the order written, none waited in the ring: %llu did",
+			      (unsigned long long)k.waited);
+		fb_feed_stop(f);
+		fb_feed_destroy(f);
+		fb_checker_destroy(c);
+	}
+}
+
 /* Producers log versions from a counter, and some versions are handed to
  * two of them (the split check-and-apply): every duplicate is counted,
  * once, and every other record walked, whatever the interleaving. 28,000
@@ -1430,6 +1477,7 @@ int main(void)
 	        cmocka_unit_test(test_a_parked_record_is_walked_once_across_a_version_wrap),
 	        cmocka_unit_test(test_a_watched_stale_write_keeps_the_newer_write),
 	        cmocka_unit_test(test_logs_merged_out_of_order_walk_each_record_once),
+	        cmocka_unit_test(test_a_pass_merges_logs_in_the_order_they_were_written),
 	        cmocka_unit_test(test_a_duplicate_from_far_behind_is_counted_not_waited_for),
 	        cmocka_unit_test(test_a_far_behind_duplicate_ahead_of_its_own_log_is_counted),
 	        cmocka_unit_test(test_threads_sharing_versions_count_every_duplicate_once),

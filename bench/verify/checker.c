@@ -24,6 +24,7 @@ typedef struct ckey {
 	/* what a violation writes */
 	uint64_t stale, breaks, dups;
 	int64_t lost_amount;
+	uint64_t waited;  /* records parked: the feed's merge keeps them few */
 	fb_check_rec top; /* the record that carried max_fence */
 	/* ordered: the records taken and not walked yet, in arrival order,
 	 * every record ever taken, and the last version walked */
@@ -293,6 +294,7 @@ fb_check_place fb_checker_place(fb_checker *c, const fb_check_rec *r)
 	c->rings[at] = *r;
 	c->tags[at] = version | TAG_PRESENT;
 	k->parked++;
+	k->waited++;
 	return FB_CHECK_TAKEN;
 }
 
@@ -408,6 +410,7 @@ void fb_checker_key(const fb_checker *c, uint32_t key, fb_check_key *out)
 	                      .duplicates = k->dups,
 	                      .max_fence = k->max_fence,
 	                      .balance = k->balance,
+	                      .waited = k->waited,
 	                      .next_version = k->next};
 }
 

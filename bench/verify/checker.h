@@ -80,6 +80,7 @@ typedef struct fb_check_key {
 	uint64_t duplicates;     /* accepted writes with a version another one had */
 	uint64_t max_fence;      /* highest fence accepted */
 	int64_t balance;         /* the balance after the last walked write */
+	uint64_t waited;         /* records that waited in the ring for an earlier one */
 	uint16_t next_version;   /* version the walk waits for next */
 } fb_check_key;
 

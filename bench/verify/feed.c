@@ -11,6 +11,10 @@
 #include <time.h>
 #include <unistd.h>
 
+/* A pass over this many logs with records or fewer takes them merged in
+ * the order of their writes (merge()); over more, a log at a time. */
+#define MERGE_MAX 256
+
 /* The most records a log holds: 1 MiB. */
 #define CAP_MAX 16384
 
@@ -38,6 +42,9 @@ struct fb_feed {
 	fb_check_rec *spills; /* SPILL_0 records a log, touched only when used */
 	uint32_t n, cap;
 	uint32_t *moved, nmoved; /* a pass's logs whose tails moved: the consumer's */
+	uint32_t *active;        /* ... and those it has records to take from */
+	uint32_t *heap;          /* merge(): the logs by their head's instant */
+	uint64_t *heap_at;       /* ... and those instants */
 	_Atomic uint64_t *kick;  /* a bit a log whose waiting producer has room */
 	/* Many producers: a byte a log, set by its producer as it publishes
 	 * and by the consumer for a log it left records in (held by a walk);
@@ -163,6 +170,9 @@ fb_err fb_feed_create(uint32_t producers, uint32_t cap, fb_checker *const *check
 	f->rings = aligned_alloc(FB_CACHE_LINE, (size_t)producers * cap * sizeof *f->rings);
 	/* a log moves at most twice a pass: drained, then unstuck */
 	f->moved = malloc((size_t)producers * 2 * sizeof *f->moved);
+	f->active = malloc((size_t)producers * sizeof *f->active);
+	f->heap = malloc(MERGE_MAX * sizeof *f->heap);
+	f->heap_at = malloc(MERGE_MAX * sizeof *f->heap_at);
 	f->kick = calloc((producers + 63) / 64, sizeof *f->kick);
 	f->spills = malloc((size_t)producers * SPILL_0 * sizeof *f->spills);
 	if (producers >= NEWS_MIN) {
@@ -170,7 +180,8 @@ fb_err fb_feed_create(uint32_t producers, uint32_t cap, fb_checker *const *check
 		f->groups = calloc((producers + 63) / 64, sizeof *f->groups);
 		f->near_bits = calloc((producers + 63) / 64, sizeof *f->near_bits);
 	}
-	if (!f->logs || !f->rings || !f->moved || !f->kick || !f->spills ||
+	if (!f->logs || !f->rings || !f->moved || !f->active || !f->heap || !f->heap_at ||
+	    !f->kick || !f->spills ||
 	    (producers >= NEWS_MIN && (!f->news || !f->groups || !f->near_bits))) {
 		fb_feed_destroy(f);
 		return FB_ENOMEM;
@@ -221,6 +232,9 @@ void fb_feed_destroy(fb_feed *f)
 				free(f->logs[i].spill);
 	free(f->spills);
 	free(f->moved);
+	free(f->active);
+	free(f->heap);
+	free(f->heap_at);
 	free(f->kick);
 	free(f->news);
 	free(f->groups);
@@ -324,17 +338,18 @@ static uint64_t drain_spill(fb_feed *f, fb_feed_log *l)
 	return l->spilled - s0;
 }
 
-/* Take what one log has published, as far as the walks let it. *later:
- * set when its head is held back. */
-static uint64_t drain_log(fb_feed *f, fb_feed_log *l, bool *later)
+/* Take what one log had published as the pass began, in order, as far as
+ * the walks let it and while its records were written at or before
+ * `until` (the first one whenever). *blocked: a walk holds it back. */
+static uint64_t drain_log(fb_feed *f, fb_feed_log *l, bool *blocked_out, uint64_t until)
 {
-	/* acquire: pairs with the producer's release of the count */
-	uint64_t pub = atomic_load_explicit(&l->published, memory_order_acquire);
-	uint64_t t = l->taken;
+	uint64_t pub = l->pass_pub, t = l->taken;
 	uint32_t slot = l->cslot, cap = f->cap;
 	bool blocked = false;
 	while (t < pub) {
 		const fb_check_rec *r = &l->cring[slot];
+		if (r->wrote_at > until && t != l->taken)
+			break;
 		fb_checker *c = f->checker[r->d & 3];
 		if (c && __builtin_expect(fb_checker_place(c, r) == FB_CHECK_LATER, 0)) {
 			held(f, l, r);
@@ -354,9 +369,11 @@ static uint64_t drain_log(fb_feed *f, fb_feed_log *l, bool *later)
 		/* release: the slots are read; the producer may fill them */
 		atomic_store_explicit(&l->tail, t, memory_order_release);
 	}
-	if (!blocked && f->settle_all)
+	if (t == pub && f->settle_all) {
 		n += drain_spill(f, l);
-	*later |= blocked;
+		blocked = l->spilled < l->nspill;
+	}
+	*blocked_out = blocked;
 	return n;
 }
 
@@ -440,12 +457,96 @@ static void gate(fb_feed *f, bool close)
 		futex_wake_n(&f->gate, 2);
 }
 
+/* When l's next record was written (it has one). */
+static uint64_t head_at(const fb_feed_log *l)
+{
+	return l->taken < l->pass_pub ? l->cring[l->cslot].wrote_at : l->spill[l->spilled].wrote_at;
+}
+
+/* The merge's heap, least instant on top: log i at `at`, in. */
+static void heap_push(fb_feed *f, uint32_t *nh, uint32_t i, uint64_t at)
+{
+	uint32_t j = (*nh)++;
+	while (j && f->heap_at[(j - 1) / 2] > at) {
+		f->heap[j] = f->heap[(j - 1) / 2];
+		f->heap_at[j] = f->heap_at[(j - 1) / 2];
+		j = (j - 1) / 2;
+	}
+	f->heap[j] = i;
+	f->heap_at[j] = at;
+}
+
+/* ... and its top, out. */
+static uint32_t heap_pop(fb_feed *f, uint32_t *nh)
+{
+	uint32_t top = f->heap[0], n = --*nh;
+	if (!n)
+		return top;
+	uint32_t i = f->heap[n], j = 0;
+	uint64_t at = f->heap_at[n];
+	for (;;) {
+		uint32_t c = 2 * j + 1;
+		if (c >= n)
+			break;
+		if (c + 1 < n && f->heap_at[c + 1] < f->heap_at[c])
+			c++;
+		if (f->heap_at[c] >= at)
+			break;
+		f->heap[j] = f->heap[c];
+		f->heap_at[j] = f->heap_at[c];
+		j = c;
+	}
+	f->heap[j] = i;
+	f->heap_at[j] = at;
+	return top;
+}
+
+/*
+ * Take the logs' records (f->active[0 .. *nact)) merged in the order they
+ * were written, each log's run up to the next log's head. A log taken
+ * whole before the next would be ahead of the others in every key's
+ * history by what its producer wrote while they were off the cores (three
+ * threads share two cores at -t 2: a time slice), and its records would
+ * wait in the checkers' rings for theirs: a third of them at -t 2, each a
+ * cache miss in and out. A log held back by a walk is tried again while
+ * the others move. *nact: those still held back, first in f->active.
+ */
+static uint64_t merge(fb_feed *f, uint32_t *nact)
+{
+	uint64_t n = 0;
+	uint32_t held_back = *nact;
+	for (uint64_t n0 = 1; held_back && n != n0;) {
+		n0 = n;
+		uint32_t nh = 0;
+		for (uint32_t j = 0; j < held_back; j++)
+			heap_push(f, &nh, f->active[j], head_at(&f->logs[f->active[j]]));
+		held_back = 0;
+		while (nh) {
+			uint32_t i = heap_pop(f, &nh);
+			fb_feed_log *l = &f->logs[i];
+			bool blocked;
+			uint64_t m = drain_log(f, l, &blocked, nh ? f->heap_at[0] : UINT64_MAX);
+			if (m && !l->pass_taken)
+				f->moved[f->nmoved++] = i; /* its first move this pass */
+			l->pass_taken += m;
+			n += m;
+			if (blocked)
+				f->active[held_back++] = i;
+			else if (l->taken < l->pass_pub || spill_left(f, l))
+				heap_push(f, &nh, i, head_at(l));
+		}
+	}
+	*nact = held_back;
+	return n;
+}
+
 /* One pass over every log; the caller holds the lock. *fullest: the most
  * records one log held as the pass began. */
 static uint64_t pass_locked(fb_feed *f, uint64_t *fullest_out)
 {
 	uint64_t n = 0, fullest = 0;
-	bool later = false;
+	uint32_t nact = 0;
+	bool later;
 	/* A group's byte is a hint: taken, it synchronizes with the last
 	 * producer that stored it, whose log's news it shows, not always with
 	 * the others of its group, whose news can stay unseen under a group
@@ -464,17 +565,37 @@ static uint64_t pass_locked(fb_feed *f, uint64_t *fullest_out)
 		if (!take_news(f, i))
 			continue; /* nothing since the last look left it empty */
 		fb_feed_log *l = &f->logs[i];
-		uint64_t before = atomic_load_explicit(&l->published, memory_order_relaxed) -
-		                  l->taken + spill_left(f, l);
+		/* acquire: pairs with the producer's release of the count */
+		l->pass_pub = atomic_load_explicit(&l->published, memory_order_acquire);
+		uint64_t before = l->pass_pub - l->taken + spill_left(f, l);
 		if (before > fullest)
 			fullest = before;
-		uint64_t m = drain_log(f, l, &later);
-		if (m)
-			f->moved[f->nmoved++] = i;
-		n += m;
-		if (before > m) /* its head is held: looked at again */
-			keep_news(f, i);
+		l->pass_taken = 0;
+		if (before)
+			f->active[nact++] = i;
 	}
+	if (nact <= MERGE_MAX) {
+		n = merge(f, &nact);
+	} else {
+		/* at thousands of logs a log at a time: a merge would spend on
+		 * its heap what the few records of each save in the rings */
+		uint32_t still = 0;
+		for (uint32_t j = 0; j < nact; j++) {
+			fb_feed_log *l = &f->logs[f->active[j]];
+			bool blocked;
+			uint64_t m = drain_log(f, l, &blocked, UINT64_MAX);
+			if (m)
+				f->moved[f->nmoved++] = f->active[j];
+			n += m;
+			if (blocked)
+				f->active[still++] = f->active[j];
+		}
+		nact = still;
+	}
+	/* what is left is held back by walks: looked at again next pass */
+	for (uint32_t j = 0; j < nact; j++)
+		keep_news(f, f->active[j]);
+	later = nact != 0;
 	if (!n && !fullest)
 		f->passes_since_all = ALL_NEWS; /* quiet: the next pass looks at all */
 	*fullest_out = fullest;
@@ -927,6 +1048,7 @@ static uint64_t capacity_fill(fb_feed *f, uint32_t keys, uint16_t *ver, uint64_t
 			                    .read = bal[k],
 			                    .replaced = bal[k],
 			                    .written = bal[k] - 1,
+			                    .wrote_at = put + 1, /* written in turn */
 			                    .version = ver[k]++,
 			                    .key = k,
 			                    .writer = (uint16_t)(i + 1),

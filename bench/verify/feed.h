@@ -60,6 +60,8 @@ typedef struct fb_feed_log {
 	uint64_t held;    /* unstick: what was published before it counted */
 	uint64_t counted; /* ... and its records it counted as still to come */
 	uint32_t cslot;
+	uint64_t pass_pub;     /* a pass takes at most what was published as it began */
+	uint64_t pass_taken;   /* ... and what it took so far */
 	uint32_t spilled;      /* the spill's records taken (the last pass only) */
 	fb_checker_wait wait;  /* its head held back by a walk: since when */
 	fb_checker_wait wwait; /* its producer held back by one (wide logs) */
