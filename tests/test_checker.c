@@ -376,14 +376,14 @@ static void test_logs_merged_out_of_order_walk_each_record_once(void **state)
 	check(stalls > 0, "small logs made producers wait for room in one of 3 laps");
 }
 
-/* Four producers' logs hold one key's writes in turn (version v in log
- * v mod 4), as workers that shared the cores would. Taken a log at a time,
- * each runs ahead of the others' versions by every record it holds, past
- * a ring of 8, and waits for the next pass; merged in the order they were
- * written, one pass walks them all and none waits in the ring. Written on
- * clocks an hour apart (the merge's order is only a guess), a log held
- * back is tried again as the others move, and one pass still walks them
- * all. */
+/* Four producers' logs hold one key's writes, each version in a log drawn
+ * at random, as workers that shared the cores would. Taken a log at a
+ * time, each runs ahead of the others' versions by every record it holds,
+ * past a ring of 8, and waits for the next pass; merged in the order they
+ * were written, one pass walks them all and none waits in the ring.
+ * Written on clocks an hour apart (the merge's order is only a guess), a
+ * log held back is tried again as the others move, and one pass still
+ * walks them all. */
 static void test_a_pass_merges_logs_in_the_order_they_were_written(void **state)
 {
 	(void)state;
@@ -393,9 +393,11 @@ static void test_a_pass_merges_logs_in_the_order_they_were_written(void **state)
 		         "checker");
 		fb_checker *cs[FB_DISCIPLINES] = {[FB_FENCED] = c};
 		fb_feed *f;
-		check_eq(fb_feed_create(4, 64, cs, false, &f), FB_OK, "a feed of four logs");
+		check_eq(fb_feed_create(4, 128, cs, false, &f), FB_OK, "a feed of four logs");
+		uint64_t x = 1;
 		for (uint32_t v = 1; v <= 128; v++) {
-			fb_feed_log *l = fb_feed_log_of(f, v % 4);
+			x = x * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
+			fb_feed_log *l = fb_feed_log_of(f, (uint32_t)(x >> 62));
 			fb_check_rec *r = fb_feed_slot(l);
 			check(r != NULL, "room for version %u", v);
 			*r = rec(0, (uint16_t)v, v, 1 - (int64_t)v, 1 - (int64_t)v, -(int64_t)v);

@@ -12,8 +12,13 @@
 #include <unistd.h>
 
 /* A pass over this many logs with records or fewer takes them merged in
- * the order of their writes (merge()); over more, a log at a time. */
-#define MERGE_MAX 256
+ * the order of their writes (merge()); over more, a log at a time. Where
+ * many logs are written at once, the merge's runs shrink to a record, and
+ * its heap costs more than the parking it saves: fencebench floor's
+ * consumer, fed 65 logs a record each in turn, walked 14-16 M records/s
+ * merged against 27-38 M a log at a time; 17 logs, 18-22 M against 22-25
+ * M; 9 logs, 24-26 M against 14-25 M; 3 logs, 30-32 M against 22-31 M. */
+#define MERGE_MAX 16
 
 /* The most records a log holds: 1 MiB. */
 #define CAP_MAX 16384
@@ -476,19 +481,14 @@ static void heap_push(fb_feed *f, uint32_t *nh, uint32_t i, uint64_t at)
 	f->heap_at[j] = at;
 }
 
-/* ... and its top, out. */
-static uint32_t heap_pop(fb_feed *f, uint32_t *nh)
+/* Entry j, at `at`, moved down to its place among the nh below it. */
+static void heap_down(fb_feed *f, uint32_t nh, uint32_t j, uint32_t i, uint64_t at)
 {
-	uint32_t top = f->heap[0], n = --*nh;
-	if (!n)
-		return top;
-	uint32_t i = f->heap[n], j = 0;
-	uint64_t at = f->heap_at[n];
 	for (;;) {
 		uint32_t c = 2 * j + 1;
-		if (c >= n)
+		if (c >= nh)
 			break;
-		if (c + 1 < n && f->heap_at[c + 1] < f->heap_at[c])
+		if (c + 1 < nh && f->heap_at[c + 1] < f->heap_at[c])
 			c++;
 		if (f->heap_at[c] >= at)
 			break;
@@ -498,7 +498,6 @@ static uint32_t heap_pop(fb_feed *f, uint32_t *nh)
 	}
 	f->heap[j] = i;
 	f->heap_at[j] = at;
-	return top;
 }
 
 /*
@@ -522,18 +521,26 @@ static uint64_t merge(fb_feed *f, uint32_t *nact)
 			heap_push(f, &nh, f->active[j], head_at(&f->logs[f->active[j]]));
 		held_back = 0;
 		while (nh) {
-			uint32_t i = heap_pop(f, &nh);
+			/* the top's run: up to the earlier of its children's heads */
+			uint32_t i = f->heap[0];
+			uint64_t until = nh > 1 ? f->heap_at[1] : UINT64_MAX;
+			if (nh > 2 && f->heap_at[2] < until)
+				until = f->heap_at[2];
 			fb_feed_log *l = &f->logs[i];
 			bool blocked;
-			uint64_t m = drain_log(f, l, &blocked, nh ? f->heap_at[0] : UINT64_MAX);
+			uint64_t m = drain_log(f, l, &blocked, until);
 			if (m && !l->pass_taken)
 				f->moved[f->nmoved++] = i; /* its first move this pass */
 			l->pass_taken += m;
 			n += m;
+			if (!blocked && (l->taken < l->pass_pub || spill_left(f, l))) {
+				heap_down(f, nh, 0, i, head_at(l)); /* its next run, in its place */
+				continue;
+			}
 			if (blocked)
 				f->active[held_back++] = i;
-			else if (l->taken < l->pass_pub || spill_left(f, l))
-				heap_push(f, &nh, i, head_at(l));
+			if (--nh)
+				heap_down(f, nh, 0, f->heap[nh], f->heap_at[nh]);
 		}
 	}
 	*nact = held_back;
@@ -577,8 +584,8 @@ static uint64_t pass_locked(fb_feed *f, uint64_t *fullest_out)
 	if (nact <= MERGE_MAX) {
 		n = merge(f, &nact);
 	} else {
-		/* at thousands of logs a log at a time: a merge would spend on
-		 * its heap what the few records of each save in the rings */
+		/* many logs, a log at a time: a merge would spend on its heap
+		 * more than it saves in the rings (MERGE_MAX) */
 		uint32_t still = 0;
 		for (uint32_t j = 0; j < nact; j++) {
 			fb_feed_log *l = &f->logs[f->active[j]];
