@@ -302,6 +302,8 @@ typedef struct lap {
 	fb_feed *feed;
 	_Atomic uint64_t next[LAP_KEYS]; /* each key's commit counter */
 	_Atomic uint32_t id;
+	_Atomic uint64_t clock; /* when a record was written */
+	bool skewed;            /* ... odd producers' clocks far ahead */
 	uint64_t stalls[THREADS];
 } lap;
 
@@ -320,7 +322,10 @@ static void *lapper(void *p)
 		int64_t replaced = 1000000 - (int64_t)(v - 1);
 		if (!fb_feed_slot(log) && !fb_feed_room(log, true, &l->stalls[me]))
 			fail_msg("a wait for room was given up");
+		uint64_t at = atomic_fetch_add(&l->clock, 1) +
+		              (l->skewed && me % 2 ? UINT64_C(1) << 40 : 0);
 		*fb_feed_slot(log) = rec(key, (uint16_t)v, v, replaced, replaced, replaced - 1);
+		fb_feed_slot(log)->wrote_at = at;
 		fb_feed_put(log);
 		if (x % 3 == 0)
 			fb_feed_publish(log);
@@ -330,13 +335,14 @@ static void *lapper(void *p)
 }
 
 /* One lap: every record walked exactly once; how many times producers
- * waited for room. */
-static uint64_t one_lap(void)
+ * waited for room. skewed: the merge's order (the records' clocks) is
+ * far from their commit order. */
+static uint64_t one_lap(bool skewed)
 {
 	fb_checker *c; /* 2^16 keys: a ring of 4 */
 	check_eq(fb_checker_create(1u << 16, THREADS * 8 + 64, 1000000, &c), FB_OK, "checker");
 	fb_checker *cs[FB_DISCIPLINES] = {[FB_FENCED] = c};
-	lap l = {0};
+	lap l = {.skewed = skewed};
 	check_eq(fb_feed_create(THREADS, 8, cs, false, &l.feed), FB_OK, "a feed of 8-record logs");
 	check_eq(fb_feed_start(l.feed), FB_OK, "its thread");
 	pthread_t th[THREADS];
@@ -372,7 +378,11 @@ static void test_logs_merged_out_of_order_walk_each_record_once(void **state)
 	(void)state;
 	uint64_t stalls = 0;
 	for (int lap_no = 1; lap_no <= 3 && !stalls; lap_no++)
-		stalls = one_lap();
+		stalls = one_lap(false);
+	check(stalls > 0, "small logs made producers wait for room in one of 3 laps");
+	stalls = 0;
+	for (int lap_no = 1; lap_no <= 3 && !stalls; lap_no++)
+		stalls = one_lap(true);
 	check(stalls > 0, "small logs made producers wait for room in one of 3 laps");
 }
 
@@ -683,6 +693,47 @@ static void put_one(fb_feed *f, uint32_t i, fb_check_rec r)
 	*slot = r;
 	fb_feed_put(log);
 	fb_feed_publish(log);
+}
+
+/* A log whose held head was taken as a far-behind duplicate is empty, and
+ * no longer held: a later hold of the same walk counts from its own start.
+ * Counted from the first, the bound ended a run whose walk had waited a
+ * moment. */
+static void test_a_hold_ended_by_a_late_duplicate_leaves_no_timer(void **state)
+{
+	(void)state;
+	fb_checker *c; /* 2^16 keys: a ring of 4, a window of 20 */
+	check_eq(fb_checker_create(1u << 16, 16, 0, &c), FB_OK, "checker");
+	fb_checker *cs[FB_DISCIPLINES] = {[FB_FENCED] = c};
+	fb_feed *f;
+	check_eq(fb_feed_create(2, 8, cs, false, &f), FB_OK, "a feed of two logs");
+	ticking clk = {{"ticking", tick_now}, 0};
+	stuck_seen seen = {0};
+	fb_feed_bound(f, &seen.abort, NULL, &clk.base, 5 * MS, on_stuck, &seen);
+	uint64_t n;
+	for (uint16_t v = 1; v <= 10; v++) {
+		put_one(f, 0, rec(7, v, v, 1 - v, 1 - v, -v));
+		check(fb_feed_pass(f, &n), "a pass");
+	}
+	/* 19 ahead of the walk's 11: past the ring, and more than the 17
+	 * writes that could still come (2 producers' hands, in flight) */
+	put_one(f, 1, rec(7, 30, 30, 0, 0, 0));
+	for (int i = 0; i < 3; i++)
+		check(fb_feed_pass(f, &n), "a pass");
+	fb_check_key k;
+	fb_checker_key(c, 7, &k);
+	check_eq(k.duplicates, 1, "held, then taken as a duplicate from far behind");
+	check_eq(k.checked, 10, "the walk waits for 11");
+	clk.t += 60 * MS;                       /* it waits a minute, and then: */
+	put_one(f, 1, rec(7, 16, 16, 0, 0, 0)); /* 5 ahead: held, and could come */
+	check(fb_feed_pass(f, &n), "a pass");
+	check_eq(seen.calls, 0, "a new hold is not bounded by the last one's start");
+	for (int i = 0; i < 8; i++)
+		check(fb_feed_pass(f, &n), "a pass");
+	check_eq(seen.calls, 1, "and its own hold is, past the bound");
+	check_eq(seen.key, 7, "on its key");
+	fb_feed_destroy(f);
+	fb_checker_destroy(c);
 }
 
 /*
@@ -1484,6 +1535,7 @@ int main(void)
 	        cmocka_unit_test(test_a_far_behind_duplicate_ahead_of_its_own_log_is_counted),
 	        cmocka_unit_test(test_threads_sharing_versions_count_every_duplicate_once),
 	        cmocka_unit_test(test_a_log_held_by_a_missing_version_is_bounded),
+	        cmocka_unit_test(test_a_hold_ended_by_a_late_duplicate_leaves_no_timer),
 	        cmocka_unit_test(test_wide_logs_keep_each_record_within_the_window),
 	        cmocka_unit_test(test_a_full_log_spills_at_the_runs_end_said_or_due),
 	        cmocka_unit_test(test_a_pass_over_many_logs_visits_each_with_news),

@@ -580,6 +580,8 @@ static uint64_t pass_locked(fb_feed *f, uint64_t *fullest_out)
 		l->pass_taken = 0;
 		if (before)
 			f->active[nact++] = i;
+		else
+			l->wait.waiting = false; /* empty: no head held (unstick took it) */
 	}
 	if (nact <= MERGE_MAX) {
 		n = merge(f, &nact);
