@@ -11,7 +11,10 @@
 # and prints both rates; the table at the end gives each one's median and range,
 # the cost (1 - checked / unchecked, of the medians) and the median of the
 # rounds' own costs, with their quartiles. Two binaries (a tree before and after
-# a change) are measured in the same rounds, so a noisy machine moves both.
+# a change) are measured in the same rounds, so a noisy machine moves both; a
+# second table then gives each later binary's checked rate over the first's,
+# round by round (their runs a few seconds apart): the median ratio and its
+# quartiles, steadier on a noisy machine than the difference of two costs.
 #
 # VC_THREADS  thread counts (default "1 2")
 # VC_ROUNDS   rounds (default 5)
@@ -143,6 +146,29 @@ for t in $threads; do
 				printf "%-8s %-*s  %-22s %-22s %5.1f%%  %.1f%% (%.1f..%.1f)\n", t, w, b, cs, us,
 					100 * (1 - mc / mu), med(r, k), q(r, k, 0.25), q(r, k, 0.75)
 			}'
+		n=$((n + 1))
+	done
+done
+
+[ "$#" -ge 2 ] || exit 0
+echo
+printf '%-8s %-*s  %s\n' threads "$w" binary "checked / the first binary's, a round's: median (q1..q3)"
+for t in $threads; do
+	n=0
+	for b in "$@"; do
+		[ "$n" -gt 0 ] &&
+			awk -v t="$t" -v n="$n" '
+				$2 == t && $3 == 0 { a[$1] = $4 }
+				$2 == t && $3 == n { b[$1] = $4 }
+				END { for (i in b) if (a[i] > 0) print b[i] / a[i] }' "$tmp/rates" |
+			sort -g | awk -v t="$t" -v b="$b" -v w="$w" '
+				function q(p,   i) { i = int(p * (k - 1) + 1.5); return r[i] }
+				{ r[++k] = $1 }
+				END {
+					if (!k) exit
+					m = k % 2 ? r[(k + 1) / 2] : (r[k / 2] + r[k / 2 + 1]) / 2
+					printf "%-8s %-*s  %.3f (%.3f..%.3f)\n", t, w, b, m, q(0.25), q(0.75)
+				}'
 		n=$((n + 1))
 	done
 done
