@@ -533,7 +533,8 @@ static uint64_t merge(fb_feed *f, uint32_t *nact)
 				f->moved[f->nmoved++] = i; /* its first move this pass */
 			l->pass_taken += m;
 			n += m;
-			if (!blocked && (l->taken < l->pass_pub || spill_left(f, l))) {
+			/* not blocked, its spill (the last pass) was taken whole */
+			if (!blocked && l->taken < l->pass_pub) {
 				heap_down(f, nh, 0, i, head_at(l)); /* its next run, in its place */
 				continue;
 			}
