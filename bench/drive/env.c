@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -348,6 +349,18 @@ static void walk_stuck(void *ctx, uint32_t key, int d)
 	fb_env_failed(ctx, "checker", why);
 }
 
+/* A worker in process is always running: the workers keep busy every CPU
+ * this process may run on (only --cpus's, if given). */
+static bool cores_taken(const fb_config *cfg)
+{
+	cpu_set_t may;
+	CPU_ZERO(&may);
+	if (sched_getaffinity(0, sizeof may, &may))
+		return false;
+	uint32_t busy = cfg->n_cpus && cfg->n_cpus < cfg->threads ? cfg->n_cpus : cfg->threads;
+	return busy >= (uint32_t)CPU_COUNT(&may);
+}
+
 /* The checkers and the witness: one checker a discipline, fed through one
  * log a worker and one for the deliveries, the feed bounded by the longest
  * a writer may hold its key's walk. */
@@ -413,6 +426,10 @@ static fb_err open_checks(fb_env *e, bool blocking)
 	fb_feed_bound(e->feed, &e->failed, &e->stop, e->fast, longest_wait(cfg), walk_stuck, e);
 	if (blocking)
 		fb_feed_end(e->feed, &e->end_at);
+	/* no core for the feed's thread: the workers take the passes (wide
+	 * logs are a few cycles long: their gate waits for the thread's) */
+	if (blocking && !e->remote && !wide && cores_taken(cfg))
+		fb_feed_crowded(e->feed);
 	e->net_log = fb_feed_log_of(e->feed, cfg->threads);
 	return FB_OK;
 }

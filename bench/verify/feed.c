@@ -84,6 +84,7 @@ struct fb_feed {
 	bool running;
 	_Atomic int stop;
 	uint64_t nap; /* the thread's own */
+	bool crowded; /* fb_feed_crowded: it naps NAP_MAX */
 };
 
 fb_err fb_feed_plan(uint32_t producers, uint32_t in_flight, uint32_t *cap, uint32_t *ahead)
@@ -201,6 +202,7 @@ fb_err fb_feed_create(uint32_t producers, uint32_t cap, fb_checker *const *check
 		f->checker[d] = checkers[d];
 	f->signals = signals;
 	f->nap = NAP_0;
+	f->crowded = false;
 	atomic_init(&f->busy, 0);
 	atomic_init(&f->stop, 0);
 	for (uint32_t i = 0; i < producers; i++) {
@@ -264,6 +266,12 @@ void fb_feed_bound(fb_feed *f, const _Atomic int *abort, const _Atomic int *stop
 void fb_feed_end(fb_feed *f, const _Atomic uint64_t *end_at)
 {
 	f->end_at = end_at;
+}
+
+void fb_feed_crowded(fb_feed *f)
+{
+	f->crowded = true;
+	f->nap = NAP_MAX;
 }
 
 fb_feed_log *fb_feed_log_of(fb_feed *f, uint32_t producer)
@@ -980,7 +988,7 @@ static void *feed_main(void *arg)
 			continue;
 		}
 		uint64_t n, fullest;
-		if (pass(f, &n, &fullest)) {
+		if (pass(f, &n, &fullest) && !f->crowded) {
 			/* keep the fullest log near a quarter full at each pass */
 			if (fullest > f->cap / 4 && f->nap > NAP_MIN)
 				f->nap /= 2;
