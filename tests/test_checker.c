@@ -337,7 +337,8 @@ static void *lapper(void *p)
 /* One lap: every record walked exactly once; how many times producers
  * waited for room. skewed: the merge's order (the records' clocks) is
  * far from their commit order. crowded: the feed's thread naps its
- * longest (fb_feed_crowded), and the producers take most passes. */
+ * longest (fb_feed_crowded), and with logs of 8 records the producers
+ * take most passes. */
 static uint64_t one_lap(bool skewed, bool crowded)
 {
 	fb_checker *c; /* 2^16 keys: a ring of 4 */
