@@ -250,7 +250,7 @@ static HOT fb_step acquired(fb_worker *w)
 	fb_counter_add(&w->acquired, 1);
 	/* the commit's lines, on their way while the cycle runs (the consumer's
 	 * core read them last): -t 1 checked, the median rate 14-27% higher in
-	 * four side-by-side runs; -t 2 unchanged */
+	 * four noisy side-by-side sets, unchanged in a quiet one; -t 2 unchanged */
 	if (w->log)
 		fb_feed_prefetch(w->log, FB_DISCIPLINES);
 	FB_EMIT(e, &w->heard, FB_EV_ACQUIRED, .worker = w->id, .key = w->key, .fence = w->l.fence,

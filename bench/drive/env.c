@@ -349,8 +349,8 @@ static void walk_stuck(void *ctx, uint32_t key, int d)
 	fb_env_failed(ctx, "checker", why);
 }
 
-/* A worker in process is always running: the workers keep busy every CPU
- * this process may run on (only --cpus's, if given). */
+/* A worker in process runs but for its faults and waits: the workers keep
+ * busy every CPU this process may run on (only --cpus's, if given). */
 static bool cores_taken(const fb_config *cfg)
 {
 	cpu_set_t may;
