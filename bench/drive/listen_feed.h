@@ -22,9 +22,11 @@ static inline bool fb_wants_feed(const fb_env *e)
 }
 
 /* An accepted write's record, made in place at r: what the store said of
- * it (res), written with fence from the balance read, at wrote_at. Each
- * record is made here: a cycle's (fb_on_feed) and a delayed write's as it
- * lands (fb_feed_landed). Field by field, never through a temporary: gcc
+ * it (res), written with fence from the balance read, at wrote_at; all but
+ * its outcomes, which the caller sets (a cycle's at its commit, from the
+ * outcome tracker: fb_feed_fill). Each record is made here: a cycle's
+ * (fb_on_feed) and a delayed write's as it lands (fb_feed_landed). Field by
+ * field, never through a temporary: gcc
  * builds a compound literal's small fields on the stack and reads them
  * back 16 bytes at a time, and each such read of stores still in flight
  * stalls the worker (store-to-load forwarding fails), three times a
@@ -43,7 +45,6 @@ static inline void fb_feed_record(fb_check_rec *r, uint64_t fence, int64_t read,
 	r->held = 0;
 	r->writer = writer;
 	r->d = d;
-	memset(r->outcome, 0, sizeof r->outcome);
 	r->delayed = 0;
 	r->resent = 0;
 }
@@ -56,6 +57,7 @@ static inline void fb_feed_landed(fb_check_rec *r, const fb_delayed_write *dw, i
 {
 	fb_feed_record(r, dw->fence, read, res, landed, dw->key, dw->worker, dw->mode);
 	r->delayed = 1;
+	memset(r->outcome, 0, sizeof r->outcome);
 	r->outcome[dw->mode] = res->stale ? FB_OUT_STALE : FB_OUT_ACCEPTED;
 }
 

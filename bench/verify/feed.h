@@ -201,6 +201,11 @@ static inline void fb_feed_put(fb_feed_log *l)
  */
 static inline __attribute__((always_inline)) void fb_feed_prefetch(const fb_feed_log *l, uint32_t n)
 {
+	if (l->head + n <= l->limit && l->slot + n <= l->cap) { /* n in a row, given back */
+		for (uint32_t i = 0; i < n; i++)
+			__builtin_prefetch(&l->ring[l->slot + i], 1, 3);
+		return;
+	}
 	for (uint32_t i = 0; i < n && l->head + i < l->limit; i++) {
 		uint32_t s = l->slot + i; /* < 2 cap: head + i < limit <= tail + cap */
 		__builtin_prefetch(&l->ring[s < l->cap ? s : s - l->cap], 1, 3);
