@@ -182,6 +182,10 @@ typedef struct fb_lease_ops {
 	 * lease witness could not judge of this engine and why, into buf ("":
 	 * nothing), for the report's "not judged" line. */
 	void (*unjudged)(void *eng, char *buf, size_t len);
+	/* Optional (NULL): room in this process's memory beside each key's
+	 * lease word, lent for the caller's own per-key words (the in-process
+	 * table: fb_lease_table_side). */
+	void *(*side)(void *eng, size_t *stride, size_t *room);
 } fb_lease_ops;
 
 /* ---- stores ------------------------------------------------------------ */

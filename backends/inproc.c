@@ -147,6 +147,12 @@ static fb_io lease_peek(void *conn, uint32_t key, fb_lease *out)
 	return FB_IO_OK;
 }
 
+static void *lease_side(void *eng, size_t *stride, size_t *room)
+{
+	lease_engine *e = eng;
+	return fb_lease_table_side(e->table, stride, room);
+}
+
 const fb_lease_ops fb_inproc_lease_ops = {
         FB_LEASE_OPS_HEAD, /* its texts: scheme_texts.h, as the scheme table's */
         .scheme = "inproc",
@@ -167,6 +173,7 @@ const fb_lease_ops fb_inproc_lease_ops = {
         .renew = lease_renew,
         .peek = lease_peek,
         .server_pause = NULL,
+        .side = lease_side,
 };
 
 /* ---- stores ------------------------------------------------------------ */

@@ -338,3 +338,10 @@ const fb_clock *fb_lease_clock(const fb_lease_table *t)
 {
 	return t->clock;
 }
+
+void *fb_lease_table_side(fb_lease_table *t, size_t *stride, size_t *room)
+{
+	*stride = sizeof *t->slots;
+	*room = sizeof *t->slots - sizeof t->slots->word;
+	return (char *)t->slots + sizeof t->slots->word;
+}

@@ -127,6 +127,15 @@ bool fb_lease_renew(fb_lease_table *t, uint32_t key, uint16_t owner, uint64_t fe
 /* The slot as it is now (a snapshot; async-signal-safe). */
 fb_lease fb_lease_peek(fb_lease_table *t, uint32_t key);
 
+/*
+ * Room the table lends beside each key's word, on the key's own pair of
+ * lines: a caller's per-key words there move between the cores with the
+ * lease, which carries the line anyway. Key k's room is *room bytes at
+ * the returned address + k * *stride, 16-byte aligned; the table never
+ * reads or writes it.
+ */
+void *fb_lease_table_side(fb_lease_table *t, size_t *stride, size_t *room);
+
 uint64_t fb_lease_ttl(const fb_lease_table *t);
 const fb_clock *fb_lease_clock(const fb_lease_table *t);
 

@@ -17,14 +17,14 @@
 
 typedef struct fixture {
 	fb_env e;
-	fb_worker w[4]; /* A, B, C, D */
-	fb_key_marks marks[2];
+	fb_worker w[4];                                   /* A, B, C, D */
+	alignas(FB_PAD_LINE) char marks[2 * FB_PAD_LINE]; /* two keys' (fb_env_marks) */
 	fb_mode_counters mc;
 } fixture;
 
 static fixture *fresh(void)
 {
-	fixture *f = aligned_alloc(alignof(fixture), sizeof *f); /* the marks' line */
+	fixture *f = aligned_alloc(alignof(fixture), sizeof *f);
 	check(f != NULL, "aligned_alloc");
 	memset(f, 0, sizeof *f);
 	f->e.wf_judged = true;

@@ -553,6 +553,65 @@ static void test_concurrent_wrong_releases_never_free_the_holder(void **state)
 	fb_lease_table_destroy(r.t);
 }
 
+/* Each key's room (fb_lease_table_side) is the caller's: every acquire,
+ * renewal, release and takeover leaves it as the caller wrote it, and
+ * whatever the caller writes there changes nothing the table answers. */
+static void test_the_room_beside_each_word_is_the_callers(void **state)
+{
+	(void)state;
+	enum { ROOMS = 5 };
+	fb_fence_source src[] = {FB_FENCE_GLOBAL, FB_FENCE_PER_KEY};
+	for (int s = 0; s < 2; s++) {
+		fb_clock_manual m;
+		fb_clock_manual_init(&m, 0);
+		fb_lease_table *t = table(&m.base, ROOMS, src[s]);
+		size_t stride = 0, room = 0;
+		unsigned char *side = fb_lease_table_side(t, &stride, &room);
+		check(room >= 96 && stride >= room && (uintptr_t)side % 16 == 0,
+		      "room for a key's marks, 16-byte aligned (room %zu, stride %zu)", room,
+		      stride);
+		for (int fill = 0; fill < 2; fill++) {
+			/* a pattern, then every byte set: the table must answer alike */
+			for (uint32_t k = 0; k < ROOMS; k++)
+				for (size_t i = 0; i < room; i++)
+					side[k * stride + i] =
+					        fill ? 0xff : (unsigned char)(k * 7 + i);
+			fb_lease a, b, r;
+			uint64_t held_by_b[ROOMS];
+			fb_lease_stats st = {0};
+			for (uint32_t k = 0; k < ROOMS; k++) {
+				check_eq(fb_lease_acquire(t, k, 1, &a, &st), FB_ACQUIRED,
+				         "A acquires");
+				check_eq(fb_lease_acquire(t, k, 2, &b, &st), FB_HELD, "B waits");
+				check(fb_lease_renew(t, k, 1, a.fence, &r), "A renews");
+				check(fb_lease_release(t, k, 1, a.fence), "A releases");
+				check_eq(fb_lease_acquire(t, k, 2, &b, &st), FB_ACQUIRED,
+				         "B acquires");
+				check(b.fence > a.fence, "key %u: fence %llu after %llu", k,
+				      (unsigned long long)b.fence, (unsigned long long)a.fence);
+				held_by_b[k] = b.fence;
+			}
+			fb_clock_manual_advance(&m, 11 * MS);
+			for (uint32_t k = 0; k < ROOMS; k++) {
+				check_eq(fb_lease_acquire(t, k, 3, &a, &st), FB_ACQUIRED,
+				         "C takes the expired lease over");
+				check(a.replaced == held_by_b[k], "the takeover replaced B's word");
+				check(!fb_lease_release(t, k, 2, held_by_b[k]),
+				      "B's late release fails");
+				check(fb_lease_is_held(t, k, 3), "C holds");
+				check(fb_lease_release(t, k, 3, a.fence), "C releases");
+			}
+			for (uint32_t k = 0; k < ROOMS; k++)
+				for (size_t i = 0; i < room; i++)
+					check(side[k * stride + i] ==
+					              (fill ? 0xff : (unsigned char)(k * 7 + i)),
+					      "key %u's room, byte %zu: the table wrote there", k,
+					      i);
+		}
+		fb_lease_table_destroy(t);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -569,6 +628,7 @@ int main(void)
 	        cmocka_unit_test(test_a_renewal_says_which_word_it_replaced),
 	        cmocka_unit_test(test_an_acquire_and_a_release_say_which_word_they_replaced),
 	        cmocka_unit_test(test_concurrent_wrong_releases_never_free_the_holder),
+	        cmocka_unit_test(test_the_room_beside_each_word_is_the_callers),
 	};
 	return cmocka_run_group_tests_name("lease", tests, NULL, NULL);
 }

@@ -63,7 +63,7 @@ static inline void control_send(fb_worker *w, fb_discipline d)
 	uint64_t before = atomic_load_explicit(fb_env_sent(e, w->key, d), memory_order_seq_cst);
 	w->wf_above = before < w->l.fence;
 	/* acquire: pairs with the reply's release, which came after it */
-	w->wf_seen = atomic_load_explicit(&e->marks[w->key].wf, memory_order_acquire);
+	w->wf_seen = atomic_load_explicit(&fb_env_marks(e, w->key)->wf, memory_order_acquire);
 	w->wf_armed = true;
 }
 
@@ -83,7 +83,7 @@ static inline void control_reply(fb_worker *w, fb_discipline d, fb_mode_counters
 		return; /* a correct store may have refused it */
 	if (w->wf_seen > w->wf_read_at)
 		fb_counter_add(&mc->control_chances, 1);
-	_Atomic uint64_t *hi = &e->marks[w->key].wf;
+	_Atomic uint64_t *hi = &fb_env_marks(e, w->key)->wf;
 	/* release: this reply before the fence that says it came */
 	if (atomic_load_explicit(hi, memory_order_relaxed) < w->l.fence)
 		atomic_store_explicit(hi, w->l.fence, memory_order_release);

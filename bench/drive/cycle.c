@@ -342,7 +342,7 @@ static HOT void admitted(fb_env *e, uint32_t key, uint64_t f)
 {
 	if (!e->witnessing) /* --no-check: no judgement, no shared line */
 		return;
-	_Atomic uint64_t *a = &e->marks[key].admitted;
+	_Atomic uint64_t *a = &fb_env_marks(e, key)->admitted;
 	if (atomic_load_explicit(a, memory_order_relaxed) < f)
 		atomic_store_explicit(a, f, memory_order_release);
 }
@@ -350,9 +350,10 @@ static HOT void admitted(fb_env *e, uint32_t key, uint64_t f)
 /* A fenced read is about to be sent: what the store admitted before it. */
 static HOT void reading(fb_worker *w)
 {
-	w->admitted = w->env->witnessing ? atomic_load_explicit(&w->env->marks[w->key].admitted,
-	                                                        memory_order_seq_cst)
-	                                 : 0;
+	w->admitted = w->env->witnessing
+	                      ? atomic_load_explicit(&fb_env_marks(w->env, w->key)->admitted,
+	                                             memory_order_seq_cst)
+	                      : 0;
 }
 
 /*

@@ -106,10 +106,16 @@ typedef struct fb_crash_slot {
  * cycle, and the new holder writes each of these: apart (and beside other
  * keys' words, 2 to 8 keys a line), a hand-over moved four lines between
  * the cores instead of one: at -t 2 on two cores, verification cost 39-42%
- * of the throughput with them apart, 30-34% together.
+ * of the throughput with them apart, 30-34% together. Where the lease
+ * table is in process, they sit beside the key's own lease word (the room
+ * it lends, fb_lease_ops.side), whose line the acquire's CAS has just
+ * brought: -t 2 checked 9-15% faster (the median of 9 rounds' ratios,
+ * three comparisons), -t 1 the same or 1-3% slower on the same
+ * instructions. Elsewhere, on a pair of lines of their own. A key's marks
+ * are FB_PAD_LINE after the last key's either way (fb_env_marks).
  */
 typedef struct fb_key_marks {
-	alignas(FB_PAD_LINE) fb_witness_slot witness; /* the lease witness's words (witness.c) */
+	fb_witness_slot witness; /* the lease witness's words (witness.c) */
 	/* by discipline, the highest fence any call sent to that store
 	 * carried: a refusal is judged by what was sent, never by the lease's
 	 * promise (DESIGN section 3) */
@@ -128,7 +134,7 @@ typedef struct fb_key_marks {
 	 * second to record it (fb_env_sending), before its call goes. */
 	_Atomic uint64_t twice[FB_DISCIPLINES];
 } fb_key_marks;
-_Static_assert(sizeof(fb_key_marks) == FB_PAD_LINE, "a key's marks fill its line, no more");
+_Static_assert(sizeof(fb_key_marks) <= FB_PAD_LINE, "a key's marks on its pair of lines");
 
 typedef struct fb_env fb_env;
 
@@ -255,9 +261,11 @@ struct fb_env {
 	uint64_t core_skew;   /* ... measured across this machine's cores (in process) */
 	uint32_t timed_modes; /* store calls timed as round trips: remote, not exec's controls */
 	/* Per key, what verification keeps of it (fb_key_marks): the
-	 * witness's word and the records below, on a line of the key's own. */
-	fb_key_marks *marks;
-	bool wf_judged; /* fb_key_marks.wf: the write-fenced control's chances are judged */
+	 * witness's word and the records below, beside the key's lease word
+	 * or on a pair of lines of the key's own. */
+	char *marks;     /* key 0's marks, a key's FB_PAD_LINE from the last's (fb_env_marks) */
+	void *marks_own; /* their memory, where the lease table lends none */
+	bool wf_judged;  /* fb_key_marks.wf: the write-fenced control's chances are judged */
 	_Atomic int stale_read_claimed;
 	fb_stale_read stale_read;
 	/* Per discipline whose versions are the store's own, per key, its
@@ -314,10 +322,16 @@ struct fb_env {
 	fb_counter plan_slipped;
 };
 
+/* Key key's marks. */
+static inline fb_key_marks *fb_env_marks(const fb_env *e, uint32_t key)
+{
+	return (fb_key_marks *)(void *)(e->marks + (size_t)key * FB_PAD_LINE);
+}
+
 /* The record of the highest fence sent to store d on key. */
 static inline _Atomic uint64_t *fb_env_sent(fb_env *e, uint32_t key, fb_discipline d)
 {
-	return &e->marks[key].sent[d];
+	return &fb_env_marks(e, key)->sent[d];
 }
 
 /*
@@ -339,7 +353,7 @@ fb_env_sending(fb_env *e, fb_discipline d, uint32_t key, uint64_t f, uint8_t *re
 	/* another lease sent f here first: rare (a broken lease service),
 	 * recorded before this call goes */
 	if (__builtin_expect(was == f && !(*reg >> d & 1), 0))
-		fb_atomic_max(&e->marks[key].twice[d], f, memory_order_seq_cst);
+		fb_atomic_max(&fb_env_marks(e, key)->twice[d], f, memory_order_seq_cst);
 	*reg |= (uint8_t)(1u << d);
 }
 
@@ -347,7 +361,7 @@ fb_env_sending(fb_env *e, fb_discipline d, uint32_t key, uint64_t f, uint8_t *re
  * (fb_env_sending): read after the reply to a call carrying f. */
 static inline bool fb_env_sent_twice(fb_env *e, uint32_t key, fb_discipline d, uint64_t f)
 {
-	return atomic_load_explicit(&e->marks[key].twice[d], memory_order_seq_cst) == f;
+	return atomic_load_explicit(&fb_env_marks(e, key)->twice[d], memory_order_seq_cst) == f;
 }
 
 /* The driver's side of fb_env_open: its clocks and how it holds delayed

@@ -100,7 +100,7 @@ void fb_env_close(fb_env *e)
 	if (e->outside_mu_init)
 		pthread_mutex_destroy(&e->outside_mu);
 	fb_witness_destroy(e->witness);
-	free(e->marks);
+	free(e->marks_own);
 	for (int d = 0; d < FB_DISCIPLINES; d++)
 		free(e->calls[d]);
 	fb_plan_log_destroy(e->log);
@@ -367,11 +367,18 @@ static bool cores_taken(const fb_config *cfg)
 static fb_err open_checks(fb_env *e, bool blocking)
 {
 	const fb_config *cfg = e->cfg;
-	size_t mbytes = (size_t)cfg->keys * sizeof *e->marks;
-	if (!(e->marks = aligned_alloc(FB_PAD_LINE, mbytes)))
-		return FB_ENOMEM;
+	/* the marks beside the lease words where the table lends room
+	 * (fb_key_marks), else on lines of their own */
+	size_t room = 0, stride = 0;
+	if (e->lops->side)
+		e->marks = e->lops->side(e->leng, &stride, &room);
+	if (stride != FB_PAD_LINE || room < sizeof(fb_key_marks)) {
+		if (!(e->marks_own = aligned_alloc(FB_PAD_LINE, (size_t)cfg->keys * FB_PAD_LINE)))
+			return FB_ENOMEM;
+		e->marks = e->marks_own;
+	}
 	for (uint32_t k = 0; k < cfg->keys; k++) {
-		fb_key_marks *m = &e->marks[k];
+		fb_key_marks *m = fb_env_marks(e, k);
 		for (int d = 0; d < 4; d++)
 			atomic_init(&m->sent[d], 0);
 		for (int d = 0; d < FB_DISCIPLINES; d++)
@@ -379,8 +386,8 @@ static fb_err open_checks(fb_env *e, bool blocking)
 		atomic_init(&m->admitted, 0);
 		atomic_init(&m->wf, 0);
 	}
-	if (fb_witness_create_at(cfg->keys, cfg->ttl_ns, e->lease_slack, &e->marks->witness,
-	                         sizeof *e->marks, &e->witness) != FB_OK)
+	if (fb_witness_create_at(cfg->keys, cfg->ttl_ns, e->lease_slack,
+	                         &fb_env_marks(e, 0)->witness, FB_PAD_LINE, &e->witness) != FB_OK)
 		return FB_ENOMEM;
 	if (e->validity_short)
 		fb_witness_judge_answers(e->witness, e->validity_short);
