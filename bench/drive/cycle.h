@@ -134,7 +134,8 @@ typedef struct fb_key_marks {
 	 * second to record it (fb_env_sending), before its call goes. */
 	_Atomic uint64_t twice[FB_DISCIPLINES];
 } fb_key_marks;
-_Static_assert(sizeof(fb_key_marks) <= FB_PAD_LINE, "a key's marks on its pair of lines");
+/* the in-process table lends its slot's pair of lines less its 16-byte word */
+_Static_assert(sizeof(fb_key_marks) <= FB_PAD_LINE - 16, "a key's marks beside its lease word");
 
 typedef struct fb_env fb_env;
 

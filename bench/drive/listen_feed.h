@@ -26,11 +26,11 @@ static inline bool fb_wants_feed(const fb_env *e)
  * its outcomes, which the caller sets (a cycle's at its commit, from the
  * outcome tracker: fb_feed_fill). Each record is made here: a cycle's
  * (fb_on_feed) and a delayed write's as it lands (fb_feed_landed). Field by
- * field, never through a temporary: gcc
- * builds a compound literal's small fields on the stack and reads them
- * back 16 bytes at a time, and each such read of stores still in flight
- * stalls the worker (store-to-load forwarding fails), three times a
- * record: 29% of the worker loop's samples at -t 1 (perf annotate). */
+ * field, never through a temporary: gcc builds a compound literal's small
+ * fields on the stack and reads them back 16 bytes at a time, and each
+ * such read of stores still in flight stalls the worker (store-to-load
+ * forwarding fails), three times a record: 29% of the worker loop's
+ * samples at -t 1 (perf annotate). */
 static inline void fb_feed_record(fb_check_rec *r, uint64_t fence, int64_t read,
                                   const fb_store_result *res, uint64_t wrote_at, uint32_t key,
                                   uint16_t writer, uint8_t d)
